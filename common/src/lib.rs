@@ -1,0 +1,13 @@
+//! The small vocabulary every slowlab crate shares.
+//!
+//! # Layout
+//! - [`units`]: sizes (`16MiB`, NGINX-style `16k`), rates and durations as
+//!   people type them on the command line.
+//! - [`pattern`]: the documented `/large` body, so the server can write it and
+//!   any client can verify every byte and its offset.
+//! - [`stats`]: nearest-rank percentiles and medians, the aggregation the
+//!   original experiment used.
+
+pub mod pattern;
+pub mod stats;
+pub mod units;

@@ -1,0 +1,130 @@
+//! The `/large` body: one block repeated, where byte *i* of a block is
+//! `i % 256`.
+//!
+//! The Python app builds its block as `bytes(range(256)) * (block // 256)`,
+//! which is the same thing for block sizes that are multiples of 256. Because
+//! every byte depends only on its offset inside the block, a reader can check
+//! each byte it receives without holding the whole body.
+
+/// The experiment's block size, 64 KiB.
+pub const DEFAULT_BLOCK: usize = 64 * 1024;
+/// The experiment's body size, 16 MiB = 256 blocks.
+pub const DEFAULT_TOTAL: u64 = 16 * 1024 * 1024;
+
+/// The byte at `offset` of a body made of `block`-sized blocks.
+#[inline]
+pub fn byte_at(offset: u64, block: usize) -> u8 {
+    let in_block = offset % block.max(1) as u64;
+    (in_block % 256) as u8
+}
+
+/// One block of the pattern.
+pub fn block(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 256) as u8).collect()
+}
+
+/// Checks a received slice against the pattern.
+///
+/// Returns the absolute offset of the first wrong byte, if any.
+pub fn first_mismatch(data: &[u8], start: u64, block: usize) -> Option<u64> {
+    let block = block.max(1) as u64;
+    // Within a block, byte i is i % 256, so consecutive bytes increase by one
+    // modulo 256 except where a new block starts. Checking this way costs one
+    // comparison per byte and no division in the common case.
+    let mut expected = byte_at(start, block as usize);
+    let mut in_block = start % block;
+    for (i, &b) in data.iter().enumerate() {
+        if b != expected {
+            return Some(start + i as u64);
+        }
+        in_block += 1;
+        if in_block == block {
+            in_block = 0;
+            expected = 0;
+        } else {
+            expected = expected.wrapping_add(1);
+        }
+    }
+    None
+}
+
+/// Incremental verifier for a body that arrives in pieces.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    block: usize,
+    offset: u64,
+    first_bad: Option<u64>,
+}
+
+impl Verifier {
+    pub fn new(block: usize) -> Self {
+        Verifier {
+            block,
+            offset: 0,
+            first_bad: None,
+        }
+    }
+
+    /// Feeds the next piece of the body.
+    pub fn update(&mut self, data: &[u8]) {
+        if self.first_bad.is_none() {
+            self.first_bad = first_mismatch(data, self.offset, self.block);
+        }
+        self.offset += data.len() as u64;
+    }
+
+    /// Bytes seen so far.
+    pub fn seen(&self) -> u64 {
+        self.offset
+    }
+
+    /// The offset of the first byte that broke the pattern.
+    pub fn first_bad(&self) -> Option<u64> {
+        self.first_bad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_matches_python_definition() {
+        // bytes(range(256)) * 256
+        let python: Vec<u8> = (0..256).flat_map(|_| 0u8..=255).collect();
+        assert_eq!(block(DEFAULT_BLOCK), python);
+    }
+
+    #[test]
+    fn verifier_accepts_the_pattern_in_any_split() {
+        let body: Vec<u8> = (0..3).flat_map(|_| block(1000)).collect();
+        for split in [1, 7, 999, 1000, 1001, 2500] {
+            let mut v = Verifier::new(1000);
+            for piece in body.chunks(split) {
+                v.update(piece);
+            }
+            assert_eq!(v.first_bad(), None, "split {split}");
+            assert_eq!(v.seen(), 3000);
+        }
+    }
+
+    #[test]
+    fn verifier_reports_the_first_wrong_offset() {
+        let mut body: Vec<u8> = (0..2).flat_map(|_| block(DEFAULT_BLOCK)).collect();
+        body[70_000] ^= 0xff;
+        body[80_000] ^= 0xff;
+        let mut v = Verifier::new(DEFAULT_BLOCK);
+        for piece in body.chunks(16 * 1024) {
+            v.update(piece);
+        }
+        assert_eq!(v.first_bad(), Some(70_000));
+    }
+
+    #[test]
+    fn byte_at_restarts_every_block() {
+        assert_eq!(byte_at(0, 300), 0);
+        assert_eq!(byte_at(299, 300), (299 % 256) as u8);
+        assert_eq!(byte_at(300, 300), 0);
+        assert_eq!(byte_at(301, 300), 1);
+    }
+}

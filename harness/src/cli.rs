@@ -1,0 +1,33 @@
+//! The `slowlab` command: one subcommand per verb.
+//!
+//! `serve`, `proxy` and `load` belong to their crates; this module only
+//! dispatches to them, so each crate owns its own command-line contract.
+
+use clap::{Parser, Subcommand};
+
+/// slowlab: a lab for slow-client backpressure.
+#[derive(Debug, Parser)]
+#[command(name = "slowlab", version, about = "slowlab: a lab for slow-client backpressure", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the Rust replica of the experiment's app.
+    Serve(server::ServeArgs),
+    /// Run the pingora reverse proxy with NGINX-like buffering.
+    Proxy(proxy::ProxyArgs),
+    /// Run slow readers and the open-loop /fast client against a target.
+    Load(loadgen::LoadArgs),
+}
+
+/// Runs the chosen verb.
+pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(args) => server::run(args),
+        Command::Proxy(args) => proxy::run(args),
+        Command::Load(args) => loadgen::run(args),
+    }
+}
