@@ -21,6 +21,10 @@ pub enum Command {
     Proxy(proxy::ProxyArgs),
     /// Run slow readers and the open-loop /fast client against a target.
     Load(loadgen::LoadArgs),
+    /// Install or find Gunicorn 23.0.0 and NGINX 1.22 for the real conditions.
+    Prepare(crate::prepare::PrepareArgs),
+    /// Run the experiment's condition matrix, capped and sampled.
+    Reproduce(crate::reproduce::ReproduceArgs),
 }
 
 /// Runs the chosen verb.
@@ -29,5 +33,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => server::run(args),
         Command::Proxy(args) => proxy::run(args),
         Command::Load(args) => loadgen::run(args),
+        Command::Prepare(args) => crate::prepare::run(args),
+        Command::Reproduce(args) => crate::reproduce::run(args),
     }
 }

@@ -3,5 +3,26 @@
 //!
 //! # Layout
 //! - [`cli`]: the `slowlab` command and its subcommands.
+//! - [`prepare`]: Gunicorn in a venv of ours, NGINX from Debian's package.
+//! - [`stack`]: servers and routes, and how to start them.
+//! - [`reproduce`]: the condition matrix, its runs and its figures.
+//! - [`report`]: the HTML/Markdown report with its charts.
+//! - [`sample`]: the ~200 ms sampler of every component.
+//! - [`envinfo`]: what `environment.json` records.
+//! - [`signals`]: Ctrl-C and SIGTERM.
+//! - [`cgroup`]: per-component cgroups (v2, else v1), caps and counters.
+//! - [`procfs`]: process trees, RSS, open temp files, TCP socket queues.
+//! - [`process`]: child processes with process groups, parent-death signals
+//!   and stop guards.
 
+pub mod cgroup;
 pub mod cli;
+pub mod envinfo;
+pub mod prepare;
+pub mod process;
+pub mod procfs;
+pub mod report;
+pub mod reproduce;
+pub mod sample;
+pub mod signals;
+pub mod stack;

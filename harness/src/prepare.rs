@@ -1,0 +1,301 @@
+//! `slowlab prepare`: make the real components available without touching
+//! the user's Python or starting any system service.
+//!
+//! - Gunicorn 23.0.0 goes into a virtual environment of the project's own
+//!   (`<state>/venv`), made with Debian's CPython when present, as in the
+//!   original.
+//! - NGINX 1.22 is `/usr/sbin/nginx` when installed; otherwise the Debian
+//!   package is downloaded and unpacked into `<state>/nginx`, as the
+//!   original's prepare stage did. No NGINX service is ever started: every
+//!   run writes its own config, prefix, pid file and temp path.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// The pinned Gunicorn version of the experiment.
+pub const GUNICORN_VERSION: &str = "23.0.0";
+
+/// Where slowlab keeps its venv and unpacked packages.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("SLOWLAB_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(".slowlab"))
+}
+
+/// `slowlab prepare` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PrepareArgs {
+    /// Directory for the venv and unpacked packages (default: $SLOWLAB_HOME
+    /// or ./.slowlab).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+}
+
+/// A usable Gunicorn.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Gunicorn {
+    pub gunicorn: PathBuf,
+    pub python: PathBuf,
+    pub version: String,
+    pub python_version: String,
+}
+
+/// A usable NGINX binary.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Nginx {
+    pub binary: PathBuf,
+    pub version: String,
+    /// The Debian package version, when known.
+    pub package: Option<String>,
+    pub source: String,
+}
+
+/// What `prepare` found; a component that is missing carries the reason.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub gunicorn: Result<Gunicorn, String>,
+    pub nginx: Result<Nginx, String>,
+}
+
+impl Tools {
+    /// One line per component, for the console.
+    pub fn describe(&self) -> Vec<String> {
+        let g = match &self.gunicorn {
+            Ok(g) => format!(
+                "gunicorn {} ({}; {})",
+                g.version,
+                g.gunicorn.display(),
+                g.python_version
+            ),
+            Err(e) => format!("gunicorn: MISSING: {e}"),
+        };
+        let n = match &self.nginx {
+            Ok(n) => format!(
+                "nginx {} ({}, {}{})",
+                n.version,
+                n.binary.display(),
+                n.source,
+                n.package
+                    .as_ref()
+                    .map(|p| format!(", package {p}"))
+                    .unwrap_or_default()
+            ),
+            Err(e) => format!("nginx: MISSING: {e}"),
+        };
+        vec![g, n]
+    }
+}
+
+/// Runs `slowlab prepare`.
+pub fn run(args: PrepareArgs) -> Result<()> {
+    let dir = args.state_dir.unwrap_or_else(state_dir);
+    let tools = prepare(&dir);
+    for line in tools.describe() {
+        println!("{line}");
+    }
+    if tools.gunicorn.is_err() || tools.nginx.is_err() {
+        bail!("not every component is available; the conditions that need it will be skipped");
+    }
+    Ok(())
+}
+
+/// Finds or installs Gunicorn and NGINX. Never fails as a whole: each
+/// component is either there or carries the reason it is not.
+pub fn prepare(state: &Path) -> Tools {
+    let _ = fs::create_dir_all(state);
+    let state = state.canonicalize().unwrap_or_else(|_| state.to_path_buf());
+    Tools {
+        gunicorn: gunicorn(&state).map_err(|e| format!("{e:#}")),
+        nginx: nginx(&state).map_err(|e| format!("{e:#}")),
+    }
+}
+
+fn gunicorn(state: &Path) -> Result<Gunicorn> {
+    let venv = state.join("venv");
+    let bin = venv.join("bin/gunicorn");
+    let python = venv.join("bin/python");
+    if let Ok(found) = check_gunicorn(&bin, &python) {
+        if found.version == GUNICORN_VERSION {
+            return Ok(found);
+        }
+    }
+    let base_python = ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| output(p, &["--version"]).is_ok())
+        .context("no python3 found")?;
+    if !python.exists() {
+        if let Err(e) = run_quiet(base_python, &["-m", "venv", &venv.to_string_lossy()]) {
+            // Debian ships venv's ensurepip separately (python3-venv).
+            let _ = fs::remove_dir_all(&venv);
+            if is_root() && apt_install(&["python3-venv"]).is_ok() {
+                run_quiet(base_python, &["-m", "venv", &venv.to_string_lossy()])
+                    .context("creating the venv after installing python3-venv")?;
+            } else {
+                return Err(e.context("creating the venv (is python3-venv installed?)"));
+            }
+        }
+    }
+    run_quiet(
+        &python.to_string_lossy(),
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            &format!("gunicorn=={GUNICORN_VERSION}"),
+        ],
+    )
+    .context("installing gunicorn from PyPI")?;
+    check_gunicorn(&bin, &python)
+}
+
+fn check_gunicorn(bin: &Path, python: &Path) -> Result<Gunicorn> {
+    let text = output(&bin.to_string_lossy(), &["--version"])?;
+    // "gunicorn (version 23.0.0)"
+    let version = text
+        .trim()
+        .trim_end_matches(')')
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let python_version = output(&python.to_string_lossy(), &["--version"])?
+        .trim()
+        .to_string();
+    Ok(Gunicorn {
+        gunicorn: bin.to_path_buf(),
+        python: python.to_path_buf(),
+        version,
+        python_version,
+    })
+}
+
+fn nginx(state: &Path) -> Result<Nginx> {
+    let system = Path::new("/usr/sbin/nginx");
+    if system.exists() {
+        return check_nginx(system, "system", dpkg_version("nginx"));
+    }
+    let root = state.join("nginx");
+    let unpacked = root.join("usr/sbin/nginx");
+    let package_file = root.join("PACKAGE_VERSION");
+    if unpacked.exists() {
+        let package = fs::read_to_string(&package_file).ok().map(|s| s.trim().to_string());
+        return check_nginx(&unpacked, "unpacked Debian package", package);
+    }
+    let download = state.join("download");
+    let _ = fs::remove_dir_all(&download);
+    fs::create_dir_all(&download)?;
+    let fetch = || {
+        Command::new("apt-get")
+            .args(["download", "-q", "nginx"])
+            .current_dir(&download)
+            .output()
+    };
+    let mut out = fetch().context("running apt-get download (is this Debian?)")?;
+    if !out.status.success() && is_root() {
+        // A fresh machine may not have package lists yet.
+        let _ = run_quiet("apt-get", &["update", "-q"]);
+        out = fetch()?;
+    }
+    if !out.status.success() {
+        bail!(
+            "apt-get download nginx failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let deb = fs::read_dir(&download)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+        .context("apt-get download left no .deb")?;
+    let package = output("dpkg-deb", &["-f", &deb.to_string_lossy(), "Version"])
+        .ok()
+        .map(|s| s.trim().to_string());
+    run_quiet("dpkg-deb", &["-x", &deb.to_string_lossy(), &root.to_string_lossy()])
+        .context("unpacking the nginx package")?;
+    if let Some(p) = &package {
+        fs::write(&package_file, p)?;
+    }
+    let _ = fs::remove_dir_all(&download);
+    check_nginx(&unpacked, "unpacked Debian package", package)
+}
+
+fn check_nginx(binary: &Path, source: &str, package: Option<String>) -> Result<Nginx> {
+    let out = Command::new(binary)
+        .arg("-v")
+        .output()
+        .with_context(|| format!("running {} -v", binary.display()))?;
+    // nginx prints "nginx version: nginx/1.22.1" to stderr.
+    let text = String::from_utf8_lossy(&out.stderr);
+    let version = text
+        .split('/')
+        .nth(1)
+        .map(|v| v.split_whitespace().next().unwrap_or(v).to_string())
+        .with_context(|| format!("unexpected nginx -v output: {}", text.trim()))?;
+    Ok(Nginx {
+        binary: binary.to_path_buf(),
+        version,
+        package,
+        source: source.to_string(),
+    })
+}
+
+fn dpkg_version(package: &str) -> Option<String> {
+    output("dpkg-query", &["-W", "-f=${Version}", package])
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn apt_install(packages: &[&str]) -> Result<()> {
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(packages);
+    if run_quiet("apt-get", &args).is_err() {
+        run_quiet("apt-get", &["update", "-q"])?;
+        run_quiet("apt-get", &args)?;
+    }
+    Ok(())
+}
+
+/// Runs a command and returns its stdout (stderr too when stdout is empty,
+/// as `python --version` of old versions does).
+pub fn output(program: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("running {program}"))?;
+    if !out.status.success() {
+        bail!(
+            "{program} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let mut text = String::from_utf8_lossy(&out.stdout).to_string();
+    if text.trim().is_empty() {
+        text = String::from_utf8_lossy(&out.stderr).to_string();
+    }
+    Ok(text)
+}
+
+fn run_quiet(program: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new(program)
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output()
+        .with_context(|| format!("running {program}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        bail!("{program} {} failed: {}", args.join(" "), last.trim());
+    }
+    Ok(())
+}

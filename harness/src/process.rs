@@ -1,0 +1,345 @@
+//! Child processes of the harness: each in its own process group, killed
+//! when the harness dies (parent-death signal), joined to its cgroup before
+//! it executes anything, and stopped from a guard's `Drop`.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cgroup::Cgroup;
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// A short name for messages: `app`, `proxy`, `loadgen`.
+    pub name: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    /// stdout and stderr go to these files, never to pipes that nobody might
+    /// drain.
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+/// A running child. Dropping it stops the child's whole process group.
+#[derive(Debug)]
+pub struct Guard {
+    pub name: String,
+    child: Option<Child>,
+    pub pid: u32,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+/// Starts `spec`, inside `cgroup` when one is given.
+///
+/// Must be called from a thread that outlives the child: Linux sends the
+/// parent-death signal when the *thread* that forked exits.
+pub fn spawn(spec: &Spec, cgroup: Option<&Cgroup>) -> Result<Guard> {
+    let stdout = File::create(&spec.stdout)
+        .with_context(|| format!("creating {}", spec.stdout.display()))?;
+    let stderr = File::create(&spec.stderr)
+        .with_context(|| format!("creating {}", spec.stderr.display()))?;
+    let procs: Vec<CString> = cgroup
+        .map(|c| c.procs_files())
+        .unwrap_or_default()
+        .iter()
+        .map(|p| CString::new(p.as_os_str().as_bytes()))
+        .collect::<Result<_, _>>()
+        .context("cgroup path with a NUL byte")?;
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    // SAFETY: the closure runs between fork and exec and calls only
+    // async-signal-safe functions (setpgid, prctl, getppid, open, write,
+    // close, _exit) on memory prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Own process group: a terminal's Ctrl-C reaches only the
+            // harness, which then stops its children in order.
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The harness may have died before prctl took effect.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            for path in &procs {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Writing 0 moves the writing process itself (v1 and v2).
+                let ok = libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+                libc::close(fd);
+                if !ok {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().with_context(|| {
+        format!(
+            "starting {} ({})",
+            spec.name,
+            spec.program.display()
+        )
+    })?;
+    Ok(Guard {
+        name: spec.name.clone(),
+        pid: child.id(),
+        child: Some(child),
+        stdout: spec.stdout.clone(),
+        stderr: spec.stderr.clone(),
+    })
+}
+
+impl Guard {
+    /// The exit status if the child has ended.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
+    /// Waits for the child to end on its own, up to `timeout`.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.try_wait() {
+                return Some(s);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM to the process group, waits up to `grace`, then
+    /// SIGKILLs the group. Idempotent.
+    pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        let pgid = self.pid as libc::pid_t;
+        if let Ok(Some(status)) = child.try_wait() {
+            kill_group(pgid, libc::SIGKILL);
+            return Some(status);
+        }
+        kill_group(pgid, libc::SIGTERM);
+        let deadline = Instant::now() + grace;
+        let status = loop {
+            if let Ok(Some(s)) = child.try_wait() {
+                break Some(s);
+            }
+            if Instant::now() >= deadline {
+                kill_group(pgid, libc::SIGKILL);
+                break child.wait().ok();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // Workers of a master that exited on SIGTERM are in the same group.
+        kill_group(pgid, libc::SIGKILL);
+        status
+    }
+
+    /// The last non-empty line of the child's stderr, for error messages.
+    pub fn last_error_line(&self) -> String {
+        last_line(&self.stderr).unwrap_or_else(|| "no output".to_string())
+    }
+
+    /// Waits for the first stdout line `listening on <addr>` and returns the
+    /// address.
+    pub fn wait_ready_line(&mut self, timeout: Duration) -> Result<SocketAddr> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(line) = first_line(&self.stdout) {
+                let addr = parse_ready_line(&line)
+                    .with_context(|| format!("{}: unexpected first line `{line}`", self.name))?;
+                return Ok(addr);
+            }
+            if let Some(status) = self.try_wait() {
+                bail!(
+                    "{} exited ({status}) before it was ready: {}",
+                    self.name,
+                    self.last_error_line()
+                );
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} printed no ready line within {timeout:?}: {}",
+                    self.name,
+                    self.last_error_line()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Polls `GET path` on `addr` until it answers 200.
+    pub fn wait_http_ok(&mut self, addr: SocketAddr, path: &str, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let last = match http_status(addr, path) {
+                Ok(200) => return Ok(()),
+                Ok(code) => format!("status {code}"),
+                Err(e) => format!("{e:#}"),
+            };
+            if let Some(status) = self.try_wait() {
+                bail!(
+                    "{} exited ({status}) before it answered: {}",
+                    self.name,
+                    self.last_error_line()
+                );
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} did not answer GET {path} on {addr} within {timeout:?} ({last}): {}",
+                    self.name,
+                    self.last_error_line()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.stop(Duration::from_secs(2));
+    }
+}
+
+fn kill_group(pgid: libc::pid_t, signal: libc::c_int) {
+    if pgid > 1 {
+        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
+        // addresses the process group we created for this child.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+/// `listening on 127.0.0.1:8000 (model sync, 2 workers)` → the address.
+pub fn parse_ready_line(line: &str) -> Option<SocketAddr> {
+    line.trim()
+        .strip_prefix("listening on ")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn first_line(path: &Path) -> Option<String> {
+    let f = File::open(path).ok()?;
+    let mut line = String::new();
+    BufReader::new(f).read_line(&mut line).ok()?;
+    // Only a complete line counts; the child may be mid-write.
+    line.ends_with('\n').then(|| line.trim_end().to_string())
+}
+
+fn last_line(path: &Path) -> Option<String> {
+    let mut text = String::new();
+    File::open(path).ok()?.read_to_string(&mut text).ok()?;
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().chars().take(300).collect())
+}
+
+/// One `GET` with `Connection: close`; returns the status code.
+pub fn http_status(addr: SocketAddr, path: &str) -> Result<u16> {
+    use std::io::Write;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut head = [0u8; 64];
+    let n = s.read(&mut head)?;
+    let text = String::from_utf8_lossy(&head[..n]);
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .context("no status line")?;
+    Ok(code)
+}
+
+/// A loopback port that was free a moment ago, for programs that cannot
+/// bind port 0 and report it (Gunicorn, NGINX). The caller must expect the
+/// rare race where another program takes it first.
+pub fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ready_lines() {
+        assert_eq!(
+            parse_ready_line("listening on 127.0.0.1:8000 (model sync, 2 workers)\n"),
+            Some("127.0.0.1:8000".parse().unwrap())
+        );
+        assert_eq!(
+            parse_ready_line("listening on [::1]:9"),
+            Some("[::1]:9".parse().unwrap())
+        );
+        assert_eq!(parse_ready_line("ready"), None);
+    }
+
+    #[test]
+    fn a_dropped_guard_leaves_no_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = Spec {
+            name: "sleeper".into(),
+            program: "sh".into(),
+            // A child of the child, as Gunicorn's workers are.
+            args: vec!["-c".into(), "sleep 30 & sleep 30".into()],
+            env: vec![],
+            cwd: None,
+            stdout: dir.path().join("out"),
+            stderr: dir.path().join("err"),
+        };
+        let guard = spawn(&spec, None).unwrap();
+        let pgid = guard.pid;
+        std::thread::sleep(Duration::from_millis(100));
+        drop(guard);
+        // An orphaned grandchild is reaped by init a moment after it dies;
+        // until then it is a zombie that still belongs to the group.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let alive = loop {
+            let live = crate::procfs::process_group_members(pgid)
+                .into_iter()
+                .any(|pid| !crate::procfs::is_zombie(pid));
+            if !live || Instant::now() > deadline {
+                break live;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(!alive, "process group {pgid} survived");
+    }
+}

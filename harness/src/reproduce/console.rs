@@ -1,0 +1,140 @@
+//! What the reproduction prints: a progress bar with an ETA while the matrix
+//! runs, and at the end the conditions next to the published figures and the
+//! cross-check.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::aggregate::ConditionFigures;
+use super::crosscheck::Row;
+use super::matrix::Condition;
+use super::published;
+
+/// A progress bar on stderr (hidden when stderr is not a terminal, where it
+/// prints one line per run instead).
+pub fn progress(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn ms(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x >= 100.0 => format!("{x:.0}"),
+        Some(x) => format!("{x:.2}"),
+        None => "-".into(),
+    }
+}
+
+fn s3(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
+}
+
+/// The conditions table with the published figures beside them.
+pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<18} {:<12} {:>4} {:>4} {:>9} {:>9} {:>19} {:>9} {:>8} {:>8} {:>8}   published for",
+        "server",
+        "route",
+        "slow",
+        "runs",
+        "p50 ms",
+        "p95 ms",
+        "p95 range ms",
+        "pub p95",
+        "app s",
+        "pub app",
+        "recv s",
+    );
+    for (c, f) in conditions {
+        let publ = published::reference(c.server, c.route, c.slow);
+        let range = match (f.p95_min, f.p95_max) {
+            (Some(a), Some(b)) => format!("{}-{}", ms(Some(a)), ms(Some(b))),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<18} {:<12} {:>4} {:>4} {:>9} {:>9} {:>19} {:>9} {:>8} {:>8} {:>8}   {}",
+            c.server.name(),
+            c.route.name(),
+            c.slow,
+            f.runs,
+            ms(f.p50),
+            ms(f.p95),
+            range,
+            ms(publ.as_ref().map(|(p, _)| p.p95)),
+            s3(f.app_send_s),
+            s3(publ.as_ref().and_then(|(p, _)| p.app_send_s)),
+            s3(f.client_receive_s),
+            publ.map(|(_, from)| from).unwrap_or_default(),
+        );
+    }
+    out
+}
+
+/// The cross-check table.
+pub fn crosscheck_table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let mark = |a: Option<bool>| match a {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "?",
+    };
+    let v = |x: Option<super::crosscheck::Verdict>| x.map(|v| v.name()).unwrap_or("-");
+    let _ = writeln!(
+        out,
+        "prediction (rule: blocked when handlers <= slow clients and nothing absorbs a whole response)"
+    );
+    let _ = writeln!(
+        out,
+        "{:<18} {:<12} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>5}",
+        "server", "route", "handlers", "predicted", "observed", "p95 ms", "x baseline", "agree"
+    );
+    for r in rows.iter().filter(|r| r.check == "prediction") {
+        let ratio = match (r.p95_ms, r.baseline_p95_ms) {
+            (Some(p), Some(b)) if b > 0.0 => format!("{:.0}x", p / b),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<18} {:<12} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>5}",
+            r.server.name(),
+            r.route.name(),
+            r.handlers.map(|h| h.to_string()).unwrap_or_else(|| "unbound".into()),
+            v(r.predicted),
+            v(r.observed),
+            ms(r.p95_ms),
+            ratio,
+            mark(r.agree),
+        );
+    }
+    let replica: Vec<&Row> = rows.iter().filter(|r| r.check == "replica").collect();
+    if !replica.is_empty() {
+        let _ = writeln!(out, "\nreplicas against their Gunicorn/NGINX counterparts (2 slow)");
+        let _ = writeln!(
+            out,
+            "{:<31} {:<31} {:>9} {:>9} {:>9}  {:>5}",
+            "stack", "reference", "verdict", "ref", "p95 ratio", "same"
+        );
+        for r in replica {
+            let _ = writeln!(
+                out,
+                "{:<31} {:<31} {:>9} {:>9} {:>9}  {:>5}",
+                format!("{}/{}", r.server, r.route),
+                r.reference,
+                v(r.observed),
+                v(r.reference_observed),
+                r.p95_ratio.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into()),
+                mark(r.agree),
+            );
+        }
+    }
+    out
+}

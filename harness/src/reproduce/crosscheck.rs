@@ -1,0 +1,304 @@
+//! The cross-check: for every server x route at 2 slow connections, the
+//! verdict a simple rule predicts against the one observed; and whether the
+//! Rust replicas reproduce their Gunicorn/NGINX counterparts.
+//!
+//! The rule (stated in the README): a server is *blocked* when its
+//! concurrent handlers are no more than the slow clients and nothing in
+//! front of it absorbs a whole `/large` response; otherwise it is
+//! *relieved*.
+//!
+//! The observation: *blocked* when p95 >= 1 s and >= 100x the same stack's
+//! 0-slow p95; *relieved* when p95 <= 10x that baseline; *partial* otherwise.
+
+use std::collections::BTreeMap;
+
+use super::aggregate::ConditionFigures;
+use super::matrix::Condition;
+use super::published::{counterpart_route, counterpart_server};
+use crate::stack::{Route, Server};
+
+/// A verdict about `/fast` under slow clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Verdict {
+    Blocked,
+    Partial,
+    Relieved,
+}
+
+impl Verdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Blocked => "blocked",
+            Verdict::Partial => "partial",
+            Verdict::Relieved => "relieved",
+        }
+    }
+}
+
+/// The rule's prediction.
+pub fn predict(server: Server, route: Route, slow: u32, body_bytes: u64, proxy_capacity: u64) -> Verdict {
+    let saturated = server.handlers().is_some_and(|h| h <= slow);
+    if saturated && !route.absorbs(body_bytes, proxy_capacity) {
+        Verdict::Blocked
+    } else {
+        Verdict::Relieved
+    }
+}
+
+/// The observed verdict from a p95 and the same stack's 0-slow p95.
+pub fn observe(p95_ms: f64, baseline_ms: f64) -> Verdict {
+    if p95_ms >= 1000.0 && p95_ms >= 100.0 * baseline_ms {
+        Verdict::Blocked
+    } else if p95_ms <= 10.0 * baseline_ms {
+        Verdict::Relieved
+    } else {
+        Verdict::Partial
+    }
+}
+
+/// One line of `crosscheck.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// `prediction` or `replica`.
+    pub check: &'static str,
+    pub server: Server,
+    pub route: Route,
+    pub slow_clients: u32,
+    pub handlers: Option<u32>,
+    pub absorbs: bool,
+    pub predicted: Option<Verdict>,
+    pub observed: Option<Verdict>,
+    pub p95_ms: Option<f64>,
+    pub baseline_p95_ms: Option<f64>,
+    /// Whose 0-slow p95 served as the baseline (`server/route`).
+    pub baseline_from: String,
+    /// For replica checks: the Gunicorn/NGINX stack compared with.
+    pub reference: String,
+    pub reference_observed: Option<Verdict>,
+    pub reference_p95_ms: Option<f64>,
+    /// p95 / reference p95.
+    pub p95_ratio: Option<f64>,
+    pub agree: Option<bool>,
+}
+
+pub const HEADERS: [&str; 16] = [
+    "check",
+    "server",
+    "route",
+    "slow_clients",
+    "handlers",
+    "absorbs_whole_response",
+    "predicted",
+    "observed",
+    "p95_ms",
+    "baseline_p95_ms",
+    "baseline_from",
+    "reference",
+    "reference_observed",
+    "reference_p95_ms",
+    "p95_ratio",
+    "agree",
+];
+
+impl Row {
+    pub fn cells(&self) -> Vec<String> {
+        let v = |x: Option<Verdict>| x.map(|v| v.name().to_string()).unwrap_or_default();
+        let f = |x: Option<f64>, d: usize| x.map(|x| format!("{x:.d$}")).unwrap_or_default();
+        vec![
+            self.check.to_string(),
+            self.server.to_string(),
+            self.route.to_string(),
+            self.slow_clients.to_string(),
+            self.handlers.map(|h| h.to_string()).unwrap_or_else(|| "unbounded".into()),
+            self.absorbs.to_string(),
+            v(self.predicted),
+            v(self.observed),
+            f(self.p95_ms, 2),
+            f(self.baseline_p95_ms, 2),
+            self.baseline_from.clone(),
+            self.reference.clone(),
+            v(self.reference_observed),
+            f(self.reference_p95_ms, 2),
+            f(self.p95_ratio, 3),
+            self.agree.map(|a| if a { "yes" } else { "no" }.to_string()).unwrap_or_default(),
+        ]
+    }
+}
+
+/// The 0-slow p95 of a stack: its own when measured, else that of the same
+/// route with the sync2 server of the same implementation (the seed preset
+/// has no 0-slow gthread run), saying which it used.
+fn baseline(
+    figures: &BTreeMap<Condition, ConditionFigures>,
+    server: Server,
+    route: Route,
+) -> Option<(f64, String)> {
+    let own = Condition { server, route, slow: 0 };
+    if let Some(p) = figures.get(&own).and_then(|f| f.p95) {
+        return Some((p, format!("{server}/{route}")));
+    }
+    let sibling = if server.is_gunicorn() {
+        Server::GunicornSync2
+    } else {
+        Server::RustSync2
+    };
+    let c = Condition {
+        server: sibling,
+        route,
+        slow: 0,
+    };
+    figures
+        .get(&c)
+        .and_then(|f| f.p95)
+        .map(|p| (p, format!("{sibling}/{route}")))
+}
+
+fn observed(
+    figures: &BTreeMap<Condition, ConditionFigures>,
+    c: Condition,
+) -> (Option<Verdict>, Option<f64>, Option<(f64, String)>) {
+    let p95 = figures.get(&c).and_then(|f| f.p95);
+    let base = baseline(figures, c.server, c.route);
+    let verdict = match (p95, &base) {
+        (Some(p), Some((b, _))) => Some(observe(p, *b)),
+        _ => None,
+    };
+    (verdict, p95, base)
+}
+
+/// Builds every row for the conditions at `slow` slow clients.
+pub fn rows(
+    figures: &BTreeMap<Condition, ConditionFigures>,
+    slow: u32,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> Vec<Row> {
+    let mut out = Vec::new();
+    let at_slow: Vec<Condition> = figures.keys().copied().filter(|c| c.slow == slow).collect();
+    for &c in &at_slow {
+        let (obs, p95, base) = observed(figures, c);
+        let predicted = predict(c.server, c.route, slow, body_bytes, proxy_capacity);
+        out.push(Row {
+            check: "prediction",
+            server: c.server,
+            route: c.route,
+            slow_clients: slow,
+            handlers: c.server.handlers(),
+            absorbs: c.route.absorbs(body_bytes, proxy_capacity),
+            predicted: Some(predicted),
+            observed: obs,
+            p95_ms: p95,
+            baseline_p95_ms: base.as_ref().map(|b| b.0),
+            baseline_from: base.map(|b| b.1).unwrap_or_default(),
+            reference: String::new(),
+            reference_observed: None,
+            reference_p95_ms: None,
+            p95_ratio: None,
+            agree: obs.map(|o| o == predicted),
+        });
+    }
+    for &c in &at_slow {
+        let mut refs = vec![
+            (counterpart_server(c.server), counterpart_route(c.route)),
+            (counterpart_server(c.server), c.route),
+            (c.server, counterpart_route(c.route)),
+        ];
+        refs.dedup();
+        for (s, r) in refs {
+            let rc = Condition { server: s, route: r, slow };
+            if rc == c || !figures.contains_key(&rc) {
+                continue;
+            }
+            let (obs, p95, base) = observed(figures, c);
+            let (ref_obs, ref_p95, _) = observed(figures, rc);
+            out.push(Row {
+                check: "replica",
+                server: c.server,
+                route: c.route,
+                slow_clients: slow,
+                handlers: c.server.handlers(),
+                absorbs: c.route.absorbs(body_bytes, proxy_capacity),
+                predicted: None,
+                observed: obs,
+                p95_ms: p95,
+                baseline_p95_ms: base.as_ref().map(|b| b.0),
+                baseline_from: base.map(|b| b.1).unwrap_or_default(),
+                reference: format!("{s}/{r}"),
+                reference_observed: ref_obs,
+                reference_p95_ms: ref_p95,
+                p95_ratio: match (p95, ref_p95) {
+                    (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+                    _ => None,
+                },
+                agree: match (obs, ref_obs) {
+                    (Some(a), Some(b)) => Some(a == b),
+                    _ => None,
+                },
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::ProxyBuffers;
+
+    const MIB16: u64 = 16 << 20;
+
+    #[test]
+    fn predictions_follow_the_rule() {
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        let p = |s, r| predict(s, r, 2, MIB16, cap);
+        assert_eq!(p(Server::GunicornSync2, Route::Direct), Verdict::Blocked);
+        assert_eq!(p(Server::GunicornSync2, Route::NginxOff), Verdict::Blocked);
+        assert_eq!(p(Server::GunicornSync2, Route::NginxOn), Verdict::Relieved);
+        assert_eq!(p(Server::GunicornGthread4, Route::Direct), Verdict::Relieved);
+        assert_eq!(p(Server::RustAsync, Route::Direct), Verdict::Relieved);
+        assert_eq!(predict(Server::RustSync2, Route::Direct, 1, MIB16, cap), Verdict::Relieved);
+    }
+
+    #[test]
+    fn observations_use_the_thresholds() {
+        // The published figures: direct blocked, nginx-off blocked (barely:
+        // 1071 ms is >= 1 s and >= 100x 2.66 ms), nginx-on relieved.
+        assert_eq!(observe(5945.11, 1.57), Verdict::Blocked);
+        assert_eq!(observe(1071.47, 2.66), Verdict::Blocked);
+        assert_eq!(observe(2.34, 1.93), Verdict::Relieved);
+        assert_eq!(observe(900.0, 2.0), Verdict::Partial);
+        assert_eq!(observe(1500.0, 20.0), Verdict::Partial);
+    }
+
+    #[test]
+    fn replica_rows_compare_counterparts() {
+        let mut f = BTreeMap::new();
+        let put = |f: &mut BTreeMap<_, _>, s, r, slow, p95| {
+            f.insert(
+                Condition { server: s, route: r, slow },
+                ConditionFigures {
+                    p95: Some(p95),
+                    ..ConditionFigures::default()
+                },
+            );
+        };
+        put(&mut f, Server::GunicornSync2, Route::Direct, 0, 1.5);
+        put(&mut f, Server::GunicornSync2, Route::Direct, 2, 6000.0);
+        put(&mut f, Server::RustSync2, Route::Direct, 0, 0.5);
+        put(&mut f, Server::RustSync2, Route::Direct, 2, 6600.0);
+        put(&mut f, Server::GunicornGthread4, Route::Direct, 2, 1.6);
+        let rows = rows(&f, 2, MIB16, ProxyBuffers::EXPERIMENT.capacity());
+        let replica: Vec<&Row> = rows.iter().filter(|r| r.check == "replica").collect();
+        assert_eq!(replica.len(), 1);
+        assert_eq!(replica[0].reference, "gunicorn-sync2/direct");
+        assert_eq!(replica[0].agree, Some(true));
+        assert!((replica[0].p95_ratio.unwrap() - 1.1).abs() < 1e-9);
+        let gthread = rows
+            .iter()
+            .find(|r| r.server == Server::GunicornGthread4)
+            .unwrap();
+        assert_eq!(gthread.baseline_from, "gunicorn-sync2/direct");
+        assert_eq!(gthread.observed, Some(Verdict::Relieved));
+        assert_eq!(gthread.agree, Some(true));
+    }
+}

@@ -1,0 +1,342 @@
+//! The condition matrix: presets, the load profile of each, and `--only`.
+
+use std::time::Duration;
+
+use crate::stack::launch::Body;
+use crate::stack::{Route, Server};
+
+/// A named set of runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+pub enum Preset {
+    /// Exactly the original's 30 runs (Gunicorn, NGINX).
+    Seed,
+    /// The same matrix with rust-sync2 and pingora, plus rust-threads4.
+    Replica,
+    /// Every server x every route at 0 and 2 slow connections.
+    Cross,
+    /// A few minutes: Gunicorn and the Rust replica, direct and behind
+    /// their proxy with buffering on and off, at 0 and 2 slow, shortened.
+    Quick,
+}
+
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Seed => "seed",
+            Preset::Replica => "replica",
+            Preset::Cross => "cross",
+            Preset::Quick => "quick",
+        }
+    }
+
+    /// Runs per condition unless `--runs` says otherwise.
+    pub fn default_runs(self) -> u32 {
+        match self {
+            Preset::Quick => 1,
+            _ => 3,
+        }
+    }
+
+    /// The load of every run of this preset.
+    pub fn profile(self) -> LoadProfile {
+        match self {
+            Preset::Quick => LoadProfile::quick(),
+            _ => LoadProfile::experiment(),
+        }
+    }
+
+    /// The conditions, without repetitions.
+    pub fn conditions(self) -> Vec<Condition> {
+        let grid = |servers: &[Server], routes: &[Route], slows: &[u32]| {
+            let mut out = Vec::new();
+            for &server in servers {
+                for &route in routes {
+                    for &slow in slows {
+                        out.push(Condition { server, route, slow });
+                    }
+                }
+            }
+            out
+        };
+        match self {
+            Preset::Seed => {
+                let mut c = grid(
+                    &[Server::GunicornSync2],
+                    &[Route::Direct, Route::NginxOff, Route::NginxOn],
+                    &[0, 1, 2],
+                );
+                c.extend(grid(&[Server::GunicornGthread4], &[Route::Direct], &[2]));
+                c
+            }
+            Preset::Replica => {
+                let mut c = grid(
+                    &[Server::RustSync2],
+                    &[Route::Direct, Route::PingoraOff, Route::PingoraOn],
+                    &[0, 1, 2],
+                );
+                c.extend(grid(&[Server::RustThreads4], &[Route::Direct], &[2]));
+                c
+            }
+            Preset::Cross => grid(&Server::ALL, &Route::ALL, &[0, 2]),
+            Preset::Quick => {
+                let mut c = grid(
+                    &[Server::GunicornSync2],
+                    &[Route::Direct, Route::NginxOn, Route::NginxOff],
+                    &[0, 2],
+                );
+                c.extend(grid(
+                    &[Server::RustSync2],
+                    &[Route::Direct, Route::PingoraOn, Route::PingoraOff],
+                    &[0, 2],
+                ));
+                c
+            }
+        }
+    }
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct Condition {
+    pub server: Server,
+    pub route: Route,
+    pub slow: u32,
+}
+
+impl std::fmt::Display for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {} slow", self.server, self.route, self.slow)
+    }
+}
+
+/// The load of one run, passed to `slowlab load` and to the servers.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct LoadProfile {
+    pub body: Body,
+    /// Bytes per second of each slow reader.
+    pub slow_rate: u64,
+    pub rcvbuf: u64,
+    pub read_chunk: u64,
+    pub fast_rate: f64,
+    #[serde(with = "secs")]
+    pub fast_duration: Duration,
+    #[serde(with = "secs")]
+    pub fast_start: Duration,
+    #[serde(with = "secs")]
+    pub timeout: Duration,
+}
+
+mod secs {
+    use std::time::Duration;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+impl LoadProfile {
+    /// The original's values.
+    pub fn experiment() -> Self {
+        LoadProfile {
+            body: Body {
+                large_bytes: 16 << 20,
+                chunk_bytes: 64 << 10,
+            },
+            slow_rate: 2 << 20,
+            rcvbuf: 8 << 10,
+            read_chunk: 16 << 10,
+            fast_rate: 8.0,
+            fast_duration: Duration::from_secs(9),
+            fast_start: Duration::from_millis(250),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Shorter runs that still show the phenomenon: the body stays 16 MiB,
+    /// four times the kernel's largest send buffer here, so a blocked worker
+    /// stays blocked; the readers go twice as fast (about 4 s a download)
+    /// and `/fast` runs for 3 s instead of 9.
+    pub fn quick() -> Self {
+        LoadProfile {
+            slow_rate: 4 << 20,
+            fast_duration: Duration::from_secs(3),
+            ..Self::experiment()
+        }
+    }
+
+    /// About how long the load lasts: the later of the last /fast request
+    /// and the slow downloads.
+    pub fn expected_duration(&self, slow: u32) -> Duration {
+        let fast = self.fast_start + self.fast_duration;
+        if slow == 0 {
+            return fast;
+        }
+        let download = Duration::from_secs_f64(self.body.large_bytes as f64 / self.slow_rate as f64);
+        fast.max(download)
+    }
+}
+
+/// `--only`: comma-separated terms that must all match a condition. A term
+/// is a server name, a route name, `slow=N`, or `server=`/`route=` with a
+/// name.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    terms: Vec<Term>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Term {
+    Server(Server),
+    Route(Route),
+    Slow(u32),
+}
+
+impl std::str::FromStr for Filter {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut terms = Vec::new();
+        for raw in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let term = match raw.split_once('=') {
+                Some(("server", v)) => Term::Server(v.parse()?),
+                Some(("route", v)) => Term::Route(v.parse()?),
+                Some(("slow", v)) => Term::Slow(
+                    v.parse()
+                        .map_err(|_| format!("`slow={v}`: expected a number"))?,
+                ),
+                Some((k, _)) => return Err(format!("unknown filter key `{k}` (server, route, slow)")),
+                None => match (raw.parse::<Server>(), raw.parse::<Route>()) {
+                    (Ok(s), _) => Term::Server(s),
+                    (_, Ok(r)) => Term::Route(r),
+                    _ => {
+                        return Err(format!(
+                            "`{raw}` is neither a server nor a route (or use slow=N)"
+                        ));
+                    }
+                },
+            };
+            terms.push(term);
+        }
+        if terms.is_empty() {
+            return Err("empty filter".into());
+        }
+        Ok(Filter { terms })
+    }
+}
+
+impl Filter {
+    pub fn matches(&self, c: &Condition) -> bool {
+        // Terms of the same kind are alternatives (`rust-sync2,gunicorn-sync2`);
+        // terms of different kinds must all hold.
+        let kinds = [
+            self.terms.iter().filter_map(|t| match t {
+                Term::Server(s) => Some(*s == c.server),
+                _ => None,
+            }).collect::<Vec<_>>(),
+            self.terms.iter().filter_map(|t| match t {
+                Term::Route(r) => Some(*r == c.route),
+                _ => None,
+            }).collect(),
+            self.terms.iter().filter_map(|t| match t {
+                Term::Slow(n) => Some(*n == c.slow),
+                _ => None,
+            }).collect(),
+        ];
+        kinds.iter().all(|k| k.is_empty() || k.iter().any(|&m| m))
+    }
+}
+
+/// One run of the matrix.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunSpec {
+    /// `001`, `002`, ... in execution order.
+    pub run_id: String,
+    pub preset: Preset,
+    pub condition: Condition,
+    pub repetition: u32,
+    pub profile: LoadProfile,
+}
+
+/// Expands presets into runs. Repetitions are the outer loop, so that slow
+/// drift of the machine spreads over every condition instead of hitting one.
+pub fn plan(presets: &[Preset], runs: Option<u32>, filter: Option<&Filter>) -> Vec<RunSpec> {
+    let mut out = Vec::new();
+    for &preset in presets {
+        let conditions: Vec<Condition> = preset
+            .conditions()
+            .into_iter()
+            .filter(|c| filter.is_none_or(|f| f.matches(c)))
+            .collect();
+        for repetition in 1..=runs.unwrap_or(preset.default_runs()) {
+            for &condition in &conditions {
+                out.push(RunSpec {
+                    run_id: String::new(),
+                    preset,
+                    condition,
+                    repetition,
+                    profile: preset.profile(),
+                });
+            }
+        }
+    }
+    for (i, r) in out.iter_mut().enumerate() {
+        r.run_id = format!("{:03}", i + 1);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_is_the_original_thirty_runs() {
+        let runs = plan(&[Preset::Seed], None, None);
+        assert_eq!(runs.len(), 30);
+        let gthread = runs
+            .iter()
+            .filter(|r| r.condition.server == Server::GunicornGthread4)
+            .count();
+        assert_eq!(gthread, 3);
+        assert!(runs.iter().all(|r| r.profile == LoadProfile::experiment()));
+        assert_eq!(runs[0].run_id, "001");
+        assert_eq!(runs[29].run_id, "030");
+    }
+
+    #[test]
+    fn replica_mirrors_seed() {
+        let runs = plan(&[Preset::Replica], None, None);
+        assert_eq!(runs.len(), 30);
+        assert!(runs.iter().all(|r| !r.condition.server.is_gunicorn()));
+        assert!(runs.iter().all(|r| !matches!(r.condition.route, Route::NginxOn | Route::NginxOff)));
+    }
+
+    #[test]
+    fn cross_and_quick_sizes() {
+        assert_eq!(Preset::Cross.conditions().len(), 5 * 5 * 2);
+        let quick = plan(&[Preset::Quick], None, None);
+        assert_eq!(quick.len(), 12);
+        assert!(quick.iter().all(|r| r.repetition == 1));
+    }
+
+    #[test]
+    fn filters() {
+        let f: Filter = "rust-sync2,slow=2".parse().unwrap();
+        let runs = plan(&[Preset::Replica], Some(1), Some(&f));
+        assert_eq!(runs.len(), 3);
+        let f: Filter = "rust-sync2,gunicorn-sync2,direct".parse().unwrap();
+        let runs = plan(&[Preset::Quick], None, Some(&f));
+        assert_eq!(runs.len(), 4);
+        assert!("nonsense".parse::<Filter>().is_err());
+        assert!("slow=x".parse::<Filter>().is_err());
+    }
+
+    #[test]
+    fn durations() {
+        let p = LoadProfile::experiment();
+        assert_eq!(p.expected_duration(0), Duration::from_millis(9250));
+        assert_eq!(p.expected_duration(2), Duration::from_millis(9250));
+        let q = LoadProfile::quick();
+        assert_eq!(q.expected_duration(2), Duration::from_secs(4));
+    }
+}

@@ -1,0 +1,315 @@
+//! Starting a server and a proxy as child processes, each in its own cgroup,
+//! and waiting until they answer.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use super::{ProxyBuffers, ProxyKind, Route, Server, nginx};
+use crate::cgroup::Cgroup;
+use crate::prepare::Tools;
+use crate::process::{self, Guard, Spec, free_port};
+
+/// The WSGI app, embedded so that the binary is all a user needs.
+pub const WSGI_APP: &str = include_str!("../../python/slowlab_app.py");
+
+/// How long a component may take to answer after it was started.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// What every launch needs to know.
+#[derive(Debug)]
+pub struct Launcher<'a> {
+    /// The `slowlab` binary (for `serve` and `proxy`).
+    pub exe: PathBuf,
+    pub tools: &'a Tools,
+    /// A directory holding `slowlab_app.py`.
+    pub app_dir: PathBuf,
+}
+
+/// The `/large` body served in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Body {
+    pub large_bytes: u64,
+    pub chunk_bytes: u64,
+}
+
+/// A started component. Fields drop in order: the process stops before its
+/// cgroup is removed.
+#[derive(Debug)]
+pub struct Running {
+    pub guard: Guard,
+    pub addr: SocketAddr,
+    pub cgroup: Option<Cgroup>,
+    /// The proxy's temp directory, where its temp files live.
+    pub temp_dir: Option<PathBuf>,
+}
+
+impl Running {
+    pub fn pid(&self) -> u32 {
+        self.guard.pid
+    }
+}
+
+/// Where a run keeps its logs (`logs`) and its scratch files (`scratch`,
+/// removed after the run).
+#[derive(Debug, Clone)]
+pub struct RunPaths {
+    pub logs: PathBuf,
+    pub scratch: PathBuf,
+}
+
+impl Launcher<'_> {
+    /// Writes the WSGI app into `dir` and returns a launcher for it.
+    pub fn write_app(dir: &Path) -> Result<PathBuf> {
+        fs::create_dir_all(dir)?;
+        fs::write(dir.join("slowlab_app.py"), WSGI_APP).context("writing the WSGI app")?;
+        Ok(dir.to_path_buf())
+    }
+
+    /// Starts `server` and waits until `GET /fast` answers 200. The send log
+    /// goes to `paths.logs/send-log.csv`.
+    pub fn start_server(
+        &self,
+        server: Server,
+        body: Body,
+        paths: &RunPaths,
+        cgroup: Option<Cgroup>,
+    ) -> Result<Running> {
+        let send_log = paths.logs.join("send-log.csv");
+        if server.is_gunicorn() {
+            let g = self
+                .tools
+                .gunicorn
+                .as_ref()
+                .map_err(|e| anyhow::anyhow!("gunicorn is not available: {e}"))?;
+            // Gunicorn cannot report a port it picked, so pick one; another
+            // program may take it first, hence the retries.
+            retry_port(|| {
+                let port = free_port()?;
+                let addr = SocketAddr::from(([127, 0, 0, 1], port));
+                let mut args = vec![
+                    "--bind".to_string(),
+                    addr.to_string(),
+                    "--chdir".into(),
+                    self.app_dir.to_string_lossy().into(),
+                    "--log-level".into(),
+                    "warning".into(),
+                    "--error-logfile".into(),
+                    "-".into(),
+                ];
+                match server {
+                    Server::GunicornSync2 => {
+                        args.extend(["--worker-class", "sync", "--workers", "2"].map(String::from))
+                    }
+                    _ => args.extend(
+                        ["--worker-class", "gthread", "--workers", "1", "--threads", "4"]
+                            .map(String::from),
+                    ),
+                }
+                args.push("slowlab_app:application".into());
+                let spec = Spec {
+                    name: format!("app ({server})"),
+                    program: g.gunicorn.clone(),
+                    args,
+                    env: vec![
+                        ("SLOWLAB_SEND_LOG".into(), send_log.to_string_lossy().into()),
+                        ("SLOWLAB_LARGE_BYTES".into(), body.large_bytes.to_string()),
+                        ("SLOWLAB_CHUNK_BYTES".into(), body.chunk_bytes.to_string()),
+                    ],
+                    cwd: Some(self.app_dir.clone()),
+                    stdout: paths.logs.join("app.out"),
+                    stderr: paths.logs.join("app.err"),
+                };
+                start_and_probe(spec, cgroup_ref(&cgroup), Some(addr), "/fast")
+            })
+            .map(|(guard, addr)| Running {
+                guard,
+                addr,
+                cgroup,
+                temp_dir: None,
+            })
+        } else {
+            let (model, workers) = match server {
+                Server::RustSync2 => ("sync", Some(2)),
+                Server::RustThreads4 => ("threads", Some(4)),
+                _ => ("async", None),
+            };
+            let mut args = vec![
+                "serve".to_string(),
+                "--listen".into(),
+                "127.0.0.1:0".into(),
+                "--model".into(),
+                model.into(),
+                "--large-bytes".into(),
+                body.large_bytes.to_string(),
+                "--chunk-bytes".into(),
+                body.chunk_bytes.to_string(),
+                "--send-log".into(),
+                send_log.to_string_lossy().into(),
+            ];
+            if let Some(w) = workers {
+                args.extend(["--workers".to_string(), w.to_string()]);
+            }
+            let spec = Spec {
+                name: format!("app ({server})"),
+                program: self.exe.clone(),
+                args,
+                env: vec![],
+                cwd: None,
+                stdout: paths.logs.join("app.out"),
+                stderr: paths.logs.join("app.err"),
+            };
+            let (guard, addr) = start_and_probe(spec, cgroup_ref(&cgroup), None, "/fast")?;
+            Ok(Running {
+                guard,
+                addr,
+                cgroup,
+                temp_dir: None,
+            })
+        }
+    }
+
+    /// Starts the proxy of `route` in front of `upstream`; `None` for direct.
+    pub fn start_proxy(
+        &self,
+        route: Route,
+        upstream: SocketAddr,
+        buffers: &ProxyBuffers,
+        paths: &RunPaths,
+        cgroup: Option<Cgroup>,
+    ) -> Result<Option<Running>> {
+        let Some((kind, buffering)) = route.proxy() else {
+            return Ok(None);
+        };
+        let temp_dir = paths.scratch.join("proxy-temp");
+        fs::create_dir_all(&temp_dir)?;
+        let (guard, addr) = match kind {
+            ProxyKind::Nginx => {
+                let n = self
+                    .tools
+                    .nginx
+                    .as_ref()
+                    .map_err(|e| anyhow::anyhow!("nginx is not available: {e}"))?;
+                let prefix = paths.scratch.join("nginx");
+                fs::create_dir_all(&prefix)?;
+                let error_log = paths.logs.join("nginx-error.log");
+                retry_port(|| {
+                    let port = free_port()?;
+                    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+                    let conf = nginx::config(
+                        addr, upstream, buffering, buffers, &prefix, &temp_dir, &error_log,
+                    );
+                    let conf_path = paths.logs.join("nginx.conf");
+                    fs::write(&conf_path, conf)?;
+                    let spec = Spec {
+                        name: format!("proxy ({route})"),
+                        program: n.binary.clone(),
+                        args: vec![
+                            "-p".into(),
+                            format!("{}/", prefix.display()),
+                            "-c".into(),
+                            conf_path.to_string_lossy().into(),
+                            "-e".into(),
+                            error_log.to_string_lossy().into(),
+                        ],
+                        env: vec![],
+                        cwd: None,
+                        stdout: paths.logs.join("proxy.out"),
+                        stderr: paths.logs.join("proxy.err"),
+                    };
+                    start_and_probe(spec, cgroup_ref(&cgroup), Some(addr), "/fast")
+                })?
+            }
+            ProxyKind::Pingora => {
+                let k = |v: u64| format!("{}k", v >> 10);
+                let spec = Spec {
+                    name: format!("proxy ({route})"),
+                    program: self.exe.clone(),
+                    args: vec![
+                        "proxy".into(),
+                        "--listen".into(),
+                        "127.0.0.1:0".into(),
+                        "--upstream".into(),
+                        upstream.to_string(),
+                        "--buffering".into(),
+                        if buffering { "on" } else { "off" }.into(),
+                        "--buffer-size".into(),
+                        k(buffers.buffer_size),
+                        "--buffers".into(),
+                        format!("{}x{}", buffers.buffers_count, k(buffers.buffers_size)),
+                        "--busy-buffers-size".into(),
+                        k(buffers.busy_buffers_size),
+                        "--max-temp-file-size".into(),
+                        buffers.max_temp_file_size.to_string(),
+                        "--temp-file-write-size".into(),
+                        k(buffers.temp_file_write_size),
+                        "--temp-path".into(),
+                        temp_dir.to_string_lossy().into(),
+                        "--threads".into(),
+                        "1".into(),
+                        "--stats-log".into(),
+                        paths.logs.join("proxy-stats.csv").to_string_lossy().into(),
+                        "--gauge-log".into(),
+                        paths.logs.join("proxy-gauge.csv").to_string_lossy().into(),
+                    ],
+                    env: vec![],
+                    cwd: None,
+                    stdout: paths.logs.join("proxy.out"),
+                    stderr: paths.logs.join("proxy.err"),
+                };
+                start_and_probe(spec, cgroup_ref(&cgroup), None, "/fast")?
+            }
+        };
+        Ok(Some(Running {
+            guard,
+            addr,
+            cgroup,
+            temp_dir: Some(temp_dir),
+        }))
+    }
+}
+
+fn cgroup_ref(c: &Option<Cgroup>) -> Option<&Cgroup> {
+    c.as_ref()
+}
+
+/// Starts `spec`; learns its address from the ready line when `addr` is not
+/// known in advance; then waits for `GET probe` to answer 200.
+fn start_and_probe(
+    spec: Spec,
+    cgroup: Option<&Cgroup>,
+    addr: Option<SocketAddr>,
+    probe: &str,
+) -> Result<(Guard, SocketAddr)> {
+    let mut guard = process::spawn(&spec, cgroup)?;
+    let addr = match addr {
+        Some(a) => a,
+        None => guard.wait_ready_line(READY_TIMEOUT)?,
+    };
+    guard.wait_http_ok(addr, probe, READY_TIMEOUT)?;
+    Ok((guard, addr))
+}
+
+/// Retries `start` when it failed because its port was taken meanwhile.
+fn retry_port<T>(mut start: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut last = None;
+    for _ in 0..3 {
+        match start() {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                let text = format!("{e:#}");
+                if !(text.contains("in use") || text.contains("Address already")) {
+                    return Err(e);
+                }
+                last = Some(e);
+            }
+        }
+    }
+    match last {
+        Some(e) => Err(e.context("the port was taken three times in a row")),
+        None => bail!("no attempt was made"),
+    }
+}

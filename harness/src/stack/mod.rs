@@ -1,0 +1,209 @@
+//! The stacks a run is made of: a server (real Gunicorn or the Rust replica)
+//! and a route to it (direct, or through NGINX or pingora with buffering off
+//! or on), and how to start them.
+//!
+//! # Layout
+//! - this file: the names, and what each stack is (handlers, buffering).
+//! - [`launch`]: starting a server and a proxy as capped child processes.
+//! - [`nginx`]: the generated NGINX configuration of the experiment.
+
+pub mod launch;
+pub mod nginx;
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A server of the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Server {
+    GunicornSync2,
+    GunicornGthread4,
+    RustSync2,
+    RustThreads4,
+    RustAsync,
+}
+
+impl Server {
+    pub const ALL: [Server; 5] = [
+        Server::GunicornSync2,
+        Server::GunicornGthread4,
+        Server::RustSync2,
+        Server::RustThreads4,
+        Server::RustAsync,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::GunicornSync2 => "gunicorn-sync2",
+            Server::GunicornGthread4 => "gunicorn-gthread4",
+            Server::RustSync2 => "rust-sync2",
+            Server::RustThreads4 => "rust-threads4",
+            Server::RustAsync => "rust-async",
+        }
+    }
+
+    /// How many responses it can write at once; `None` for no fixed limit
+    /// (one task per connection).
+    pub fn handlers(self) -> Option<u32> {
+        match self {
+            Server::GunicornSync2 | Server::RustSync2 => Some(2),
+            Server::GunicornGthread4 | Server::RustThreads4 => Some(4),
+            Server::RustAsync => None,
+        }
+    }
+
+    pub fn is_gunicorn(self) -> bool {
+        matches!(self, Server::GunicornSync2 | Server::GunicornGthread4)
+    }
+
+    /// What the server model is, in words, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Server::GunicornSync2 => "Gunicorn 23.0.0, sync worker class, 2 worker processes",
+            Server::GunicornGthread4 => "Gunicorn 23.0.0, gthread, 1 process x 4 threads",
+            Server::RustSync2 => "slowlab serve --model sync --workers 2 (hyper)",
+            Server::RustThreads4 => "slowlab serve --model threads --workers 4 (hyper)",
+            Server::RustAsync => "slowlab serve --model async (hyper on tokio)",
+        }
+    }
+}
+
+/// How the load generator reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Route {
+    Direct,
+    NginxOff,
+    NginxOn,
+    PingoraOff,
+    PingoraOn,
+}
+
+/// Which reverse proxy a route uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyKind {
+    Nginx,
+    Pingora,
+}
+
+impl Route {
+    pub const ALL: [Route; 5] = [
+        Route::Direct,
+        Route::NginxOff,
+        Route::NginxOn,
+        Route::PingoraOff,
+        Route::PingoraOn,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Direct => "direct",
+            Route::NginxOff => "nginx-off",
+            Route::NginxOn => "nginx-on",
+            Route::PingoraOff => "pingora-off",
+            Route::PingoraOn => "pingora-on",
+        }
+    }
+
+    /// The proxy and its buffering, or `None` for direct access.
+    pub fn proxy(self) -> Option<(ProxyKind, bool)> {
+        match self {
+            Route::Direct => None,
+            Route::NginxOff => Some((ProxyKind::Nginx, false)),
+            Route::NginxOn => Some((ProxyKind::Nginx, true)),
+            Route::PingoraOff => Some((ProxyKind::Pingora, false)),
+            Route::PingoraOn => Some((ProxyKind::Pingora, true)),
+        }
+    }
+
+    /// Whether the route parks a whole `/large` response of `body_bytes`
+    /// between the app and the client: only a buffering proxy whose memory
+    /// buffers plus temp-file cap hold it (the experiment's 64 KiB + 16 KiB
+    /// + 32 MiB do).
+    pub fn absorbs(self, body_bytes: u64, proxy_capacity_bytes: u64) -> bool {
+        matches!(self, Route::NginxOn | Route::PingoraOn) && proxy_capacity_bytes >= body_bytes
+    }
+}
+
+macro_rules! name_impls {
+    ($t:ty, $what:literal) => {
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl FromStr for $t {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.name() == s)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
+                        format!("unknown {} `{s}` (expected one of {})", $what, names.join(", "))
+                    })
+            }
+        }
+    };
+}
+
+name_impls!(Server, "server");
+name_impls!(Route, "route");
+
+/// The experiment's NGINX buffer values, shared by NGINX and pingora.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ProxyBuffers {
+    pub buffer_size: u64,
+    pub buffers_count: u64,
+    pub buffers_size: u64,
+    pub busy_buffers_size: u64,
+    pub max_temp_file_size: u64,
+    pub temp_file_write_size: u64,
+}
+
+impl ProxyBuffers {
+    /// `proxy_buffer_size 16k; proxy_buffers 4 16k; proxy_busy_buffers_size
+    /// 32k; proxy_max_temp_file_size 32m; proxy_temp_file_write_size 64k`.
+    pub const EXPERIMENT: ProxyBuffers = ProxyBuffers {
+        buffer_size: 16 << 10,
+        buffers_count: 4,
+        buffers_size: 16 << 10,
+        busy_buffers_size: 32 << 10,
+        max_temp_file_size: 32 << 20,
+        temp_file_write_size: 64 << 10,
+    };
+
+    /// How much one response can park in the proxy with buffering on.
+    pub fn capacity(&self) -> u64 {
+        self.buffer_size + self.buffers_count * self.buffers_size + self.max_temp_file_size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for s in Server::ALL {
+            assert_eq!(s.name().parse::<Server>(), Ok(s));
+        }
+        for r in Route::ALL {
+            assert_eq!(r.name().parse::<Route>(), Ok(r));
+        }
+        assert!("nginx".parse::<Route>().unwrap_err().contains("nginx-on"));
+    }
+
+    #[test]
+    fn only_buffering_on_absorbs_the_response() {
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        assert_eq!(cap, (16 << 10) + (64 << 10) + (32 << 20));
+        assert!(Route::NginxOn.absorbs(16 << 20, cap));
+        assert!(Route::PingoraOn.absorbs(16 << 20, cap));
+        assert!(!Route::NginxOff.absorbs(16 << 20, cap));
+        assert!(!Route::Direct.absorbs(16 << 20, cap));
+        assert!(!Route::NginxOn.absorbs(64 << 20, cap));
+    }
+}

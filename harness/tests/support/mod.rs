@@ -1,0 +1,106 @@
+//! Helpers shared by the harness's integration tests.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the harness crate sits in the workspace")
+        .to_path_buf()
+}
+
+/// The project's state directory (venv, unpacked NGINX), as `scripts/test`
+/// prepares it.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("SLOWLAB_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".slowlab"))
+}
+
+pub fn slowlab() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_slowlab"))
+}
+
+/// A raw HTTP/1.1 exchange: the response head (lower-cased header names)
+/// and the body, read until the server closes.
+#[derive(Debug)]
+pub struct Raw {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Raw {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub fn raw_request(addr: SocketAddr, request: &str) -> Raw {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).expect("read until close");
+    let split = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete head");
+    let head = String::from_utf8_lossy(&all[..split]).to_string();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("status line");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    Raw {
+        status,
+        headers,
+        body: all[split + 4..].to_vec(),
+    }
+}
+
+pub fn get(addr: SocketAddr, path: &str) -> Raw {
+    raw_request(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+/// Processes whose command line or environment mentions `needle`.
+pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Zombies are gone for every purpose but the process table.
+        if stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')) {
+            continue;
+        }
+        let hay = |b: &[u8]| String::from_utf8_lossy(b).contains(needle);
+        if hay(&cmd) || hay(&env) {
+            out.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    out
+}
