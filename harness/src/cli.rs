@@ -25,6 +25,8 @@ pub enum Command {
     Prepare(crate::prepare::PrepareArgs),
     /// Run the experiment's condition matrix, capped and sampled.
     Reproduce(crate::reproduce::ReproduceArgs),
+    /// Write the HTML and Markdown report of a results directory.
+    Report(crate::report::ReportArgs),
 }
 
 /// Runs the chosen verb.
@@ -35,5 +37,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Load(args) => loadgen::run(args),
         Command::Prepare(args) => crate::prepare::run(args),
         Command::Reproduce(args) => crate::reproduce::run(args),
+        Command::Report(args) => crate::report::run(args),
     }
 }
