@@ -23,9 +23,16 @@ fn main() -> ExitCode {
             // Bad flags get one line, not clap's usage block: scripts log it
             // and people read it at a glance.
             let text = err.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("slowlab: {first}");
+            // Keep what clap says before its usage block, on one line, so
+            // that a missing flag is named ("... not provided: --upstream").
+            let line = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let line = line.strip_prefix("error: ").unwrap_or(&line);
+            eprintln!("slowlab: {line}");
             return ExitCode::from(2);
         }
     };

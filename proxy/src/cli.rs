@@ -1,17 +1,21 @@
 //! `slowlab proxy`: the command-line contract.
+//!
+//! Prints exactly one line to stdout once the socket accepts connections,
+//! `listening on <ip:port> (buffering on, ...)`, logs everything else through
+//! `tracing` on stderr, and stops on SIGTERM or SIGINT.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use common::units::{Size, parse_duration};
+use tokio::signal::unix::{SignalKind, signal};
 
-/// NGINX's `proxy_buffering`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Buffering {
-    On,
-    Off,
-}
+use crate::config::{BufferConfig, ProxyConfig, parse_buffers};
+
+pub use crate::config::Buffering;
 
 /// Reverse-proxy HTTP/1.1 to one upstream, buffering like NGINX.
 #[derive(Debug, Clone, clap::Args)]
@@ -55,10 +59,86 @@ pub struct ProxyArgs {
     /// Append one CSV row per response to this file.
     #[arg(long)]
     pub stats_log: Option<PathBuf>,
+    /// Append one CSV row per open response every --gauge-interval.
+    #[arg(long)]
+    pub gauge_log: Option<PathBuf>,
+    /// Sampling interval of --gauge-log.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub gauge_interval: Duration,
+}
+
+impl ProxyArgs {
+    /// Checks what clap cannot and names the flag at fault.
+    pub fn to_config(&self) -> anyhow::Result<ProxyConfig> {
+        let (buffers, buffer_bytes) = parse_buffers(&self.buffers)?;
+        let temp_path = self.temp_path.clone().unwrap_or_else(std::env::temp_dir);
+        let config = ProxyConfig {
+            listen: self.listen,
+            upstream: self.upstream,
+            buffering: self.buffering,
+            buffers: BufferConfig {
+                buffer_size: self.buffer_size.as_usize(),
+                buffers,
+                buffer_bytes,
+                busy_buffers_size: self.busy_buffers_size.as_usize(),
+                max_temp_file_size: self.max_temp_file_size.bytes(),
+                temp_file_write_size: self.temp_file_write_size.as_usize(),
+                temp_path,
+            },
+            threads: self.threads,
+            read_timeout: self.read_timeout,
+            send_timeout: self.send_timeout,
+            stats_log: self.stats_log.clone(),
+            gauge_log: self.gauge_log.clone(),
+            gauge_interval: self.gauge_interval,
+            ..ProxyConfig::new(self.upstream, self.buffering)
+        };
+        config.validate()?;
+        Ok(config)
+    }
 }
 
 /// Runs `slowlab proxy` until SIGTERM or SIGINT.
 pub fn run(args: ProxyArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("slowlab proxy is not implemented yet")
+    let config = args.to_config()?;
+    // Signals are watched from this thread, on a runtime of their own, and
+    // registered before the ready line so that a stop sent right after it
+    // is never lost.
+    let signals = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the signal runtime")?;
+    let (mut term, mut int) = signals
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            ))
+        })
+        .context("installing signal handlers")?;
+    let details = format!(
+        "buffering {}, buffers {}+{}x{}, max temp file {}, {} thread{}",
+        config.buffering.name(),
+        Size(config.buffers.buffer_size as u64),
+        config.buffers.buffers,
+        Size(config.buffers.buffer_bytes as u64),
+        Size(config.buffers.max_temp_file_size),
+        config.threads,
+        if config.threads == 1 { "" } else { "s" },
+    );
+    let handle = crate::server::spawn(config)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "listening on {} ({details})", handle.local_addr())
+        .and_then(|()| out.flush())
+        .context("writing the ready line")?;
+    drop(out);
+    let signal = signals.block_on(async {
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        }
+    });
+    tracing::info!(signal, "stopping");
+    handle.shutdown();
+    Ok(())
 }

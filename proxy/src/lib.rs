@@ -3,7 +3,28 @@
 //!
 //! # Layout
 //! - [`cli`]: `slowlab proxy` arguments and its `run` entry point.
+//! - [`config`]: [`ProxyConfig`] and NGINX's rules for the buffer sizes.
+//! - [`spool`]: memory buffers, then the temp file, then backpressure; pure
+//!   accounting, unit-tested.
+//! - [`spillfile`]: the unlinked `0600` temp file.
+//! - [`upstream`]: connecting (pingora's connector), the HTTP/1.0 request and
+//!   the response head.
+//! - [`pipe`]: the loop that moves one body from upstream to client and
+//!   decides when the upstream is read.
+//! - [`app`]: the pingora `HttpServerApp`: request, errors, head, stats.
+//! - [`stats`]: `--stats-log` and `--gauge-log`.
+//! - [`server`]: [`spawn`] and [`ProxyHandle`]: runtime, accept loop, stop.
 
+pub mod app;
 pub mod cli;
+pub mod config;
+pub mod pipe;
+pub mod server;
+pub mod spillfile;
+pub mod spool;
+pub mod stats;
+pub mod upstream;
 
 pub use cli::{ProxyArgs, run};
+pub use config::{BufferConfig, Buffering, ProxyConfig};
+pub use server::{ProxyHandle, spawn};

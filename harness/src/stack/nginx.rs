@@ -1,6 +1,8 @@
 //! The NGINX configuration of the experiment: one process (`master_process
 //! off`), identical except for `proxy_buffering`, with every path inside the
-//! run's own prefix so that no system file or service is touched.
+//! run's own prefix so that no system file or service is touched. Everything
+//! not named in the experiment keeps NGINX's default (`proxy_http_version
+//! 1.0` towards the app, as the pingora proxy does too).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -45,7 +47,6 @@ http {{
         listen {listen};
         location / {{
             proxy_pass http://{upstream};
-            proxy_http_version 1.1;
             proxy_buffering {buffering};
             proxy_buffer_size {buffer_size};
             proxy_buffers {count} {size};

@@ -1,0 +1,231 @@
+//! The pingora application: one HTTP/1.1 request per client connection,
+//! answered from the upstream through a [`Spool`].
+//!
+//! pingora parses the request and writes the response head and body to the
+//! client ([`ServerSession`]); this module decides what to send: 400 for a
+//! malformed request, 502/504 when the upstream fails before its head
+//! arrived, otherwise the upstream's head (minus hop-by-hop headers and
+//! `X-Accel-Buffering`, plus `Connection: close`) and the body through
+//! [`pipe::run`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime};
+
+use async_trait::async_trait;
+use pingora_core::apps::{HttpServerApp, ReusedHttpStream};
+use pingora_core::connectors::TransportConnector;
+use pingora_core::protocols::http::ServerSession;
+use pingora_core::server::ShutdownWatch;
+use pingora_error::ErrorType;
+
+use crate::config::{Buffering, ProxyConfig};
+use crate::pipe::{self, PipeParams};
+use crate::spool::Spool;
+use crate::stats::{Gauges, StatsLog, StatsRow, unix_s};
+use crate::upstream::{self, UpstreamError};
+
+/// The proxy as a pingora [`HttpServerApp`].
+pub struct ProxyApp {
+    cfg: Arc<ProxyConfig>,
+    connector: TransportConnector,
+    stats: Option<StatsLog>,
+    gauges: Arc<Gauges>,
+    next_conn: AtomicU64,
+}
+
+/// When and how a request started, for its stats row.
+struct Started {
+    at: Instant,
+    unix_s: f64,
+    mode: Buffering,
+}
+
+impl ProxyApp {
+    pub fn new(cfg: Arc<ProxyConfig>, stats: Option<StatsLog>, gauges: Arc<Gauges>) -> ProxyApp {
+        ProxyApp {
+            cfg,
+            // No pool: like NGINX without `keepalive` in its upstream block,
+            // every request gets a fresh upstream connection.
+            connector: TransportConnector::new(None),
+            stats,
+            gauges,
+            next_conn: AtomicU64::new(1),
+        }
+    }
+
+    fn record(&self, row: StatsRow) {
+        if let Some(log) = &self.stats {
+            log.write(&row);
+        }
+    }
+
+    /// Answers with a pingora-made error page and records it.
+    async fn fail(
+        &self,
+        session: &mut ServerSession,
+        started: &Started,
+        status: u16,
+        label: &'static str,
+    ) {
+        let sent = session.respond_error(status).await.is_ok();
+        self.record(StatsRow {
+            start_unix_s: started.unix_s,
+            mode: started.mode.name(),
+            status: sent.then_some(status),
+            bytes: 0,
+            mem_peak_bytes: 0,
+            spilled_bytes: 0,
+            upstream_done_s: None,
+            client_done_s: sent.then(|| started.at.elapsed().as_secs_f64()),
+            error: Some(label),
+        });
+    }
+
+    async fn serve(&self, mut session: ServerSession, shutdown: ShutdownWatch) {
+        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let read = session.read_request().await;
+        let started = Started {
+            at: Instant::now(),
+            unix_s: unix_s(SystemTime::now()),
+            mode: self.cfg.buffering,
+        };
+        match read {
+            Ok(true) => {}
+            // The client connected and left without a request.
+            Ok(false) => return,
+            Err(e) => {
+                if matches!(
+                    e.etype(),
+                    ErrorType::ReadTimedout | ErrorType::ConnectionClosed | ErrorType::ReadError
+                ) {
+                    tracing::debug!(conn, cause = %e, "client left while sending its request");
+                } else {
+                    tracing::info!(conn, cause = %e, "malformed request");
+                    self.fail(&mut session, &started, 400, "bad_request").await;
+                }
+                return;
+            }
+        }
+        // One request per connection, as in the experiment.
+        session.set_keepalive(None);
+        session.set_write_timeout(Some(self.cfg.send_timeout));
+        if session
+            .req_header()
+            .headers
+            .contains_key(http::header::TRANSFER_ENCODING)
+        {
+            // An HTTP/1.0 upstream needs a length; buffering whole chunked
+            // request bodies is beyond this lab.
+            self.fail(&mut session, &started, 411, "length_required")
+                .await;
+            return;
+        }
+
+        let head_request = session.req_header().method == http::Method::HEAD;
+        let opened = self.open_upstream(&mut session, head_request).await;
+        let (up, head) = match opened {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(conn, cause = %e, "upstream failed before its response head");
+                self.fail(&mut session, &started, e.status(), e.label())
+                    .await;
+                return;
+            }
+        };
+        let mode = head.accel.unwrap_or(self.cfg.buffering);
+        let status = head.header.status.as_u16();
+        let row = |bytes, mem, spilled, up_done: Option<Instant>, done: Option<Instant>, error| {
+            StatsRow {
+                start_unix_s: started.unix_s,
+                mode: mode.name(),
+                status: Some(status),
+                bytes,
+                mem_peak_bytes: mem,
+                spilled_bytes: spilled,
+                upstream_done_s: up_done.map(|t| (t - started.at).as_secs_f64()),
+                client_done_s: done.map(|t| (t - started.at).as_secs_f64()),
+                error,
+            }
+        };
+        if let Err(e) = session.write_response_header(Box::new(head.header)).await {
+            tracing::debug!(conn, cause = %e, "client gone before the response head");
+            self.record(row(0, 0, 0, None, None, Some("client_closed")));
+            return;
+        }
+
+        let open = self.gauges.open(conn);
+        let params = PipeParams {
+            body: head.body,
+            read_timeout: self.cfg.read_timeout,
+            progress: &open.progress,
+            shutdown,
+            conn,
+        };
+        let spool = Spool::new(&self.cfg.buffers, mode);
+        let (session, report) = pipe::run(session, up, head.leftover, spool, params).await;
+        drop(open);
+        if let Some(e) = &report.error {
+            match e {
+                pipe::PipeError::Upstream(_) | pipe::PipeError::TempFile { .. } => {
+                    tracing::warn!(conn, cause = %e, "response cut")
+                }
+                _ => tracing::debug!(conn, cause = %e, "response cut"),
+            }
+        }
+        self.record(row(
+            report.bytes,
+            report.mem_peak,
+            report.spilled,
+            report.upstream_done,
+            report.client_done,
+            report.error.as_ref().map(pipe::PipeError::label),
+        ));
+        if let Some(session) = session {
+            // Not reusable (keepalive is off): this flushes and lets the
+            // connection close.
+            let _ = session.finish().await;
+        }
+    }
+
+    /// Connects, sends the request (and its body, if any) and reads the
+    /// response head.
+    async fn open_upstream(
+        &self,
+        session: &mut ServerSession,
+        head_request: bool,
+    ) -> Result<(pingora_core::protocols::Stream, upstream::ResponseHead), UpstreamError> {
+        let t = self.cfg.read_timeout;
+        let mut up = upstream::connect(&self.connector, self.cfg.upstream, t).await?;
+        upstream::send(&mut up, &upstream::request_wire(session.req_header()), t).await?;
+        if !session.is_body_empty() {
+            loop {
+                match session.read_request_body().await {
+                    Ok(Some(chunk)) => upstream::send(&mut up, &chunk, t).await?,
+                    Ok(None) => break,
+                    // Not the upstream's fault, but the request cannot be
+                    // completed either; NGINX answers 400 here, we close.
+                    Err(e) => {
+                        return Err(UpstreamError::Closed(format!("client request body: {e}")));
+                    }
+                }
+            }
+        }
+        let head =
+            upstream::read_head(&mut up, self.cfg.buffers.buffer_size, t, head_request).await?;
+        Ok((up, head))
+    }
+}
+
+#[async_trait]
+impl HttpServerApp for ProxyApp {
+    async fn process_new_http(
+        self: &Arc<Self>,
+        session: ServerSession,
+        shutdown: &ShutdownWatch,
+    ) -> Option<ReusedHttpStream> {
+        self.serve(session, shutdown.clone()).await;
+        // Never reused: every response ends with `Connection: close`.
+        None
+    }
+}

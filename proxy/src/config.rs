@@ -1,0 +1,239 @@
+//! What one proxy instance needs, checked the way NGINX checks its
+//! `proxy_buffer*` directives.
+//!
+//! The checks are NGINX's own (ngx_http_proxy_module's merge of the location
+//! configuration). They are not pedantry: [`crate::spool`] relies on
+//! `busy_buffers_size <= (count - 1) * size` to prove that the client side can
+//! always page data back from the temp file when memory is full.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, ensure};
+use common::units::Size;
+
+/// NGINX's `proxy_buffering`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Buffering {
+    On,
+    Off,
+}
+
+impl Buffering {
+    /// The name used on the command line and in the stats log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Buffering::On => "on",
+            Buffering::Off => "off",
+        }
+    }
+}
+
+/// The memory and temp-file limits of one response (NGINX's directives).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferConfig {
+    /// `proxy_buffer_size`: the response head and the first part of the body;
+    /// with buffering off, the only buffer.
+    pub buffer_size: usize,
+    /// `proxy_buffers` count.
+    pub buffers: usize,
+    /// `proxy_buffers` size: one upstream read goes into one such buffer.
+    pub buffer_bytes: usize,
+    /// `proxy_busy_buffers_size`: the most the client side holds at once.
+    pub busy_buffers_size: usize,
+    /// `proxy_max_temp_file_size`: bytes written to the temp file per
+    /// response; 0 disables spilling.
+    pub max_temp_file_size: u64,
+    /// `proxy_temp_file_write_size`: bytes per write to the temp file.
+    pub temp_file_write_size: usize,
+    /// `proxy_temp_path`.
+    pub temp_path: PathBuf,
+}
+
+impl BufferConfig {
+    /// The experiment's NGINX values, with the temp file in `temp_path`.
+    pub fn experiment(temp_path: PathBuf) -> Self {
+        BufferConfig {
+            buffer_size: 16 * 1024,
+            buffers: 4,
+            buffer_bytes: 16 * 1024,
+            busy_buffers_size: 32 * 1024,
+            max_temp_file_size: 32 << 20,
+            temp_file_write_size: 64 * 1024,
+            temp_path,
+        }
+    }
+
+    /// All memory one buffered response may hold: the first buffer plus
+    /// `count x size`.
+    pub fn memory_limit(&self) -> usize {
+        self.buffer_size + self.buffers * self.buffer_bytes
+    }
+
+    /// Applies NGINX's consistency rules; the messages name our flags.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        ensure!(
+            self.buffer_size > 0,
+            "--buffer-size must be at least 1 byte"
+        );
+        ensure!(
+            self.buffers >= 2,
+            "--buffers needs at least 2 buffers, as in NGINX"
+        );
+        ensure!(
+            self.buffer_bytes > 0,
+            "--buffers size must be at least 1 byte"
+        );
+        let largest = self.buffer_size.max(self.buffer_bytes);
+        ensure!(
+            self.busy_buffers_size >= largest,
+            "--busy-buffers-size must be at least the larger of --buffer-size and one of --buffers"
+        );
+        ensure!(
+            self.busy_buffers_size <= (self.buffers - 1) * self.buffer_bytes,
+            "--busy-buffers-size must not exceed all --buffers minus one buffer"
+        );
+        ensure!(
+            self.temp_file_write_size >= largest,
+            "--temp-file-write-size must be at least the larger of --buffer-size and one of --buffers"
+        );
+        ensure!(
+            self.max_temp_file_size == 0 || self.max_temp_file_size >= largest as u64,
+            "--max-temp-file-size must be 0 or at least the larger of --buffer-size and one of --buffers"
+        );
+        Ok(())
+    }
+}
+
+/// Parses `--buffers` as `COUNTxSIZE` (`4x16k`); NGINX writes `4 16k`, which
+/// is accepted too.
+pub fn parse_buffers(s: &str) -> anyhow::Result<(usize, usize)> {
+    let t = s.trim();
+    let (count, size) = t
+        .split_once(['x', 'X', ' '])
+        .with_context(|| format!("--buffers `{s}` is not COUNTxSIZE, e.g. 4x16k"))?;
+    let count: usize = count
+        .trim()
+        .parse()
+        .with_context(|| format!("--buffers `{s}`: bad count"))?;
+    let size: Size = size
+        .trim()
+        .parse()
+        .with_context(|| format!("--buffers `{s}`: bad size"))?;
+    Ok((count, size.as_usize()))
+}
+
+/// Everything a proxy instance needs; `slowlab proxy` builds it from its
+/// flags, tests build it directly.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    pub listen: SocketAddr,
+    pub upstream: SocketAddr,
+    pub buffering: Buffering,
+    pub buffers: BufferConfig,
+    /// Tokio worker threads (NGINX: worker processes).
+    pub threads: usize,
+    /// `proxy_read_timeout`, also used for connecting and sending the request.
+    pub read_timeout: Duration,
+    /// `send_timeout`: the longest a write to the client may stall.
+    pub send_timeout: Duration,
+    pub stats_log: Option<PathBuf>,
+    pub gauge_log: Option<PathBuf>,
+    pub gauge_interval: Duration,
+    /// How long in-flight responses may go on after a stop request before
+    /// they are cut.
+    pub shutdown_grace: Duration,
+}
+
+impl ProxyConfig {
+    /// The experiment's values: listen on `127.0.0.1:0`, temp files in the
+    /// system's temp directory.
+    pub fn new(upstream: SocketAddr, buffering: Buffering) -> Self {
+        ProxyConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            upstream,
+            buffering,
+            buffers: BufferConfig::experiment(std::env::temp_dir()),
+            threads: 1,
+            read_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
+            stats_log: None,
+            gauge_log: None,
+            gauge_interval: Duration::from_millis(100),
+            shutdown_grace: Duration::from_millis(500),
+        }
+    }
+
+    /// Checks what the types cannot.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.buffers.validate()?;
+        ensure!(self.threads >= 1, "--threads must be at least 1");
+        ensure!(
+            !self.read_timeout.is_zero(),
+            "--read-timeout must be positive"
+        );
+        ensure!(
+            !self.send_timeout.is_zero(),
+            "--send-timeout must be positive"
+        );
+        ensure!(
+            !self.gauge_interval.is_zero(),
+            "--gauge-interval must be positive"
+        );
+        let dir = &self.buffers.temp_path;
+        ensure!(
+            dir.is_dir(),
+            "--temp-path {} is not a directory",
+            dir.display()
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_parse_both_spellings() {
+        assert_eq!(parse_buffers("4x16k").unwrap(), (4, 16384));
+        assert_eq!(parse_buffers("8 4k").unwrap(), (8, 4096));
+        assert!(parse_buffers("16k").is_err());
+        assert!(parse_buffers("ax16k").is_err());
+    }
+
+    #[test]
+    fn experiment_values_pass_nginx_rules() {
+        let c = BufferConfig::experiment(std::env::temp_dir());
+        c.validate().unwrap();
+        assert_eq!(c.memory_limit(), 80 * 1024);
+    }
+
+    #[test]
+    fn nginx_rules_refuse_inconsistent_buffers() {
+        let base = BufferConfig::experiment(std::env::temp_dir());
+        let too_busy = BufferConfig {
+            busy_buffers_size: 64 * 1024,
+            ..base.clone()
+        };
+        assert!(too_busy.validate().is_err());
+        let small_write = BufferConfig {
+            temp_file_write_size: 4096,
+            ..base.clone()
+        };
+        assert!(small_write.validate().is_err());
+        let tiny_cap = BufferConfig {
+            max_temp_file_size: 100,
+            ..base.clone()
+        };
+        assert!(tiny_cap.validate().is_err());
+        let no_spill = BufferConfig {
+            max_temp_file_size: 0,
+            ..base.clone()
+        };
+        no_spill.validate().unwrap();
+        let one_buffer = BufferConfig { buffers: 1, ..base };
+        assert!(one_buffer.validate().is_err());
+    }
+}

@@ -1,0 +1,183 @@
+//! Runs a [`ProxyApp`] on its own tokio runtime: bind, accept, stop.
+//!
+//! We accept connections ourselves instead of using pingora's `Server` and
+//! listening `Service`: those bind inside the runtime and panic when the port
+//! is taken, cannot tell us the port picked for `:0`, install their own
+//! signal handlers, exit the process from `run_forever`, and count shutdown
+//! grace in whole seconds. Each accepted socket becomes a pingora [`Stream`]
+//! and goes through pingora's `ServerApp::process_new` (the HTTP/1 dispatch
+//! every pingora service uses) into our [`HttpServerApp`].
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use pingora_core::apps::ServerApp;
+use pingora_core::protocols::Stream;
+use pingora_core::protocols::l4::stream::Stream as L4Stream;
+use tokio::sync::{mpsc, watch};
+
+use crate::app::ProxyApp;
+use crate::config::ProxyConfig;
+use crate::pipe::stopped;
+use crate::stats::{GaugeLog, Gauges, StatsLog};
+
+/// How long tasks cut at the end of the grace period get to write their
+/// stats rows before the runtime is dropped.
+const CUT_WAIT: Duration = Duration::from_millis(300);
+
+/// A running proxy. Dropping it stops the proxy (within
+/// `shutdown_grace` plus well under a second) and joins its threads.
+#[derive(Debug)]
+pub struct ProxyHandle {
+    local_addr: SocketAddr,
+    stop: Option<watch::Sender<bool>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ProxyHandle {
+    /// The address the proxy is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops the proxy and waits for its threads.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() {
+                tracing::error!("proxy thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for ProxyHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// Binds, opens the logs, starts the runtime and returns at once. Safe to
+/// call from inside a tokio runtime: the proxy never uses the caller's.
+pub fn spawn(config: ProxyConfig) -> anyhow::Result<ProxyHandle> {
+    config.validate()?;
+    let listener = std::net::TcpListener::bind(config.listen)
+        .with_context(|| format!("binding {}", config.listen))?;
+    listener
+        .set_nonblocking(true)
+        .context("making the listening socket non-blocking")?;
+    let local_addr = listener.local_addr().context("reading the bound address")?;
+    let stats = config
+        .stats_log
+        .as_deref()
+        .map(StatsLog::open)
+        .transpose()?;
+    let gauge_log = config
+        .gauge_log
+        .as_deref()
+        .map(GaugeLog::open)
+        .transpose()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads)
+        .thread_name("slowlab-proxy")
+        .enable_all()
+        .build()
+        .context("starting the proxy runtime")?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let config = Arc::new(config);
+    let thread = std::thread::Builder::new()
+        .name("slowlab-proxy-main".into())
+        .spawn(move || {
+            // The accept loop runs on a worker, so `--threads 1` means one
+            // thread doing all the proxy work, as one NGINX worker does.
+            let serve = runtime.spawn(serve(listener, config, stats, gauge_log, stop_rx));
+            if let Err(e) = runtime.block_on(serve) {
+                tracing::error!(cause = %e, "proxy accept loop failed");
+            }
+            runtime.shutdown_timeout(Duration::from_millis(100));
+        })
+        .context("starting the proxy thread")?;
+    Ok(ProxyHandle {
+        local_addr,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    cfg: Arc<ProxyConfig>,
+    stats: Option<StatsLog>,
+    gauge_log: Option<GaugeLog>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(cause = %e, "registering the listening socket");
+            return;
+        }
+    };
+    let gauges = Arc::new(Gauges::default());
+    // `cut` tells in-flight responses to stop; it is also the ShutdownWatch
+    // pingora hands to the app.
+    let (cut_tx, cut_rx) = watch::channel(false);
+    let gauge_task = gauge_log.map(|log| {
+        let mut cut = cut_rx.clone();
+        let stop = async move { stopped(&mut cut).await };
+        tokio::spawn(log.run(gauges.clone(), cfg.gauge_interval, stop))
+    });
+    let app = Arc::new(ProxyApp::new(cfg.clone(), stats, gauges));
+    // Every connection task holds a clone; recv() returns None once all
+    // are gone (mini-redis's shutdown pattern).
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+
+    loop {
+        tokio::select! {
+            biased;
+            _ = stopped(&mut stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _peer)) => {
+                    // Small writes (a head, then a 12-byte body) must not
+                    // wait for delayed ACKs.
+                    let _ = tcp.set_nodelay(true);
+                    let stream: Stream = Box::new(L4Stream::from(tcp));
+                    let app = app.clone();
+                    let cut = cut_rx.clone();
+                    let alive = alive_tx.clone();
+                    tokio::spawn(async move {
+                        let _alive = alive;
+                        app.process_new(stream, &cut).await;
+                    });
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!(cause = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    drop(alive_tx);
+    tracing::info!("stopping: no new connections");
+    let all_done = tokio::time::timeout(cfg.shutdown_grace, alive_rx.recv()).await;
+    if all_done.is_err() {
+        tracing::info!("cutting responses still in flight");
+        let _ = cut_tx.send(true);
+        let _ = tokio::time::timeout(CUT_WAIT, alive_rx.recv()).await;
+    }
+    let _ = cut_tx.send(true);
+    if let Some(task) = gauge_task {
+        let _ = task.await;
+    }
+}

@@ -1,0 +1,277 @@
+//! The proxy's measurement files: the stats log (one row per response) and
+//! the gauge log (one row per open response every interval).
+//!
+//! Both are CSV with a header, appended with one `write(2)` per batch on a
+//! file opened `O_APPEND`, so rows never interleave, even with several
+//! threads or processes writing the same file. Schemas are pinned in
+//! ARCHITECTURE.md ("Proxy stats log", "Proxy gauge log").
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+
+pub const STATS_HEADER: &str = "start_unix_s,mode,status,bytes,mem_peak_bytes,spilled_bytes,upstream_done_s,client_done_s,error";
+pub const GAUGE_HEADER: &str =
+    "t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes";
+
+/// Seconds since the Unix epoch.
+pub fn unix_s(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// An append-only CSV file that starts with its header.
+#[derive(Debug)]
+struct CsvFile {
+    file: Mutex<File>,
+}
+
+impl CsvFile {
+    fn open(path: &Path, header: &str) -> anyhow::Result<CsvFile> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let empty = file
+            .metadata()
+            .with_context(|| format!("reading the size of {}", path.display()))?
+            .len()
+            == 0;
+        if empty {
+            file.write_all(format!("{header}\n").as_bytes())
+                .with_context(|| format!("writing the header of {}", path.display()))?;
+        }
+        Ok(CsvFile {
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Appends complete lines with one write.
+    fn append(&self, lines: &str) {
+        if lines.is_empty() {
+            return;
+        }
+        // A poisoned lock only means another writer panicked mid-write; the
+        // file itself is still usable.
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = file.write_all(lines.as_bytes()) {
+            tracing::error!(cause = %e, "writing a measurement row failed");
+        }
+    }
+}
+
+/// One row of the stats log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatsRow {
+    pub start_unix_s: f64,
+    pub mode: &'static str,
+    /// `None` when no response header reached the client.
+    pub status: Option<u16>,
+    /// Body bytes the client's socket accepted.
+    pub bytes: u64,
+    pub mem_peak_bytes: usize,
+    pub spilled_bytes: u64,
+    pub upstream_done_s: Option<f64>,
+    pub client_done_s: Option<f64>,
+    pub error: Option<&'static str>,
+}
+
+impl StatsRow {
+    /// The CSV line, with a trailing newline.
+    pub fn to_line(&self) -> String {
+        fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+            v.map_or(String::new(), |v| v.to_string())
+        }
+        format!(
+            "{:.6},{},{},{},{},{},{},{},{}\n",
+            self.start_unix_s,
+            self.mode,
+            opt(self.status),
+            self.bytes,
+            self.mem_peak_bytes,
+            self.spilled_bytes,
+            opt(self.upstream_done_s.map(|s| format!("{s:.6}"))),
+            opt(self.client_done_s.map(|s| format!("{s:.6}"))),
+            self.error.unwrap_or(""),
+        )
+    }
+}
+
+/// `--stats-log`.
+#[derive(Debug)]
+pub struct StatsLog(CsvFile);
+
+impl StatsLog {
+    pub fn open(path: &Path) -> anyhow::Result<StatsLog> {
+        CsvFile::open(path, STATS_HEADER).map(StatsLog)
+    }
+
+    pub fn write(&self, row: &StatsRow) {
+        self.0.append(&row.to_line());
+    }
+}
+
+/// Live counters of one open response, read by the gauge log.
+#[derive(Debug, Default)]
+pub struct Progress {
+    pub upstream_read: AtomicU64,
+    pub client_written: AtomicU64,
+    pub mem: AtomicU64,
+    pub file: AtomicU64,
+}
+
+impl Progress {
+    pub fn set(counter: &AtomicU64, v: u64) {
+        counter.store(v, Ordering::Relaxed);
+    }
+}
+
+/// The open responses, by connection number.
+#[derive(Debug, Default)]
+pub struct Gauges {
+    open: Mutex<BTreeMap<u64, Arc<Progress>>>,
+}
+
+/// Keeps a response in [`Gauges`] until dropped.
+#[derive(Debug)]
+pub struct OpenResponse {
+    gauges: Arc<Gauges>,
+    conn: u64,
+    pub progress: Arc<Progress>,
+}
+
+impl Drop for OpenResponse {
+    fn drop(&mut self) {
+        let mut open = self.gauges.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.remove(&self.conn);
+    }
+}
+
+impl Gauges {
+    pub fn open(self: &Arc<Self>, conn: u64) -> OpenResponse {
+        let progress = Arc::new(Progress::default());
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.insert(conn, progress.clone());
+        OpenResponse {
+            gauges: self.clone(),
+            conn,
+            progress,
+        }
+    }
+
+    /// The rows for one sample at `t`.
+    pub fn sample(&self, t: SystemTime) -> String {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let t = unix_s(t);
+        let mut out = String::new();
+        for (conn, p) in open.iter() {
+            // Writing to a String cannot fail.
+            let _ = writeln!(
+                out,
+                "{t:.6},{conn},{},{},{},{}",
+                p.upstream_read.load(Ordering::Relaxed),
+                p.client_written.load(Ordering::Relaxed),
+                p.mem.load(Ordering::Relaxed),
+                p.file.load(Ordering::Relaxed),
+            );
+        }
+        out
+    }
+}
+
+/// `--gauge-log`.
+#[derive(Debug)]
+pub struct GaugeLog(CsvFile);
+
+impl GaugeLog {
+    pub fn open(path: &Path) -> anyhow::Result<GaugeLog> {
+        CsvFile::open(path, GAUGE_HEADER).map(GaugeLog)
+    }
+
+    /// Samples `gauges` every `interval` until `stop` resolves.
+    pub async fn run(
+        self,
+        gauges: Arc<Gauges>,
+        interval: Duration,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = ticks.tick() => self.0.append(&gauges.sample(SystemTime::now())),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_match_the_documented_schema() {
+        let doc = include_str!("../../ARCHITECTURE.md");
+        assert!(doc.contains(&format!("`{STATS_HEADER}`")), "stats header");
+        assert!(doc.contains(&format!("`{GAUGE_HEADER}`")), "gauge header");
+        assert_eq!(STATS_HEADER.split(',').count(), 9);
+    }
+
+    #[test]
+    fn rows_have_one_field_per_column() {
+        let row = StatsRow {
+            start_unix_s: 1.5,
+            mode: "on",
+            status: Some(200),
+            bytes: 10,
+            mem_peak_bytes: 3,
+            spilled_bytes: 0,
+            upstream_done_s: Some(0.25),
+            client_done_s: None,
+            error: Some("client_closed"),
+        };
+        let line = row.to_line();
+        assert_eq!(line, "1.500000,on,200,10,3,0,0.250000,,client_closed\n");
+        assert_eq!(line.trim_end().split(',').count(), 9);
+    }
+
+    #[test]
+    fn logs_start_with_the_header_once_and_gauges_list_open_responses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stats.csv");
+        let log = StatsLog::open(&path).unwrap();
+        drop(log);
+        let log = StatsLog::open(&path).unwrap();
+        log.write(&StatsRow {
+            start_unix_s: 0.0,
+            mode: "off",
+            status: None,
+            bytes: 0,
+            mem_peak_bytes: 0,
+            spilled_bytes: 0,
+            upstream_done_s: None,
+            client_done_s: None,
+            error: None,
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{STATS_HEADER}\n0.000000,off,,0,0,0,,,\n"));
+
+        let gauges = Arc::new(Gauges::default());
+        let a = gauges.open(7);
+        Progress::set(&a.progress.mem, 42);
+        let sample = gauges.sample(UNIX_EPOCH + Duration::from_secs(2));
+        assert_eq!(sample, "2.000000,7,0,0,42,0\n");
+        drop(a);
+        assert_eq!(gauges.sample(SystemTime::now()), "");
+    }
+}

@@ -1,0 +1,352 @@
+//! The upstream side: connect with pingora's connector, send the request as
+//! HTTP/1.0 with `Connection: close`, and read the response head into one
+//! `proxy_buffer_size` buffer.
+//!
+//! We speak HTTP/1.0 upstream because NGINX does by default
+//! (`proxy_http_version 1.0`): the origin then frames the body with
+//! `Content-Length` or by closing, never with chunks, and the connection is
+//! not reused, exactly as in the experiment. Reading the head ourselves
+//! (rather than through pingora's client session) keeps every byte after the
+//! head in our own buffer, so the body is read in `proxy_buffers`-sized reads
+//! and only when the spool has room; pingora's client reads bodies in 64 KiB
+//! pieces into a buffer of its own.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use pingora_core::connectors::TransportConnector;
+use pingora_core::protocols::Stream;
+use pingora_core::upstreams::peer::HttpPeer;
+use pingora_error::ErrorType;
+use pingora_http::{RequestHeader, ResponseHeader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::config::Buffering;
+
+/// Why talking to the upstream failed; decides between 502 and 504.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("upstream refused or failed the connection: {0}")]
+    Connect(String),
+    #[error("upstream timed out: {0}")]
+    Timeout(String),
+    #[error("upstream closed the connection: {0}")]
+    Closed(String),
+    #[error("upstream sent an invalid response: {0}")]
+    Invalid(String),
+}
+
+impl UpstreamError {
+    /// The status NGINX would answer with when no header was sent yet.
+    pub fn status(&self) -> u16 {
+        match self {
+            UpstreamError::Timeout(_) => 504,
+            _ => 502,
+        }
+    }
+
+    /// The short name in the stats log's `error` column.
+    pub fn label(&self) -> &'static str {
+        match self {
+            UpstreamError::Connect(_) => "upstream_connect",
+            UpstreamError::Timeout(_) => "upstream_timeout",
+            UpstreamError::Closed(_) => "upstream_closed",
+            UpstreamError::Invalid(_) => "upstream_invalid",
+        }
+    }
+}
+
+/// How the body of a response ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyLength {
+    Exact(u64),
+    UntilClose,
+}
+
+/// A parsed response head, ready to send to the client.
+#[derive(Debug)]
+pub struct ResponseHead {
+    /// Hop-by-hop headers and `X-Accel-Buffering` removed.
+    pub header: ResponseHeader,
+    pub body: BodyLength,
+    /// The upstream's `X-Accel-Buffering`, if it sent a valid one.
+    pub accel: Option<Buffering>,
+    /// Body bytes that arrived in the head's buffer.
+    pub leftover: Bytes,
+}
+
+/// Headers that describe one hop and so are not forwarded.
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+];
+
+/// Connects to `addr` through pingora's transport connector.
+pub async fn connect(
+    connector: &TransportConnector,
+    addr: SocketAddr,
+    timeout: Duration,
+) -> Result<Stream, UpstreamError> {
+    let mut peer = HttpPeer::new(addr, false, String::new());
+    peer.options.connection_timeout = Some(timeout);
+    connector.new_stream(&peer).await.map_err(|e| {
+        if *e.etype() == ErrorType::ConnectTimedout {
+            UpstreamError::Timeout(e.to_string())
+        } else {
+            UpstreamError::Connect(e.to_string())
+        }
+    })
+}
+
+/// The request as it goes upstream: HTTP/1.0, hop-by-hop headers dropped,
+/// `Connection: close`.
+pub fn request_wire(req: &RequestHeader) -> BytesMut {
+    let mut head = req.clone();
+    for name in HOP_BY_HOP {
+        head.remove_header(name);
+    }
+    let mut buf = BytesMut::with_capacity(512);
+    buf.extend_from_slice(req.method.as_str().as_bytes());
+    buf.extend_from_slice(b" ");
+    buf.extend_from_slice(req.raw_path());
+    buf.extend_from_slice(b" HTTP/1.0\r\n");
+    head.header_to_h1_wire(&mut buf);
+    buf.extend_from_slice(b"Connection: close\r\n\r\n");
+    buf
+}
+
+/// Writes `data` to the upstream within `timeout`.
+pub async fn send(
+    stream: &mut Stream,
+    data: &[u8],
+    timeout: Duration,
+) -> Result<(), UpstreamError> {
+    match tokio::time::timeout(timeout, stream.write_all(data)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(UpstreamError::Closed(format!("sending the request: {e}"))),
+        Err(_) => return Err(UpstreamError::Timeout("sending the request".into())),
+    }
+    match tokio::time::timeout(timeout, stream.flush()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(UpstreamError::Closed(format!("sending the request: {e}"))),
+        Err(_) => Err(UpstreamError::Timeout("sending the request".into())),
+    }
+}
+
+/// Reads and parses the response head. `buffer_size` bounds the head, as
+/// NGINX's "upstream sent too big header"; `head_request` means no body.
+pub async fn read_head(
+    stream: &mut Stream,
+    buffer_size: usize,
+    timeout: Duration,
+    head_request: bool,
+) -> Result<ResponseHead, UpstreamError> {
+    let mut buf = BytesMut::with_capacity(buffer_size);
+    loop {
+        if let Some(head) = parse_head(&mut buf, head_request)? {
+            return Ok(head);
+        }
+        if buf.len() >= buffer_size {
+            return Err(UpstreamError::Invalid(format!(
+                "upstream sent too big header (more than {buffer_size} bytes)"
+            )));
+        }
+        let room = (buffer_size - buf.len()) as u64;
+        let mut limited = (&mut *stream).take(room);
+        match tokio::time::timeout(timeout, limited.read_buf(&mut buf)).await {
+            Ok(Ok(0)) => {
+                return Err(UpstreamError::Closed(
+                    "upstream prematurely closed connection while reading response header".into(),
+                ));
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                return Err(UpstreamError::Closed(format!(
+                    "reading response header: {e}"
+                )));
+            }
+            Err(_) => {
+                return Err(UpstreamError::Timeout(
+                    "upstream timed out while reading response header".into(),
+                ));
+            }
+        }
+    }
+}
+
+/// Parses a complete head at the start of `buf`, skipping 1xx heads.
+/// `Ok(None)` when more bytes are needed.
+fn parse_head(
+    buf: &mut BytesMut,
+    head_request: bool,
+) -> Result<Option<ResponseHead>, UpstreamError> {
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 100];
+        let mut resp = httparse::Response::new(&mut headers);
+        let len = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(len)) => len,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(e) => return Err(UpstreamError::Invalid(e.to_string())),
+        };
+        // Complete parses always carry a code.
+        let code = resp.code.unwrap_or(0);
+        if (100..200).contains(&code) {
+            if code == 101 {
+                return Err(UpstreamError::Invalid(
+                    "protocol upgrades are not proxied".into(),
+                ));
+            }
+            // An informational head has no body; the real one follows.
+            let _ = buf.split_to(len);
+            continue;
+        }
+        let mut header = ResponseHeader::build(code, Some(resp.headers.len()))
+            .map_err(|e| UpstreamError::Invalid(e.to_string()))?;
+        header.set_version(http::Version::HTTP_11);
+        if let Some(reason) = resp.reason.filter(|r| !r.is_empty()) {
+            // An odd reason phrase is not worth failing the response for.
+            let _ = header.set_reason_phrase(Some(reason));
+        }
+        let mut accel = None;
+        let mut length: Option<u64> = None;
+        for h in resp.headers.iter() {
+            let name = h.name.to_ascii_lowercase();
+            if name == "x-accel-buffering" {
+                accel = parse_accel(h.value);
+                continue;
+            }
+            if name == "transfer-encoding" {
+                return Err(UpstreamError::Invalid(
+                    "Transfer-Encoding in an answer to HTTP/1.0 is not supported".into(),
+                ));
+            }
+            if HOP_BY_HOP.contains(&name.as_str()) {
+                continue;
+            }
+            if name == "content-length" {
+                let v = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .ok_or_else(|| UpstreamError::Invalid("bad Content-Length".into()))?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(UpstreamError::Invalid("conflicting Content-Length".into()));
+                }
+                if length.is_some() {
+                    continue;
+                }
+                length = Some(v);
+            }
+            let value = http::HeaderValue::from_bytes(h.value)
+                .map_err(|e| UpstreamError::Invalid(e.to_string()))?;
+            header
+                .append_header(h.name.to_string(), value)
+                .map_err(|e| UpstreamError::Invalid(e.to_string()))?;
+        }
+        let no_body = head_request || code == 204 || code == 304;
+        let body = match (no_body, length) {
+            (true, _) => BodyLength::Exact(0),
+            (false, Some(n)) => BodyLength::Exact(n),
+            (false, None) => BodyLength::UntilClose,
+        };
+        let _ = buf.split_to(len);
+        let leftover = buf.split().freeze();
+        return Ok(Some(ResponseHead {
+            header,
+            body,
+            accel,
+            leftover,
+        }));
+    }
+}
+
+/// `X-Accel-Buffering: yes|no`, case-insensitive as in NGINX.
+fn parse_accel(value: &[u8]) -> Option<Buffering> {
+    let v = std::str::from_utf8(value).ok()?.trim();
+    if v.eq_ignore_ascii_case("yes") {
+        Some(Buffering::On)
+    } else if v.eq_ignore_ascii_case("no") {
+        Some(Buffering::Off)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(raw: &[u8], head: bool) -> Result<Option<ResponseHead>, UpstreamError> {
+        let mut buf = BytesMut::from(raw);
+        parse_head(&mut buf, head)
+    }
+
+    #[test]
+    fn head_keeps_end_to_end_headers_and_the_body_start() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\
+X-Accel-Buffering: No\r\nX-Slowlab-Block: 65536\r\n\r\nhel";
+        let head = parse(raw, false).unwrap().unwrap();
+        assert_eq!(head.header.status, 200);
+        assert_eq!(head.body, BodyLength::Exact(5));
+        assert_eq!(head.accel, Some(Buffering::Off));
+        assert_eq!(&head.leftover[..], b"hel");
+        let h = &head.header.headers;
+        assert!(h.get("connection").is_none());
+        assert!(h.get("x-accel-buffering").is_none());
+        assert_eq!(h.get("x-slowlab-block").unwrap(), "65536");
+        assert_eq!(h.get("content-length").unwrap(), "5");
+    }
+
+    #[test]
+    fn head_framing_rules() {
+        let partial = parse(b"HTTP/1.0 200 OK\r\nContent-Le", false).unwrap();
+        assert!(partial.is_none());
+        let close = parse(b"HTTP/1.0 200 OK\r\n\r\n", false).unwrap().unwrap();
+        assert_eq!(close.body, BodyLength::UntilClose);
+        let head = parse(b"HTTP/1.0 200 OK\r\nContent-Length: 9\r\n\r\n", true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.body, BodyLength::Exact(0));
+        let info = parse(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No\r\n\r\n",
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(info.header.status, 204);
+        assert!(
+            parse(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                false
+            )
+            .is_err()
+        );
+        assert!(
+            parse(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                false
+            )
+            .is_err()
+        );
+        assert!(parse(b"garbage\r\n\r\n", false).is_err());
+    }
+
+    #[test]
+    fn request_goes_upstream_as_http10_with_close() {
+        let mut req = RequestHeader::build("GET", b"/large?x=1", None).unwrap();
+        req.insert_header("Host", "example").unwrap();
+        req.insert_header("Connection", "keep-alive").unwrap();
+        let wire = request_wire(&req);
+        let text = std::str::from_utf8(&wire).unwrap();
+        assert!(text.starts_with("GET /large?x=1 HTTP/1.0\r\n"), "{text}");
+        assert!(text.contains("Host: example\r\n"));
+        assert!(!text.contains("keep-alive"));
+        assert!(text.ends_with("Connection: close\r\n\r\n"));
+    }
+}

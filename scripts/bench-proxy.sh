@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Benchmarks `slowlab proxy` side by side with NGINX 1.22, one worker each,
+# with the experiment's buffer configuration, in front of
+# `slowlab serve --model async`:
+#   - /fast p50 / p99 latency and requests/s through each proxy (wrk);
+#   - each proxy's RSS when idle and its peak RSS (VmHWM) while buffering two
+#     concurrent 16 MiB downloads to slow readers (2 MiB/s, SO_RCVBUF 8 KiB).
+#
+# Usage: scripts/bench-proxy.sh
+# Environment: SLOWLAB (binary; default: build release into $CARGO_TARGET_DIR
+# or target/), NGINX (default: nginx on PATH, else
+# .slowlab/nginx-bench/usr/sbin/nginx), WRK_DURATION (10s), WRK_CONNS (8),
+# SLOW_RATE (2MiB).
+#
+# CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
+# wrk and the slow readers share CPU 0. Every proxy gets the same treatment.
+# Everything started here is killed on exit.
+
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WRK_DURATION=${WRK_DURATION:-10s}
+WRK_CONNS=${WRK_CONNS:-8}
+SLOW_RATE=${SLOW_RATE:-2MiB}
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+if [[ -z "${SLOWLAB:-}" ]]; then
+    cargo build --release -q -p harness --bin slowlab
+    SLOWLAB=$TARGET_DIR/release/slowlab
+fi
+NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx-bench/usr/sbin/nginx)}
+[[ -x "$NGINX" ]] || { echo "bench-proxy: no nginx at $NGINX" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "bench-proxy: wrk not found" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# start_slowlab NAME CPU ARGS...: starts a slowlab verb, waits for its ready
+# line, sets PID and ADDR.
+start_slowlab() {
+    local name=$1 cpu=$2
+    shift 2
+    taskset -c "$cpu" "$SLOWLAB" "$@" >"$work/$name.out" 2>"$work/$name.err" &
+    PID=$!
+    pids+=("$PID")
+    for _ in $(seq 200); do
+        if grep -q '^listening on ' "$work/$name.out" 2>/dev/null; then
+            ADDR=$(sed -n 's/^listening on \([^ ]*\).*/\1/p' "$work/$name.out")
+            return
+        fi
+        sleep 0.05
+    done
+    echo "bench-proxy: $name did not start" >&2
+    cat "$work/$name.err" >&2
+    exit 1
+}
+
+# start_nginx NAME on|off UPSTREAM: sets PID and ADDR.
+start_nginx() {
+    local name=$1 mode=$2 upstream=$3 dir="$work/$1" port
+    port=$(free_port)
+    mkdir -p "$dir"
+    cat >"$dir/nginx.conf" <<EOF
+master_process off;
+daemon off;
+worker_processes 1;
+error_log $dir/error.log;
+pid $dir/nginx.pid;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    keepalive_timeout 0;
+    client_body_temp_path $dir/client_body;
+    proxy_temp_path $dir/proxy_temp;
+    fastcgi_temp_path $dir/fastcgi_temp;
+    uwsgi_temp_path $dir/uwsgi_temp;
+    scgi_temp_path $dir/scgi_temp;
+    server {
+        listen 127.0.0.1:$port;
+        location / {
+            proxy_pass http://$upstream;
+            proxy_buffering $mode;
+            proxy_buffer_size 16k;
+            proxy_buffers 4 16k;
+            proxy_busy_buffers_size 32k;
+            proxy_max_temp_file_size 32m;
+            proxy_temp_file_write_size 64k;
+        }
+    }
+}
+EOF
+    taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
+    PID=$!
+    pids+=("$PID")
+    ADDR=127.0.0.1:$port
+    for _ in $(seq 200); do
+        curl -sf -o /dev/null "http://$ADDR/fast" && return
+        sleep 0.05
+    done
+    echo "bench-proxy: nginx $name did not start" >&2
+    cat "$dir/error.log" >&2
+    exit 1
+}
+
+status_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+
+# wrk's latency with its unit (us, ms, s) in milliseconds.
+to_ms() {
+    awk '{ v = $1; if (v ~ /us$/) { sub(/us$/, "", v); v /= 1000 } else if (v ~ /ms$/) { sub(/ms$/, "", v) } else if (v ~ /s$/) { sub(/s$/, "", v); v *= 1000 } printf "%.3f", v }'
+}
+
+# slow_downloads NAME ADDR: two concurrent slow readers of /large.
+slow_downloads() {
+    local name=$1 addr=$2
+    if ! taskset -c 0 "$SLOWLAB" load --target "http://$addr" --slow 2 --slow-rate "$SLOW_RATE" \
+        --fast-rate 1 --fast-duration 1s --out "$work/load-$name" >"$work/load-$name.log" 2>&1; then
+        # Fallback without the load generator: curl has no SO_RCVBUF knob.
+        taskset -c 0 curl -s --limit-rate 2M -o /dev/null "http://$addr/large" &
+        local c1=$!
+        taskset -c 0 curl -s --limit-rate 2M -o /dev/null "http://$addr/large" &
+        local c2=$!
+        wait "$c1" "$c2"
+    fi
+}
+
+# bench NAME: the proxy started last (PID, ADDR).
+results=()
+bench() {
+    local name=$1 idle peak out p50 p99 rps errors
+    idle=$(status_kib "$PID" VmRSS)
+    slow_downloads "$name" "$ADDR"
+    peak=$(status_kib "$PID" VmHWM)
+    out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency "http://$ADDR/fast")
+    p50=$(awk '$1 == "50%" { print $2 }' <<<"$out" | to_ms)
+    p99=$(awk '$1 == "99%" { print $2 }' <<<"$out" | to_ms)
+    rps=$(awk '$1 == "Requests/sec:" { print $2 }' <<<"$out")
+    errors=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ' | paste -sd';' - || true)
+    results+=("$(printf '%-13s %9s %9s %10s %10s %12s  %s' "$name" "$p50" "$p99" "$rps" "$idle" "$peak" "${errors:-}")")
+    kill "$PID"
+    wait "$PID" 2>/dev/null || true
+}
+
+start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0
+ORIGIN=$ADDR
+
+out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency "http://$ORIGIN/fast")
+results+=("$(printf '%-13s %9s %9s %10s %10s %12s' direct \
+    "$(awk '$1 == "50%" { print $2 }' <<<"$out" | to_ms)" \
+    "$(awk '$1 == "99%" { print $2 }' <<<"$out" | to_ms)" \
+    "$(awk '$1 == "Requests/sec:" { print $2 }' <<<"$out")" - -)")
+
+for mode in off on; do
+    start_nginx "nginx-$mode" "$mode" "$ORIGIN"
+    bench "nginx-$mode"
+    mkdir -p "$work/tmp-$mode"
+    start_slowlab "pingora-$mode" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
+        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
+    bench "pingora-$mode"
+done
+
+echo "# slowlab bench-proxy: $(uname -r), tcp_wmem=[$(sysctl -n net.ipv4.tcp_wmem | tr -s '\t ' ' ')]," \
+    "tcp_rmem=[$(sysctl -n net.ipv4.tcp_rmem | tr -s '\t ' ' ')], $("$NGINX" -v 2>&1 | sed 's/.*: //')"
+echo "# wrk -t1 -c$WRK_CONNS -d$WRK_DURATION --latency /fast (a new connection per request);" \
+    "RSS in KiB; peak = VmHWM after two concurrent 16 MiB downloads at $SLOW_RATE"
+printf '%-13s %9s %9s %10s %10s %12s\n' proxy p50_ms p99_ms req_per_s rss_idle rss_peak
+printf '%s\n' "${results[@]}"
