@@ -14,7 +14,9 @@ use std::time::Duration;
 pub enum UnitError {
     #[error("empty value")]
     Empty,
-    #[error("`{0}` is not a size: use plain bytes or a binary suffix (KiB, MiB, GiB; k, m, g as in NGINX)")]
+    #[error(
+        "`{0}` is not a size: use plain bytes or a binary suffix (KiB, MiB, GiB; k, m, g as in NGINX)"
+    )]
     BadSize(String),
     #[error("`{0}` is too large")]
     Overflow(String),

@@ -7,6 +7,9 @@ Routes:
               by block, so the server writes one block per sendall()
   other path  404; other method on a known path: 405 with Allow: GET
 
+The app sets no Connection header: PEP 3333 forbids hop-by-hop headers in
+WSGI apps, and Gunicorn's sync worker adds `Connection: close` itself.
+
 Environment:
   SLOWLAB_LARGE_BYTES  body size of /large (default 16 MiB)
   SLOWLAB_CHUNK_BYTES  block size (default 64 KiB)
@@ -38,11 +41,16 @@ STARTED = time.monotonic()
 
 def _append_row(row):
     """Appends one line with a single write(2), so that rows of concurrent
-    workers never interleave (O_APPEND writes of this size are atomic)."""
-    fd = os.open(SEND_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    workers and threads never interleave (O_APPEND writes of this size are
+    atomic). The header is written only by whoever creates the file
+    (O_EXCL), so two threads or processes can never both write it; the
+    harness creates the file with its header before it starts Gunicorn."""
     try:
-        if os.fstat(fd).st_size == 0:
-            row = SEND_LOG_HEADER + row
+        fd = os.open(SEND_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        row = SEND_LOG_HEADER + row
+    except FileExistsError:
+        fd = os.open(SEND_LOG, os.O_WRONLY | os.O_APPEND)
+    try:
         os.write(fd, row.encode())
     finally:
         os.close(fd)

@@ -347,7 +347,11 @@ impl Cgroup {
     /// The `cgroup.procs` files a child writes `0` into before exec, one per
     /// hierarchy.
     pub fn procs_files(&self) -> Vec<PathBuf> {
-        self.counters.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
+        self.counters
+            .dirs
+            .iter()
+            .map(|d| d.join("cgroup.procs"))
+            .collect()
     }
 
     /// Processes in the group.
@@ -390,7 +394,10 @@ impl Drop for Cgroup {
 
 impl Counters {
     fn memory_dir(&self) -> &Path {
-        self.dirs.last().map(PathBuf::as_path).unwrap_or(Path::new("/"))
+        self.dirs
+            .last()
+            .map(PathBuf::as_path)
+            .unwrap_or(Path::new("/"))
     }
 
     fn cpuacct_dir(&self) -> &Path {
@@ -434,7 +441,6 @@ impl Counters {
             Mode::None { .. } => Stats::default(),
         }
     }
-
 }
 
 /// Sends SIGKILL to every process listed in `dir/cgroup.procs`; returns how
@@ -503,7 +509,9 @@ pub fn reap_stale(mode: &Mode) -> usize {
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
-            let Some(pid) = name.strip_prefix("slowlab-").and_then(|p| p.parse::<u32>().ok())
+            let Some(pid) = name
+                .strip_prefix("slowlab-")
+                .and_then(|p| p.parse::<u32>().ok())
             else {
                 continue;
             };
@@ -573,7 +581,10 @@ mod tests {
     #[test]
     fn proc_cgroup_is_parsed() {
         let p = parse_proc_cgroup("4:memory:/process_api/abc\n1:cpu:/\n0::/user.slice\n");
-        assert_eq!(p[0], (vec!["memory".to_string()], "/process_api/abc".into()));
+        assert_eq!(
+            p[0],
+            (vec!["memory".to_string()], "/process_api/abc".into())
+        );
         assert_eq!(p[2], (vec![], "/user.slice".to_string()));
     }
 
@@ -592,9 +603,7 @@ mod tests {
 
     #[test]
     fn v1_needs_all_three_hierarchies() {
-        let mounts = parse_mounts(
-            "32 31 0:29 / /nonexistent/cpu rw - cgroup cgroup rw,cpu\n",
-        );
+        let mounts = parse_mounts("32 31 0:29 / /nonexistent/cpu rw - cgroup cgroup rw,cpu\n");
         let err = try_v1(&mounts, &[], "slowlab-1").unwrap_err();
         assert!(format!("{err:#}").contains("cpuacct") || format!("{err:#}").contains("creating"));
     }

@@ -44,13 +44,17 @@ pub fn triple(name: &str) -> Option<[u64; 3]> {
 fn cpu_model() -> Option<String> {
     let text = fs::read_to_string("/proc/cpuinfo").ok()?;
     text.lines()
-        .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("CPU part"))
+        .find(|l| {
+            l.starts_with("model name") || l.starts_with("Model") || l.starts_with("CPU part")
+        })
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string())
 }
 
 fn uname(flag: &str) -> Option<String> {
-    crate::prepare::output("uname", &[flag]).ok().map(|s| s.trim().to_string())
+    crate::prepare::output("uname", &[flag])
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 fn glibc() -> Option<String> {
@@ -63,7 +67,12 @@ fn glibc() -> Option<String> {
 pub fn collect(tools: &Tools, cgroups: &Mode, caps: Value, extra: Value) -> Value {
     let sysctls: serde_json::Map<String, Value> = SYSCTLS
         .iter()
-        .map(|k| (k.to_string(), sysctl(k).map(Value::from).unwrap_or(Value::Null)))
+        .map(|k| {
+            (
+                k.to_string(),
+                sysctl(k).map(Value::from).unwrap_or(Value::Null),
+            )
+        })
         .collect();
     let mem_total = fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
         t.lines()
@@ -72,7 +81,11 @@ pub fn collect(tools: &Tools, cgroups: &Mode, caps: Value, extra: Value) -> Valu
     });
     let cgroup = match cgroups {
         Mode::V2 { base } => json!({"mode": "v2", "base": base}),
-        Mode::V1 { cpu, cpuacct, memory } => {
+        Mode::V1 {
+            cpu,
+            cpuacct,
+            memory,
+        } => {
             json!({"mode": "v1", "cpu": cpu, "cpuacct": cpuacct, "memory": memory})
         }
         Mode::None { reason } => json!({"mode": "none", "reason": reason}),

@@ -183,7 +183,9 @@ fn nginx(state: &Path) -> Result<Nginx> {
     let unpacked = root.join("usr/sbin/nginx");
     let package_file = root.join("PACKAGE_VERSION");
     if unpacked.exists() {
-        let package = fs::read_to_string(&package_file).ok().map(|s| s.trim().to_string());
+        let package = fs::read_to_string(&package_file)
+            .ok()
+            .map(|s| s.trim().to_string());
         return check_nginx(&unpacked, "unpacked Debian package", package);
     }
     let download = state.join("download");
@@ -215,8 +217,11 @@ fn nginx(state: &Path) -> Result<Nginx> {
     let package = output("dpkg-deb", &["-f", &deb.to_string_lossy(), "Version"])
         .ok()
         .map(|s| s.trim().to_string());
-    run_quiet("dpkg-deb", &["-x", &deb.to_string_lossy(), &root.to_string_lossy()])
-        .context("unpacking the nginx package")?;
+    run_quiet(
+        "dpkg-deb",
+        &["-x", &deb.to_string_lossy(), &root.to_string_lossy()],
+    )
+    .context("unpacking the nginx package")?;
     if let Some(p) = &package {
         fs::write(&package_file, p)?;
     }
@@ -294,7 +299,11 @@ fn run_quiet(program: &str, args: &[&str]) -> Result<()> {
         .with_context(|| format!("running {program}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         bail!("{program} {} failed: {}", args.join(" "), last.trim());
     }
     Ok(())

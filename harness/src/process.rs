@@ -100,13 +100,9 @@ pub fn spawn(spec: &Spec, cgroup: Option<&Cgroup>) -> Result<Guard> {
             Ok(())
         });
     }
-    let child = cmd.spawn().with_context(|| {
-        format!(
-            "starting {} ({})",
-            spec.name,
-            spec.program.display()
-        )
-    })?;
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {} ({})", spec.name, spec.program.display()))?;
     Ok(Guard {
         name: spec.name.clone(),
         pid: child.id(),

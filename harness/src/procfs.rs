@@ -157,10 +157,10 @@ pub struct TcpEntry {
     pub remote: SocketAddr,
     /// The kernel's TCP state number (1 ESTABLISHED, 10 LISTEN, ...).
     pub state: u8,
-    /// Bytes written but not yet acknowledged by the peer (for a listening
-    /// socket: the accept backlog).
+    /// Bytes written but not yet acknowledged by the peer.
     pub tx_queue: u64,
-    /// Bytes received but not yet read by the application.
+    /// Bytes received but not yet read by the application (for a listening
+    /// socket: connections waiting in the accept queue).
     pub rx_queue: u64,
     pub inode: u64,
 }
@@ -321,7 +321,10 @@ mod tests {
 
     #[test]
     fn process_tree_contains_children() {
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let tree = process_tree(std::process::id());
         child.kill().unwrap();
         child.wait().unwrap();

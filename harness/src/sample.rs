@@ -158,7 +158,11 @@ pub fn sample_once(probes: &[Probe], out: &mut Samples) {
             Some(c) => c.pids(),
             None => procfs::process_tree(probe.root_pid),
         };
-        let stats = probe.counters.as_ref().map(|c| c.stats()).unwrap_or_default();
+        let stats = probe
+            .counters
+            .as_ref()
+            .map(|c| c.stats())
+            .unwrap_or_default();
         let (cpu_ns, cpu_source) = match stats.cpu_usage_ns {
             Some(v) => (Some(v), "cgroup"),
             None => (
@@ -187,7 +191,10 @@ pub fn sample_once(probes: &[Probe], out: &mut Samples) {
         };
         // A socket shared by several processes (Gunicorn's listener is
         // inherited by every worker) is counted once.
-        let mut inodes: Vec<u64> = pids.iter().flat_map(|&p| procfs::socket_inodes(p)).collect();
+        let mut inodes: Vec<u64> = pids
+            .iter()
+            .flat_map(|&p| procfs::socket_inodes(p))
+            .collect();
         inodes.sort_unstable();
         inodes.dedup();
         for inode in inodes {

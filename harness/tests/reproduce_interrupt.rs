@@ -13,7 +13,15 @@ fn sigint_mid_run_leaves_no_process_and_marks_the_results() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
     let mut child = Command::new(slowlab())
-        .args(["reproduce", "--preset", "quick", "--no-report", "--only", "rust-sync2,direct,slow=2", "--out"])
+        .args([
+            "reproduce",
+            "--preset",
+            "quick",
+            "--no-report",
+            "--only",
+            "rust-sync2,direct,slow=2",
+            "--out",
+        ])
         .arg(&out)
         .env("SLOWLAB_HOME", state_dir())
         .spawn()
@@ -27,7 +35,10 @@ fn sigint_mid_run_leaves_no_process_and_marks_the_results() {
         if loading {
             break;
         }
-        assert!(Instant::now() < deadline, "the run never started its load generator");
+        assert!(
+            Instant::now() < deadline,
+            "the run never started its load generator"
+        );
         assert!(child.try_wait().unwrap().is_none(), "reproduce ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -47,7 +58,10 @@ fn sigint_mid_run_leaves_no_process_and_marks_the_results() {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(!status.success(), "an interrupted reproduction exits non-zero");
+    assert!(
+        !status.success(),
+        "an interrupted reproduction exits non-zero"
+    );
     let marker = std::fs::read_to_string(out.join("INCOMPLETE")).expect("INCOMPLETE marker");
     assert!(marker.contains("interrupted"), "{marker}");
     let runs = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv kept");

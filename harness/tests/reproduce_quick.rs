@@ -20,20 +20,93 @@ fn quick_reproduction_shows_the_phenomenon_and_cleans_up() {
         .status()
         .expect("run slowlab reproduce");
     assert!(status.success(), "reproduce exited with {status}");
-    assert!(!out.join("INCOMPLETE").exists(), "a finished run is not marked incomplete");
+    assert!(
+        !out.join("INCOMPLETE").exists(),
+        "a finished run is not marked incomplete"
+    );
 
     for (file, columns) in [
-        ("conditions.csv", &["server", "route", "slow_clients", "p50", "p95", "p95_min", "p95_max", "app_send_s", "client_receive_s", "temp_peak_mib"][..]),
-        ("runs.csv", &["run_id", "status", "app_cpu_cores", "app_throttled_ms", "app_memory_peak_bytes", "app_rss_peak_bytes", "proxy_cpu_cores", "loadgen_cpu_cores"][..]),
-        ("requests.csv", &["run_id", "server", "route", "slow_clients", "repetition", "latency_ms", "schedule_lag_ms", "connect_ms", "status"][..]),
-        ("large-responses.csv", &["run_id", "receive_s", "app_send_s"][..]),
-        ("resource-samples.csv", &["run_id", "t_s", "component", "temp_logical_bytes", "temp_allocated_bytes", "memory_bytes", "send_queue_bytes", "recv_queue_bytes"][..]),
-        ("socket-samples.csv", &["run_id", "t_s", "component", "tx_queue_bytes", "rx_queue_bytes"][..]),
-        ("crosscheck.csv", &["check", "server", "route", "predicted", "observed", "agree"][..]),
+        (
+            "conditions.csv",
+            &[
+                "server",
+                "route",
+                "slow_clients",
+                "p50",
+                "p95",
+                "p95_min",
+                "p95_max",
+                "app_send_s",
+                "client_receive_s",
+                "temp_peak_mib",
+            ][..],
+        ),
+        (
+            "runs.csv",
+            &[
+                "run_id",
+                "status",
+                "app_cpu_cores",
+                "app_throttled_ms",
+                "app_memory_peak_bytes",
+                "app_rss_peak_bytes",
+                "proxy_cpu_cores",
+                "loadgen_cpu_cores",
+            ][..],
+        ),
+        (
+            "requests.csv",
+            &[
+                "run_id",
+                "server",
+                "route",
+                "slow_clients",
+                "repetition",
+                "latency_ms",
+                "schedule_lag_ms",
+                "connect_ms",
+                "status",
+            ][..],
+        ),
+        (
+            "large-responses.csv",
+            &["run_id", "receive_s", "app_send_s"][..],
+        ),
+        (
+            "resource-samples.csv",
+            &[
+                "run_id",
+                "t_s",
+                "component",
+                "temp_logical_bytes",
+                "temp_allocated_bytes",
+                "memory_bytes",
+                "send_queue_bytes",
+                "recv_queue_bytes",
+            ][..],
+        ),
+        (
+            "socket-samples.csv",
+            &[
+                "run_id",
+                "t_s",
+                "component",
+                "tx_queue_bytes",
+                "rx_queue_bytes",
+            ][..],
+        ),
+        (
+            "crosscheck.csv",
+            &["check", "server", "route", "predicted", "observed", "agree"][..],
+        ),
     ] {
         let t = Table::read(&out.join(file)).unwrap_or_else(|e| panic!("{file}: {e:#}"));
         for c in columns {
-            assert!(t.col(c).is_some(), "{file} lacks column {c}: {:?}", t.headers);
+            assert!(
+                t.col(c).is_some(),
+                "{file} lacks column {c}: {:?}",
+                t.headers
+            );
         }
         assert!(!t.rows.is_empty(), "{file} is empty");
     }
@@ -42,7 +115,12 @@ fn quick_reproduction_shows_the_phenomenon_and_cleans_up() {
     let runs = Table::read(&out.join("runs.csv")).unwrap();
     assert_eq!(runs.rows.len(), 12);
     for r in &runs.rows {
-        assert_eq!(runs.get(r, "status"), Some("ok"), "run failed: {:?}", runs.get(r, "reason"));
+        assert_eq!(
+            runs.get(r, "status"),
+            Some("ok"),
+            "run failed: {:?}",
+            runs.get(r, "reason")
+        );
     }
 
     let cross = Table::read(&out.join("crosscheck.csv")).unwrap();
@@ -59,8 +137,16 @@ fn quick_reproduction_shows_the_phenomenon_and_cleans_up() {
             .map(str::to_string)
     };
     for (server, on) in [("gunicorn-sync2", "nginx-on"), ("rust-sync2", "pingora-on")] {
-        assert_eq!(verdict(server, "direct").as_deref(), Some("blocked"), "{server} direct");
-        assert_eq!(verdict(server, on).as_deref(), Some("relieved"), "{server} {on}");
+        assert_eq!(
+            verdict(server, "direct").as_deref(),
+            Some("blocked"),
+            "{server} direct"
+        );
+        assert_eq!(
+            verdict(server, on).as_deref(),
+            Some("relieved"),
+            "{server} {on}"
+        );
     }
 
     let left = processes_mentioning(&out.to_string_lossy());

@@ -5,11 +5,11 @@ mod support;
 
 use std::time::Duration;
 
-use support::{get, raw_request, slowlab, state_dir};
 use harness::prepare;
 use harness::process::{self, Spec};
 use harness::stack::Server;
 use harness::stack::launch::{Body, Launcher, RunPaths};
+use support::{get, raw_request, slowlab, state_dir};
 
 #[test]
 fn gunicorn_and_slowlab_serve_send_identical_bytes() {
@@ -39,7 +39,9 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
     let rust_spec = Spec {
         name: "serve".into(),
         program: slowlab(),
-        args: ["serve", "--listen", "127.0.0.1:0"].map(String::from).to_vec(),
+        args: ["serve", "--listen", "127.0.0.1:0"]
+            .map(String::from)
+            .to_vec(),
         env: vec![],
         cwd: None,
         stdout: dir.path().join("serve.out"),
@@ -61,7 +63,13 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
         let a = raw_request(gunicorn.addr, &req);
         let b = raw_request(rust_addr, &req);
         assert_eq!(a.status, b.status, "{method} {path}");
-        for h in ["content-type", "content-length", "allow", "x-slowlab-block", "connection"] {
+        for h in [
+            "content-type",
+            "content-length",
+            "allow",
+            "x-slowlab-block",
+            "connection",
+        ] {
             assert_eq!(a.header(h), b.header(h), "{method} {path}: header {h}");
         }
         assert_eq!(a.body.len(), b.body.len(), "{method} {path}: body length");
@@ -84,5 +92,8 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 2, "{log}");
-    assert!(rows.iter().all(|r| r.contains(",16777216,") && r.ends_with(",true")));
+    assert!(
+        rows.iter()
+            .all(|r| r.contains(",16777216,") && r.ends_with(",true"))
+    );
 }

@@ -1,9 +1,18 @@
 //! `slowlab serve`: the command-line contract.
+//!
+//! Prints exactly one line to stdout once the socket accepts connections,
+//! `listening on <ip:port> (model <m>, <n> workers)`, logs everything else
+//! through `tracing` on stderr, and stops on SIGTERM or SIGINT.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use common::units::Size;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::ServerConfig;
 
 /// How connections are handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -14,6 +23,17 @@ pub enum Model {
     Threads,
     /// A tokio multi-thread runtime, one task per connection.
     Async,
+}
+
+impl Model {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Sync => "sync",
+            Model::Threads => "threads",
+            Model::Async => "async",
+        }
+    }
 }
 
 /// Serve the replica of the experiment's app: `GET /fast` and `GET /large`.
@@ -40,8 +60,64 @@ pub struct ServeArgs {
     pub send_log: Option<PathBuf>,
 }
 
+impl ServeArgs {
+    /// Checks what clap cannot and names the flag at fault.
+    pub fn to_config(&self) -> anyhow::Result<ServerConfig> {
+        anyhow::ensure!(self.workers != Some(0), "--workers must be at least 1");
+        anyhow::ensure!(
+            self.chunk_bytes.bytes() > 0,
+            "--chunk-bytes must be at least 1 byte"
+        );
+        let chunk_bytes = usize::try_from(self.chunk_bytes.bytes())
+            .ok()
+            .with_context(|| format!("--chunk-bytes {} is too large", self.chunk_bytes))?;
+        Ok(ServerConfig {
+            listen: self.listen,
+            model: self.model,
+            workers: self.workers,
+            large_bytes: self.large_bytes.bytes(),
+            chunk_bytes,
+            send_log: self.send_log.clone(),
+        })
+    }
+}
+
 /// Runs `slowlab serve` until SIGTERM or SIGINT.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("slowlab serve is not implemented yet")
+    let config = args.to_config()?;
+    // Only for the signals; the server runs on runtimes of its own.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot build a tokio runtime")?;
+    // Installed before the ready line: a harness may signal as soon as it
+    // has read it, and the default action would kill us without cleanup.
+    let (mut term, mut int) = {
+        let _enter = runtime.enter();
+        let term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+        let int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+        (term, int)
+    };
+    let server = crate::spawn(config)?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "listening on {} (model {}, {} workers)",
+        server.local_addr(),
+        server.model().name(),
+        server.workers()
+    )
+    .and_then(|()| stdout.flush())
+    .context("cannot write the ready line")?;
+    drop(stdout);
+    let signal = runtime.block_on(async {
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        }
+    });
+    tracing::info!(signal, "stopping");
+    server.shutdown();
+    tracing::info!("stopped");
+    Ok(())
 }

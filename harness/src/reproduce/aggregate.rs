@@ -172,7 +172,11 @@ pub fn condition_figures(runs: &[&RunFigures]) -> ConditionFigures {
         // A run whose p95 landed on a failed request has no p95; the
         // condition then reports none either, rather than the median of the
         // others.
-        p95: if p95s.len() == runs.len() { median(&p95s) } else { None },
+        p95: if p95s.len() == runs.len() {
+            median(&p95s)
+        } else {
+            None
+        },
         p95_min: p95s.iter().copied().reduce(f64::min),
         p95_max: if p95s.len() == runs.len() {
             p95s.iter().copied().reduce(f64::max)

@@ -17,8 +17,10 @@ use super::published;
 pub fn progress(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
 }
@@ -107,7 +109,9 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
             "{:<18} {:<12} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>5}",
             r.server.name(),
             r.route.name(),
-            r.handlers.map(|h| h.to_string()).unwrap_or_else(|| "unbound".into()),
+            r.handlers
+                .map(|h| h.to_string())
+                .unwrap_or_else(|| "unbound".into()),
             v(r.predicted),
             v(r.observed),
             ms(r.p95_ms),
@@ -117,7 +121,10 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
     }
     let replica: Vec<&Row> = rows.iter().filter(|r| r.check == "replica").collect();
     if !replica.is_empty() {
-        let _ = writeln!(out, "\nreplicas against their Gunicorn/NGINX counterparts (2 slow)");
+        let _ = writeln!(
+            out,
+            "\nreplicas against their Gunicorn/NGINX counterparts (2 slow)"
+        );
         let _ = writeln!(
             out,
             "{:<31} {:<31} {:>9} {:>9} {:>9}  {:>5}",
@@ -131,7 +138,9 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
                 r.reference,
                 v(r.observed),
                 v(r.reference_observed),
-                r.p95_ratio.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into()),
+                r.p95_ratio
+                    .map(|x| format!("{x:.2}"))
+                    .unwrap_or_else(|| "-".into()),
                 mark(r.agree),
             );
         }

@@ -36,7 +36,13 @@ impl Verdict {
 }
 
 /// The rule's prediction.
-pub fn predict(server: Server, route: Route, slow: u32, body_bytes: u64, proxy_capacity: u64) -> Verdict {
+pub fn predict(
+    server: Server,
+    route: Route,
+    slow: u32,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> Verdict {
     let saturated = server.handlers().is_some_and(|h| h <= slow);
     if saturated && !route.absorbs(body_bytes, proxy_capacity) {
         Verdict::Blocked
@@ -45,11 +51,18 @@ pub fn predict(server: Server, route: Route, slow: u32, body_bytes: u64, proxy_c
     }
 }
 
+/// Blocked: p95 at least this many ms ...
+pub const BLOCKED_MIN_MS: f64 = 1000.0;
+/// ... and at least this many times the 0-slow baseline.
+pub const BLOCKED_MIN_RATIO: f64 = 100.0;
+/// Relieved: p95 at most this many times the baseline.
+pub const RELIEVED_MAX_RATIO: f64 = 10.0;
+
 /// The observed verdict from a p95 and the same stack's 0-slow p95.
 pub fn observe(p95_ms: f64, baseline_ms: f64) -> Verdict {
-    if p95_ms >= 1000.0 && p95_ms >= 100.0 * baseline_ms {
+    if p95_ms >= BLOCKED_MIN_MS && p95_ms >= BLOCKED_MIN_RATIO * baseline_ms {
         Verdict::Blocked
-    } else if p95_ms <= 10.0 * baseline_ms {
+    } else if p95_ms <= RELIEVED_MAX_RATIO * baseline_ms {
         Verdict::Relieved
     } else {
         Verdict::Partial
@@ -109,7 +122,9 @@ impl Row {
             self.server.to_string(),
             self.route.to_string(),
             self.slow_clients.to_string(),
-            self.handlers.map(|h| h.to_string()).unwrap_or_else(|| "unbounded".into()),
+            self.handlers
+                .map(|h| h.to_string())
+                .unwrap_or_else(|| "unbounded".into()),
             self.absorbs.to_string(),
             v(self.predicted),
             v(self.observed),
@@ -120,7 +135,9 @@ impl Row {
             v(self.reference_observed),
             f(self.reference_p95_ms, 2),
             f(self.p95_ratio, 3),
-            self.agree.map(|a| if a { "yes" } else { "no" }.to_string()).unwrap_or_default(),
+            self.agree
+                .map(|a| if a { "yes" } else { "no" }.to_string())
+                .unwrap_or_default(),
         ]
     }
 }
@@ -133,7 +150,11 @@ fn baseline(
     server: Server,
     route: Route,
 ) -> Option<(f64, String)> {
-    let own = Condition { server, route, slow: 0 };
+    let own = Condition {
+        server,
+        route,
+        slow: 0,
+    };
     if let Some(p) = figures.get(&own).and_then(|f| f.p95) {
         return Some((p, format!("{server}/{route}")));
     }
@@ -203,9 +224,14 @@ pub fn rows(
             (counterpart_server(c.server), c.route),
             (c.server, counterpart_route(c.route)),
         ];
+        refs.sort();
         refs.dedup();
         for (s, r) in refs {
-            let rc = Condition { server: s, route: r, slow };
+            let rc = Condition {
+                server: s,
+                route: r,
+                slow,
+            };
             if rc == c || !figures.contains_key(&rc) {
                 continue;
             }
@@ -254,9 +280,15 @@ mod tests {
         assert_eq!(p(Server::GunicornSync2, Route::Direct), Verdict::Blocked);
         assert_eq!(p(Server::GunicornSync2, Route::NginxOff), Verdict::Blocked);
         assert_eq!(p(Server::GunicornSync2, Route::NginxOn), Verdict::Relieved);
-        assert_eq!(p(Server::GunicornGthread4, Route::Direct), Verdict::Relieved);
+        assert_eq!(
+            p(Server::GunicornGthread4, Route::Direct),
+            Verdict::Relieved
+        );
         assert_eq!(p(Server::RustAsync, Route::Direct), Verdict::Relieved);
-        assert_eq!(predict(Server::RustSync2, Route::Direct, 1, MIB16, cap), Verdict::Relieved);
+        assert_eq!(
+            predict(Server::RustSync2, Route::Direct, 1, MIB16, cap),
+            Verdict::Relieved
+        );
     }
 
     #[test]
@@ -275,7 +307,11 @@ mod tests {
         let mut f = BTreeMap::new();
         let put = |f: &mut BTreeMap<_, _>, s, r, slow, p95| {
             f.insert(
-                Condition { server: s, route: r, slow },
+                Condition {
+                    server: s,
+                    route: r,
+                    slow,
+                },
                 ConditionFigures {
                     p95: Some(p95),
                     ..ConditionFigures::default()

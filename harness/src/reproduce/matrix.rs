@@ -52,7 +52,11 @@ impl Preset {
             for &server in servers {
                 for &route in routes {
                     for &slow in slows {
-                        out.push(Condition { server, route, slow });
+                        out.push(Condition {
+                            server,
+                            route,
+                            slow,
+                        });
                     }
                 }
             }
@@ -171,7 +175,8 @@ impl LoadProfile {
         if slow == 0 {
             return fast;
         }
-        let download = Duration::from_secs_f64(self.body.large_bytes as f64 / self.slow_rate as f64);
+        let download =
+            Duration::from_secs_f64(self.body.large_bytes as f64 / self.slow_rate as f64);
         fast.max(download)
     }
 }
@@ -204,7 +209,9 @@ impl std::str::FromStr for Filter {
                     v.parse()
                         .map_err(|_| format!("`slow={v}`: expected a number"))?,
                 ),
-                Some((k, _)) => return Err(format!("unknown filter key `{k}` (server, route, slow)")),
+                Some((k, _)) => {
+                    return Err(format!("unknown filter key `{k}` (server, route, slow)"));
+                }
                 None => match (raw.parse::<Server>(), raw.parse::<Route>()) {
                     (Ok(s), _) => Term::Server(s),
                     (_, Ok(r)) => Term::Route(r),
@@ -229,18 +236,27 @@ impl Filter {
         // Terms of the same kind are alternatives (`rust-sync2,gunicorn-sync2`);
         // terms of different kinds must all hold.
         let kinds = [
-            self.terms.iter().filter_map(|t| match t {
-                Term::Server(s) => Some(*s == c.server),
-                _ => None,
-            }).collect::<Vec<_>>(),
-            self.terms.iter().filter_map(|t| match t {
-                Term::Route(r) => Some(*r == c.route),
-                _ => None,
-            }).collect(),
-            self.terms.iter().filter_map(|t| match t {
-                Term::Slow(n) => Some(*n == c.slow),
-                _ => None,
-            }).collect(),
+            self.terms
+                .iter()
+                .filter_map(|t| match t {
+                    Term::Server(s) => Some(*s == c.server),
+                    _ => None,
+                })
+                .collect::<Vec<_>>(),
+            self.terms
+                .iter()
+                .filter_map(|t| match t {
+                    Term::Route(r) => Some(*r == c.route),
+                    _ => None,
+                })
+                .collect(),
+            self.terms
+                .iter()
+                .filter_map(|t| match t {
+                    Term::Slow(n) => Some(*n == c.slow),
+                    _ => None,
+                })
+                .collect(),
         ];
         kinds.iter().all(|k| k.is_empty() || k.iter().any(|&m| m))
     }
@@ -308,7 +324,10 @@ mod tests {
         let runs = plan(&[Preset::Replica], None, None);
         assert_eq!(runs.len(), 30);
         assert!(runs.iter().all(|r| !r.condition.server.is_gunicorn()));
-        assert!(runs.iter().all(|r| !matches!(r.condition.route, Route::NginxOn | Route::NginxOff)));
+        assert!(
+            runs.iter()
+                .all(|r| !matches!(r.condition.route, Route::NginxOn | Route::NginxOff))
+        );
     }
 
     #[test]

@@ -71,12 +71,21 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     if plan.is_empty() {
         bail!("no condition matches --only");
     }
-    let preset_name = presets.iter().map(|p| p.name()).collect::<Vec<_>>().join("+");
+    let preset_name = presets
+        .iter()
+        .map(|p| p.name())
+        .collect::<Vec<_>>()
+        .join("+");
     let out = match args.out {
         Some(o) => o,
         None => PathBuf::from("results").join(format!("{}-{preset_name}", utc_stamp())),
     };
-    if out.exists() && out.read_dir().map(|mut d| d.next().is_some()).unwrap_or(false) {
+    if out.exists()
+        && out
+            .read_dir()
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(false)
+    {
         bail!("{} is not empty; choose another --out", out.display());
     }
 
@@ -95,7 +104,10 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
             CapPlan::none()
         }
         (_, true) => {
-            eprintln!("slowlab: running uncapped (--no-caps); cgroup {} accounting only", mode.name());
+            eprintln!(
+                "slowlab: running uncapped (--no-caps); cgroup {} accounting only",
+                mode.name()
+            );
             CapPlan::none()
         }
         (m, false) => {
@@ -106,7 +118,15 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
             CapPlan::experiment()
         }
     };
-    let result = run_matrix(&plan, &out, &tools, &mode, caps, &preset_name, args.no_report);
+    let result = run_matrix(
+        &plan,
+        &out,
+        &tools,
+        &mode,
+        caps,
+        &preset_name,
+        args.no_report,
+    );
     cgroup::remove_base(&mode);
     result
 }
@@ -170,12 +190,21 @@ fn run_matrix(
                 spec.run_id,
                 spec.condition,
                 spec.repetition,
-                figures.p95_ms.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into()),
-                figures.app_send_s.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into()),
+                figures
+                    .p95_ms
+                    .map(|v| format!("{v:.2}"))
+                    .unwrap_or_else(|| "-".into()),
+                figures
+                    .app_send_s
+                    .map(|v| format!("{v:.3}"))
+                    .unwrap_or_else(|| "-".into()),
             )),
             Status::Skipped(r) => {
                 skipped.push(format!("{}: {r}", spec.condition));
-                bar.println(format!("run {} {} skipped: {r}", spec.run_id, spec.condition));
+                bar.println(format!(
+                    "run {} {} skipped: {r}",
+                    spec.run_id, spec.condition
+                ));
             }
             other => bar.println(format!(
                 "run {} {} {}: {}",
@@ -201,7 +230,11 @@ fn run_matrix(
         println!("skipped: {s}");
     }
     let done = results.done.len();
-    let interrupted = signals::requested() || results.done.iter().any(|(d, _)| d.status == Status::Interrupted);
+    let interrupted = signals::requested()
+        || results
+            .done
+            .iter()
+            .any(|(d, _)| d.status == Status::Interrupted);
     if interrupted {
         results.mark(Some(&format!(
             "interrupted after {done} of {} runs; the files hold the runs that completed",
@@ -217,7 +250,10 @@ fn run_matrix(
     }
     println!("results: {}", out.display());
     if interrupted {
-        bail!("interrupted; partial results in {} (marked INCOMPLETE)", out.display());
+        bail!(
+            "interrupted; partial results in {} (marked INCOMPLETE)",
+            out.display()
+        );
     }
     if results.done.iter().all(|(d, _)| d.status != Status::Ok) {
         bail!("no run completed; see runs.csv in {}", out.display());

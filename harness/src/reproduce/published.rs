@@ -99,6 +99,12 @@ mod tests {
         assert_eq!(p.p95, 2.34);
         assert_eq!(from, "gunicorn-sync2/nginx-on");
         assert!(reference(Server::RustAsync, Route::Direct, 2).is_none());
-        assert_eq!(reference(Server::RustThreads4, Route::Direct, 2).unwrap().0.p95, 1.55);
+        assert_eq!(
+            reference(Server::RustThreads4, Route::Direct, 2)
+                .unwrap()
+                .0
+                .p95,
+            1.55
+        );
     }
 }

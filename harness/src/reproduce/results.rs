@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::aggregate::{ConditionFigures, RunFigures, by_condition, condition_figures, run_figures};
+use super::aggregate::{
+    ConditionFigures, RunFigures, by_condition, condition_figures, run_figures,
+};
 use super::crosscheck;
 use super::matrix::Condition;
 use super::published;
@@ -116,7 +118,13 @@ impl Results {
             let (h, rows) = relative(t, "t_unix_s", t0, &ident_h, &ident_v);
             self.proxy_gauge.append(&h, &rows)?;
         }
-        self.append_samples(&data.samples.resources, &data.samples.sockets, t0, &ident_h, &ident_v)?;
+        self.append_samples(
+            &data.samples.resources,
+            &data.samples.sockets,
+            t0,
+            &ident_h,
+            &ident_v,
+        )?;
 
         let figures = run_figures(
             requests.as_ref(),
@@ -219,7 +227,10 @@ impl Results {
     }
 
     fn append_run(&mut self, data: &RunData, f: &RunFigures) -> Result<()> {
-        let mut h: Vec<String> = labels(&data.spec).into_iter().map(|(k, _)| k.to_string()).collect();
+        let mut h: Vec<String> = labels(&data.spec)
+            .into_iter()
+            .map(|(k, _)| k.to_string())
+            .collect();
         h.extend(
             [
                 "preset",
@@ -366,7 +377,11 @@ impl Results {
             .unwrap_or(16 << 20);
         let cross = crosscheck::rows(&conditions, 2, body, self.buffers.capacity());
         let rows: Vec<Vec<String>> = cross.iter().map(|r| r.cells()).collect();
-        write_whole(&self.dir.join("crosscheck.csv"), &crosscheck::HEADERS, &rows)
+        write_whole(
+            &self.dir.join("crosscheck.csv"),
+            &crosscheck::HEADERS,
+            &rows,
+        )
     }
 }
 
@@ -410,7 +425,13 @@ fn t0(load: &Path, data: &RunData) -> f64 {
 
 /// Prefixes identity columns and adds `t_s` (relative to the run's t0)
 /// computed from an absolute time column.
-fn relative(t: &Table, time_col: &str, t0: f64, ih: &[String], iv: &[String]) -> (Vec<String>, Vec<Vec<String>>) {
+fn relative(
+    t: &Table,
+    time_col: &str,
+    t0: f64,
+    ih: &[String],
+    iv: &[String],
+) -> (Vec<String>, Vec<Vec<String>>) {
     let mut h = ih.to_vec();
     h.push("t_s".into());
     h.extend(t.headers.iter().cloned());

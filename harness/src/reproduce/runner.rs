@@ -158,7 +158,12 @@ fn missing_tool(ctx: &RunContext<'_>, spec: &RunSpec) -> Option<String> {
     None
 }
 
-fn cgroup(ctx: &RunContext<'_>, spec: &RunSpec, name: &str, caps: Option<Caps>) -> Result<Option<Cgroup>> {
+fn cgroup(
+    ctx: &RunContext<'_>,
+    spec: &RunSpec,
+    name: &str,
+    caps: Option<Caps>,
+) -> Result<Option<Cgroup>> {
     if matches!(ctx.cgroups, Mode::None { .. }) {
         return Ok(None);
     }
@@ -248,7 +253,12 @@ fn probe(component: &str, r: &Running) -> Probe {
     }
 }
 
-fn load_spec(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, target: std::net::SocketAddr) -> Spec {
+fn load_spec(
+    ctx: &RunContext<'_>,
+    spec: &RunSpec,
+    dir: &Path,
+    target: std::net::SocketAddr,
+) -> Spec {
     let p = spec.profile;
     let c = spec.condition;
     let d = |v: Duration| format!("{}ms", v.as_millis());

@@ -107,7 +107,9 @@ impl Appender {
             .append(true)
             .open(&self.path)
             .with_context(|| format!("appending to {}", self.path.display()))?;
-        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(file);
+        let mut w = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(file);
         for row in rows {
             w.write_record(row)?;
         }
@@ -121,8 +123,8 @@ impl Appender {
 pub fn write_whole(path: &Path, headers: &[&str], rows: &[Vec<String>]) -> Result<()> {
     let tmp = path.with_extension("csv.tmp");
     {
-        let mut w = csv::Writer::from_path(&tmp)
-            .with_context(|| format!("creating {}", tmp.display()))?;
+        let mut w =
+            csv::Writer::from_path(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         w.write_record(headers)?;
         for r in rows {
             w.write_record(r)?;

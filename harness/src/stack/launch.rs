@@ -85,6 +85,10 @@ impl Launcher<'_> {
                 .gunicorn
                 .as_ref()
                 .map_err(|e| anyhow::anyhow!("gunicorn is not available: {e}"))?;
+            // The header goes in before any worker exists, so that workers
+            // and threads only ever append rows.
+            fs::write(&send_log, crate::stack::SEND_LOG_HEADER)
+                .with_context(|| format!("creating {}", send_log.display()))?;
             // Gunicorn cannot report a port it picked, so pick one; another
             // program may take it first, hence the retries.
             retry_port(|| {
@@ -105,8 +109,15 @@ impl Launcher<'_> {
                         args.extend(["--worker-class", "sync", "--workers", "2"].map(String::from))
                     }
                     _ => args.extend(
-                        ["--worker-class", "gthread", "--workers", "1", "--threads", "4"]
-                            .map(String::from),
+                        [
+                            "--worker-class",
+                            "gthread",
+                            "--workers",
+                            "1",
+                            "--threads",
+                            "4",
+                        ]
+                        .map(String::from),
                     ),
                 }
                 args.push("slowlab_app:application".into());

@@ -13,6 +13,9 @@ pub mod nginx;
 use std::fmt;
 use std::str::FromStr;
 
+/// The header of the send log both servers write (ARCHITECTURE.md).
+pub const SEND_LOG_HEADER: &str = "start_unix_s,start_s,app_send_s,bytes,worker,complete\n";
+
 /// A server of the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Server {
@@ -142,7 +145,11 @@ macro_rules! name_impls {
                     .find(|v| v.name() == s)
                     .ok_or_else(|| {
                         let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                        format!("unknown {} `{s}` (expected one of {})", $what, names.join(", "))
+                        format!(
+                            "unknown {} `{s}` (expected one of {})",
+                            $what,
+                            names.join(", ")
+                        )
                     })
             }
         }

@@ -107,6 +107,9 @@ mod tests {
             Path::new("/tmp/x/proxy_temp"),
             Path::new("/tmp/x/error.log"),
         );
-        assert_eq!(c.replace("proxy_buffering on;", "proxy_buffering off;"), off);
+        assert_eq!(
+            c.replace("proxy_buffering on;", "proxy_buffering off;"),
+            off
+        );
     }
 }

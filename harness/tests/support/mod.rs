@@ -94,7 +94,11 @@ pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
         let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Zombies are gone for every purpose but the process table.
-        if stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')) {
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z'))
+        {
             continue;
         }
         let hay = |b: &[u8]| String::from_utf8_lossy(b).contains(needle);

@@ -1,0 +1,236 @@
+//! The numbers the lesson quotes, each computed from the directory's data
+//! (conditions, runs, socket and progress samples, `environment.json`).
+//! Everything is optional: a missing file leaves a gap the lesson skips.
+
+use common::stats::median;
+
+use super::data::Results;
+use super::select::{self, Cond};
+use super::whereabouts::{Role, roles};
+
+/// What one route did for the lesson's server.
+#[derive(Debug, Clone, Default)]
+pub struct RouteFacts {
+    pub cond: Option<Cond>,
+    pub p95: Option<f64>,
+    /// The same stack's p95 with no slow client.
+    pub baseline_p95: Option<f64>,
+    pub app_send_s: Option<f64>,
+    pub client_receive_s: Option<f64>,
+    pub temp_peak_mib: Option<f64>,
+    /// The largest cgroup memory of the proxy over the condition's runs.
+    pub proxy_memory_peak: Option<f64>,
+    /// The observed verdict of `crosscheck.csv`.
+    pub verdict: Option<String>,
+    /// The run whose samples are quoted.
+    pub run_id: Option<String>,
+    /// The most bytes one socket of each kind held in one sample.
+    pub max_app_queue: Option<f64>,
+    pub max_upstream_queue: Option<f64>,
+    pub max_proxy_send_queue: Option<f64>,
+    pub max_client_queue: Option<f64>,
+    /// The most connections waiting in the app's accept queue at once.
+    pub max_accept_backlog: Option<f64>,
+    /// Bytes a client had read when the app handed over the last byte, and
+    /// the rest of the response, which was on the way (median over the
+    /// run's responses).
+    pub read_at_app_end: Option<f64>,
+    pub in_flight_at_app_end: Option<f64>,
+}
+
+/// Everything the lesson needs.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    pub slow: u32,
+    pub body: Option<f64>,
+    pub slow_rate: Option<f64>,
+    pub fast_rate: Option<f64>,
+    pub rcvbuf_requested: Option<f64>,
+    pub rcvbuf_granted: Option<f64>,
+    pub wmem: Option<[f64; 3]>,
+    pub rmem: Option<[f64; 3]>,
+    pub server: Option<String>,
+    pub handlers: Option<u32>,
+    pub direct: RouteFacts,
+    pub off: RouteFacts,
+    pub on: RouteFacts,
+    /// Servers with more handlers than slow clients, direct: (server, p95).
+    pub more_handlers: Vec<(String, Option<f64>)>,
+    /// The largest per-run average CPU of the app, in cores.
+    pub app_cpu_max: Option<f64>,
+}
+
+fn max_of(it: impl Iterator<Item = f64>) -> Option<f64> {
+    it.fold(None, |m, v| Some(m.map_or(v, |m: f64| m.max(v))))
+}
+
+/// The server the lesson follows: one whose handlers the slow clients can
+/// all occupy, Gunicorn sync first (the original), then its replica.
+fn lesson_server(r: &Results, slow: u32) -> Option<String> {
+    let conds = select::at_slow(r, slow);
+    let blockable = |s: &str| select::handlers(s).is_some_and(|h| h <= slow);
+    ["gunicorn-sync2", "rust-sync2"]
+        .into_iter()
+        .map(str::to_string)
+        .chain(conds.iter().map(|c| c.server.clone()))
+        .find(|s| blockable(s) && conds.iter().any(|c| &c.server == s))
+        .or_else(|| conds.first().map(|c| c.server.clone()))
+}
+
+fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
+    let row = r
+        .conditions
+        .iter()
+        .find(|c| c.server == cond.server && c.route == cond.route && c.slow_clients == cond.slow);
+    let base = r
+        .conditions
+        .iter()
+        .find(|c| c.server == cond.server && c.route == cond.route && c.slow_clients == 0);
+    let runs = select::ok_runs(r, &cond);
+    let mut f = RouteFacts {
+        p95: row.and_then(|c| c.p95),
+        baseline_p95: base.and_then(|c| c.p95),
+        app_send_s: row.and_then(|c| c.app_send_s),
+        client_receive_s: row.and_then(|c| c.client_receive_s),
+        temp_peak_mib: row.and_then(|c| c.temp_peak_mib),
+        proxy_memory_peak: max_of(runs.iter().filter_map(|x| x.proxy_memory_peak_bytes)),
+        verdict: r
+            .crosscheck
+            .iter()
+            .find(|c| {
+                c.check == "prediction"
+                    && c.server == cond.server
+                    && c.route == cond.route
+                    && c.slow_clients == cond.slow
+            })
+            .and_then(|c| c.observed.clone()),
+        ..RouteFacts::default()
+    };
+    if let Some(run) = select::median_run(r, &cond) {
+        let id = run.run_id.as_str();
+        f.run_id = Some(id.to_string());
+        let sockets: Vec<_> = r.sockets.iter().filter(|s| s.run_id == id).collect();
+        let rs = roles(&sockets);
+        let max_by = |role: Role, rx: bool| {
+            max_of(rs.iter().filter(|(ro, _)| *ro == role).map(|(_, s)| {
+                (if rx {
+                    s.rx_queue_bytes
+                } else {
+                    s.tx_queue_bytes
+                }) as f64
+            }))
+        };
+        f.max_app_queue = max_by(Role::App, false);
+        f.max_upstream_queue = max_by(Role::ProxyUpstream, true);
+        f.max_proxy_send_queue = max_by(Role::ProxyDownstream, false);
+        f.max_client_queue = max_by(Role::Client, true);
+        f.max_accept_backlog = max_of(
+            r.resources
+                .iter()
+                .filter(|x| x.run_id == id && x.component == "app")
+                .filter_map(|x| x.accept_backlog.map(|v| v as f64)),
+        );
+        let ends: Vec<f64> = r
+            .app_sends
+            .iter()
+            .filter(|a| a.run_id == id)
+            .filter_map(|a| a.end_s())
+            .collect();
+        let progress: Vec<_> = r.progress.iter().filter(|p| p.run_id == id).collect();
+        let read_at = |t: f64| -> Option<f64> {
+            let mut clients: Vec<u32> = progress.iter().map(|p| p.client).collect();
+            clients.sort_unstable();
+            clients.dedup();
+            let per: Vec<f64> = clients
+                .iter()
+                .map(|c| {
+                    progress
+                        .iter()
+                        .filter(|p| p.client == *c && p.t_s <= t)
+                        .map(|p| p.received_bytes as f64)
+                        .fold(0.0, f64::max)
+                })
+                .collect();
+            (!per.is_empty()).then(|| per.iter().sum::<f64>() / per.len() as f64)
+        };
+        let read: Vec<f64> = ends.iter().filter_map(|&e| read_at(e)).collect();
+        f.read_at_app_end = median(&read);
+        f.in_flight_at_app_end = match (body, f.read_at_app_end) {
+            (Some(b), Some(read)) => Some(b - read),
+            _ => None,
+        };
+    }
+    f.cond = Some(cond);
+    f
+}
+
+/// Computes every fact the data allows.
+pub fn gather(r: &Results) -> Facts {
+    let slow = select::comparison_slow(r).unwrap_or(0);
+    let body = r.profile_f64(&["body", "large_bytes"]).or_else(|| {
+        r.large
+            .iter()
+            .filter_map(|l| l.content_length)
+            .max()
+            .map(|v| v as f64)
+    });
+    let mut f = Facts {
+        slow,
+        body,
+        slow_rate: r.profile_f64(&["slow_rate"]),
+        fast_rate: r.profile_f64(&["fast_rate"]),
+        rcvbuf_requested: r
+            .large
+            .iter()
+            .filter_map(|l| l.rcvbuf_requested_bytes)
+            .max()
+            .map(|v| v as f64),
+        rcvbuf_granted: r
+            .large
+            .iter()
+            .filter_map(|l| l.rcvbuf_granted_bytes)
+            .max()
+            .map(|v| v as f64),
+        wmem: r.sysctl_triple("net.ipv4.tcp_wmem"),
+        rmem: r.sysctl_triple("net.ipv4.tcp_rmem"),
+        app_cpu_max: max_of(
+            r.runs
+                .iter()
+                .filter(|x| x.ok())
+                .filter_map(|x| x.app_cpu_cores),
+        ),
+        ..Facts::default()
+    };
+    f.server = lesson_server(r, slow);
+    f.handlers = f.server.as_deref().and_then(select::handlers);
+    if let Some(server) = &f.server {
+        let conds: Vec<Cond> = select::at_slow(r, slow)
+            .into_iter()
+            .filter(|c| &c.server == server)
+            .collect();
+        let pick = |p: fn(&str) -> bool| conds.iter().find(|c| p(&c.route)).cloned();
+        if let Some(c) = pick(|r| r == "direct") {
+            f.direct = route_facts(r, c, body);
+        }
+        if let Some(c) = pick(select::buffering_off) {
+            f.off = route_facts(r, c, body);
+        }
+        if let Some(c) = pick(select::buffering_on) {
+            f.on = route_facts(r, c, body);
+        }
+    }
+    f.more_handlers = select::at_slow(r, slow)
+        .into_iter()
+        .filter(|c| c.route == "direct" && select::handlers(&c.server).is_none_or(|h| h > slow))
+        .filter(|c| c.server.parse::<crate::stack::Server>().is_ok())
+        .map(|c| {
+            let p95 = r
+                .conditions
+                .iter()
+                .find(|x| x.server == c.server && x.route == c.route && x.slow_clients == c.slow)
+                .and_then(|x| x.p95);
+            (c.server, p95)
+        })
+        .collect();
+    f
+}

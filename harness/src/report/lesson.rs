@@ -1,0 +1,327 @@
+//! The lesson that opens the report, for a reader who has never heard of
+//! backpressure: why a worker writing to a slow reader is stuck, how much
+//! the kernel's buffers absorb, why buffering off helps only partly, why
+//! buffering on or more handlers relieve it, and what that costs.
+//!
+//! Every number comes from [`Facts`], that is from the directory's data; a
+//! sentence whose numbers are missing is left out rather than guessed.
+
+use super::data::Results;
+use super::doc::{Block, Section, text};
+use super::facts::{self, Facts, RouteFacts};
+use super::fmt;
+use crate::reproduce::published::TEMP_PEAK_MIB;
+use crate::stack::Server;
+
+/// Joins the sentences that could be written.
+fn para(sentences: Vec<Option<String>>) -> Option<String> {
+    let s: Vec<String> = sentences.into_iter().flatten().collect();
+    (!s.is_empty()).then(|| s.join(" "))
+}
+
+fn triple(v: [f64; 3]) -> String {
+    format!("{:.0} {:.0} {:.0}", v[0], v[1], v[2])
+}
+
+fn route_name(f: &RouteFacts) -> String {
+    f.cond.as_ref().map(|c| c.route.clone()).unwrap_or_default()
+}
+
+/// Whether the slow clients can occupy every handler of the server the
+/// lesson follows (the original's case).
+fn blockable(f: &Facts) -> bool {
+    f.handlers.is_some_and(|h| h <= f.slow)
+}
+
+fn verdict(r: &RouteFacts) -> String {
+    r.verdict
+        .as_ref()
+        .map(|v| format!(" (observed: {v})"))
+        .unwrap_or_default()
+}
+
+/// What happened, in the reader's terms.
+fn setup(f: &Facts) -> Option<String> {
+    let server = f.server.as_ref()?;
+    let describe = server
+        .parse::<Server>()
+        .map(|s| s.describe().to_string())
+        .ok();
+    para(vec![
+        match (f.body, f.slow_rate) {
+            (Some(b), Some(rate)) => Some(format!(
+                "In this run, {} clients each download a {} response (`/large`) and read it slowly, at {}, so one download takes about {}.",
+                f.slow,
+                fmt::bytes(b),
+                fmt::rate(rate),
+                fmt::secs1(b / rate)
+            )),
+            _ => Some(format!(
+                "In this run, {} clients each download a large response (`/large`) slowly.",
+                f.slow
+            )),
+        },
+        Some(match f.fast_rate {
+            Some(rate) => format!(
+                "Meanwhile another client calls a tiny API (`/fast`, 12 bytes) {rate} times a second, on a new connection each time, and never waits for earlier calls before sending the next."
+            ),
+            None => {
+                "Meanwhile another client calls a tiny API (`/fast`) on a fixed schedule.".into()
+            }
+        }),
+        Some(match (describe, f.handlers) {
+            (Some(d), Some(h)) => format!(
+                "The server followed here is `{server}` ({d}): it has {h} handlers, and each handles one request at a time, from reading it to writing the last byte of the answer."
+            ),
+            _ => format!("The server followed here is `{server}`."),
+        }),
+    ])
+}
+
+/// Why a worker writing to a slow reader is stuck.
+fn stuck(f: &Facts) -> Option<String> {
+    let d = &f.direct;
+    let measured = match (d.app_send_s, d.client_receive_s, d.p95, d.baseline_p95) {
+        (Some(a), Some(c), Some(p), Some(b)) => Some(format!(
+            "Here, going direct with {} slow downloads, the app needed {} to hand its response to the kernel and the client {} to read it; the p95 of `/fast` went from {} with no slow client to {} ({} as long).",
+            f.slow,
+            fmt::secs(a),
+            fmt::secs(c),
+            fmt::ms(b),
+            fmt::ms(p),
+            fmt::times(p / b)
+        )),
+        (_, _, Some(p), _) => Some(format!(
+            "Here, going direct with {} slow downloads, the p95 of `/fast` was {}.",
+            f.slow,
+            fmt::ms(p)
+        )),
+        _ => None,
+    };
+    para(vec![
+        Some(
+            "A worker sends a response by writing it into its connection's socket. The kernel copies the bytes into the \
+             socket's send buffer and on into the receiver's receive buffer; when both are full because the client \
+             reads slowly, the write waits for room. That waiting is **backpressure**: the slow reader pushes back all \
+             the way into the worker, which stays inside its write call, unable to take another request, until nearly \
+             the whole response has been read."
+                .into(),
+        ),
+        f.handlers.map(|h| {
+            let queue = match d.max_accept_backlog {
+                Some(n) if n > 0.0 && h <= f.slow => format!(
+                    ", and new `/fast` connections wait in the kernel's accept queue (up to {n:.0} at once in the samples of the direct run)"
+                ),
+                _ if h <= f.slow => ", and new `/fast` connections wait in the kernel's accept queue".into(),
+                _ => String::new(),
+            };
+            if h <= f.slow {
+                format!("With {} slow downloads and {h} handlers, every handler is stuck that way{queue}.", f.slow)
+            } else {
+                format!(
+                    "With {} slow downloads and {h} handlers, {} handlers are stuck that way but {} stay free to answer `/fast`.",
+                    f.slow,
+                    f.slow,
+                    h - f.slow
+                )
+            }
+        }),
+        measured,
+    ])
+}
+
+/// Which kernel buffers absorb how much.
+fn buffers(f: &Facts) -> Option<String> {
+    let d = &f.direct;
+    let est = match (f.body, d.in_flight_at_app_end, f.slow_rate, d.app_send_s) {
+        (Some(b), Some(fl), Some(rate), Some(a)) if fl > 0.0 => Some(format!(
+            "So the worker is stuck until the client has read all but those {}: {} at {} is about {}, close to the measured {}.",
+            fmt::bytes(fl),
+            fmt::bytes(b - fl),
+            fmt::rate(rate),
+            fmt::secs1((b - fl) / rate),
+            fmt::secs(a)
+        )),
+        _ => None,
+    };
+    para(vec![
+        f.wmem.map(|w| {
+            format!(
+                "How much do the kernel's buffers absorb? This machine's `net.ipv4.tcp_wmem` is `{}` (min, default, max): a socket's send buffer starts at {} and the kernel may grow it to {}.",
+                triple(w),
+                fmt::bytes(w[1]),
+                fmt::bytes(w[2])
+            )
+        }),
+        f.rmem.map(|r| format!("`net.ipv4.tcp_rmem` is `{}`.", triple(r))),
+        match (f.rcvbuf_requested, f.rcvbuf_granted) {
+            (Some(a), Some(b)) => Some(format!(
+                "The slow clients asked for a receive buffer (`SO_RCVBUF`) of {} and Linux granted {} (it counts its bookkeeping too).",
+                fmt::bytes(a),
+                fmt::bytes(b)
+            )),
+            _ => None,
+        },
+        match (d.max_app_queue, d.max_client_queue) {
+            (Some(a), Some(c)) => Some(format!(
+                "In the samples of the direct run, one app socket's send queue held up to {} and one client's receive queue up to {}.",
+                fmt::bytes(a),
+                fmt::bytes(c)
+            )),
+            _ => None,
+        },
+        match (d.read_at_app_end, d.in_flight_at_app_end) {
+            (Some(read), Some(fl)) => Some(format!(
+                "When the app handed over its last byte, each client had read about {}; the other {} were in those buffers.",
+                fmt::bytes(read),
+                fmt::bytes(fl)
+            )),
+            _ => None,
+        },
+        est,
+    ])
+}
+
+/// Why buffering off helps only partly.
+fn off(f: &Facts) -> Option<String> {
+    let o = &f.off;
+    let route = route_name(o);
+    o.cond.as_ref()?;
+    let kernel = match (
+        o.max_app_queue,
+        o.max_upstream_queue,
+        o.max_proxy_send_queue,
+    ) {
+        (Some(a), Some(u), Some(p)) => Some(format!(
+            "In the samples, one app socket's send queue held up to {}, one of the proxy's receive queues from the app up to {}, and one of its send queues to a client up to {}.",
+            fmt::bytes(a),
+            fmt::bytes(u),
+            fmt::bytes(p)
+        )),
+        _ => None,
+    };
+    para(vec![
+        Some(format!(
+            "With the proxy's buffering off (`{route}`), the proxy passes bytes on as it reads them and keeps only a small buffer of its own. \
+             But it adds a second pair of kernel buffers: between the app and the proxy, and between the proxy and the client."
+        )),
+        kernel,
+        match (o.in_flight_at_app_end, f.direct.in_flight_at_app_end) {
+            (Some(a), Some(b)) => Some(format!(
+                "When the app finished, about {} were on the way instead of {} direct.",
+                fmt::bytes(a),
+                fmt::bytes(b)
+            )),
+            _ => None,
+        },
+        match (o.app_send_s, f.direct.app_send_s, o.p95) {
+            (Some(a), Some(b), Some(p)) if blockable(f) => Some(format!(
+                "So the app was done after {} instead of {}: shorter, but its workers are still stuck for most of each download, and `/fast` still waited: p95 {}{}.",
+                fmt::secs(a),
+                fmt::secs(b),
+                fmt::ms(p),
+                verdict(o)
+            )),
+            (Some(a), Some(b), Some(p)) => Some(format!(
+                "So the app was done after {} instead of {}; `/fast` had a p95 of {}{}, since this server kept handlers free anyway.",
+                fmt::secs(a),
+                fmt::secs(b),
+                fmt::ms(p),
+                verdict(o)
+            )),
+            _ => None,
+        },
+    ])
+}
+
+/// Why buffering on, or more handlers, relieves it.
+fn relief(f: &Facts, slow: u32) -> Option<String> {
+    let o = &f.on;
+    let on = o.cond.as_ref().map(|_| {
+        let route = route_name(o);
+        let mut s = format!(
+            "With buffering on (`{route}`), the proxy reads the whole response as fast as the app writes it, into memory buffers and then a temp file, and feeds the client at the client's pace."
+        );
+        if let (Some(a), Some(p)) = (o.app_send_s, o.p95) {
+            s.push_str(&format!(
+                " The app finished in {}, its workers were free again, and `/fast` kept a p95 of {}{}.",
+                fmt::secs(a),
+                fmt::ms(p),
+                o.baseline_p95.map(|b| format!(" (with no slow client: {})", fmt::ms(b))).unwrap_or_default()
+            ));
+        }
+        s
+    });
+    let more = if f.more_handlers.is_empty() {
+        Some(format!(
+            "More handlers than slow clients would relieve it too, without a proxy; this directory has no such server with {slow} slow clients (the `cross` preset runs `rust-threads4` and `rust-async`)."
+        ))
+    } else {
+        let list: Vec<String> = f
+            .more_handlers
+            .iter()
+            .map(|(s, p)| {
+                let h = s.parse::<Server>().ok().and_then(Server::handlers);
+                let hs = h
+                    .map(|h| format!("{h} handlers"))
+                    .unwrap_or_else(|| "a task per connection".into());
+                format!("`{s}` ({hs}): p95 {}", fmt::or_dash(*p, fmt::ms))
+            })
+            .collect();
+        Some(format!(
+            "More handlers than slow clients relieve it too, without a proxy: the stuck handlers wait while free ones answer `/fast`. Direct with {slow} slow downloads: {}.",
+            list.join("; ")
+        ))
+    };
+    para(vec![on, more])
+}
+
+/// What the relief costs.
+fn cost(f: &Facts) -> Option<String> {
+    let o = &f.on;
+    para(vec![
+        o.temp_peak_mib.map(|t| {
+            format!(
+                "The relief is not free: the proxy holds what the clients have not read yet. Its open temp files peaked at {} here (the original measured about {}).",
+                fmt::mib(t),
+                fmt::mib(TEMP_PEAK_MIB)
+            )
+        }),
+        match (o.proxy_memory_peak, f.off.proxy_memory_peak) {
+            (Some(a), Some(b)) => Some(format!(
+                "The proxy's cgroup memory peaked at {} with buffering on against {} with it off (cgroup memory counts the temp files' page cache: a file is not free of memory).",
+                fmt::bytes(a),
+                fmt::bytes(b)
+            )),
+            _ => None,
+        },
+        f.app_cpu_max.map(|c| {
+            format!(
+                "And the stuck workers cost no CPU: the app used at most {} on average in any run. It was waiting, not computing, which is why a CPU graph would not show the problem.",
+                fmt::cores_percent(c)
+            )
+        }),
+    ])
+}
+
+/// Builds the lesson section.
+pub fn section(r: &Results) -> Section {
+    let f = facts::gather(r);
+    let mut s = Section::new("lesson", "What happened, and why");
+    if f.server.is_none() {
+        s.note("There are no conditions with slow clients in this directory, so there is no lesson to draw from it yet.");
+        return s;
+    }
+    let parts = [
+        setup(&f),
+        stuck(&f),
+        buffers(&f),
+        off(&f),
+        relief(&f, f.slow),
+        cost(&f),
+    ];
+    for p in parts.into_iter().flatten() {
+        s.push(Block::Para(text(&p)));
+    }
+    s
+}

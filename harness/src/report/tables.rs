@@ -1,0 +1,256 @@
+//! Section 6: the cross-check (what the simple rule predicts against what
+//! was observed, and whether each Rust replica behaves as its Gunicorn/NGINX
+//! counterpart), and this directory's figures next to the published ones.
+
+use anyhow::Result;
+
+use super::data::Results;
+use super::doc::{Block, Section, Table};
+use super::fmt;
+use super::rows::CrossRow;
+use super::select::{self, Cond};
+use crate::reproduce::published::{MAX_SCHEDULE_LAG_MS, TEMP_PEAK_MIB};
+
+/// `✓ yes`, `✗ no`, or a dash.
+fn mark(agree: Option<&str>) -> String {
+    match agree {
+        Some("yes") => "✓ yes".into(),
+        Some("no") => "✗ no".into(),
+        _ => "–".into(),
+    }
+}
+
+fn s(v: &Option<String>) -> String {
+    v.clone()
+        .filter(|x| !x.is_empty())
+        .unwrap_or_else(|| "–".into())
+}
+
+fn times_baseline(c: &CrossRow) -> String {
+    match (c.p95_ms, c.baseline_p95_ms) {
+        (Some(p), Some(b)) if b > 0.0 => fmt::times(p / b),
+        _ => "–".into(),
+    }
+}
+
+fn crosscheck(r: &Results, sec: &mut Section) {
+    if r.crosscheck.is_empty() {
+        sec.note("`crosscheck.csv` is missing or empty, so there is no cross-check to show.");
+        return;
+    }
+    sec.para(
+        "The rule (from the harness): a server is predicted **blocked** when its concurrent handlers are no more \
+         than the slow clients and nothing in front of it absorbs a whole `/large` response (only a buffering-on \
+         proxy, whose memory buffers and temp-file cap hold it, does); otherwise **relieved**. Observed: \
+         **blocked** when the p95 is at least 1 s and at least 100 times the same stack's 0-slow p95 (its \
+         baseline), **relieved** when at most 10 times the baseline, **partial** in between.",
+    );
+    let pred = Table {
+        header: [
+            "server",
+            "route",
+            "slow",
+            "handlers",
+            "absorbs whole response",
+            "predicted",
+            "observed",
+            "p95",
+            "× baseline",
+            "baseline from",
+            "agree",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: r
+            .crosscheck
+            .iter()
+            .filter(|c| c.check == "prediction")
+            .map(|c| {
+                vec![
+                    c.server.clone(),
+                    c.route.clone(),
+                    c.slow_clients.to_string(),
+                    c.handlers.clone(),
+                    c.absorbs_whole_response.clone(),
+                    s(&c.predicted),
+                    s(&c.observed),
+                    fmt::or_dash(c.p95_ms, fmt::ms),
+                    times_baseline(c),
+                    s(&c.baseline_from),
+                    mark(c.agree.as_deref()),
+                ]
+            })
+            .collect(),
+        numeric: vec![2, 7, 8],
+    };
+    if !pred.rows.is_empty() {
+        sec.push(Block::Table(pred));
+    }
+    let replica: Vec<&CrossRow> = r
+        .crosscheck
+        .iter()
+        .filter(|c| c.check == "replica")
+        .collect();
+    if replica.is_empty() {
+        sec.para("No Rust replica ran next to its Gunicorn/NGINX counterpart here, so there is no replica check.");
+        return;
+    }
+    sec.para("Each Rust replica against its Gunicorn/NGINX counterpart at the same number of slow connections:");
+    sec.push(Block::Table(Table {
+        header: [
+            "replica",
+            "counterpart",
+            "slow",
+            "replica verdict",
+            "counterpart verdict",
+            "replica p95",
+            "counterpart p95",
+            "ratio",
+            "same verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: replica
+            .iter()
+            .map(|c| {
+                vec![
+                    format!("{}/{}", c.server, c.route),
+                    s(&c.reference),
+                    c.slow_clients.to_string(),
+                    s(&c.observed),
+                    s(&c.reference_observed),
+                    fmt::or_dash(c.p95_ms, fmt::ms),
+                    fmt::or_dash(c.reference_p95_ms, fmt::ms),
+                    fmt::or_dash(c.p95_ratio, |v| format!("{v:.2}")),
+                    mark(c.agree.as_deref()),
+                ]
+            })
+            .collect(),
+        numeric: vec![2, 5, 6, 7],
+    }));
+}
+
+fn range(a: Option<f64>, b: Option<f64>, f: fn(f64) -> String) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!("{} – {}", f(a), f(b)),
+        _ => "–".into(),
+    }
+}
+
+fn ms_plain(v: f64) -> String {
+    fmt::ms_number(v)
+}
+
+fn pub_ms(v: f64) -> String {
+    fmt::ms_published(v).trim_end_matches(" ms").to_string()
+}
+
+fn published_table(r: &Results, sec: &mut Section) {
+    let mut t = Table {
+        header: [
+            "server",
+            "route",
+            "slow",
+            "runs",
+            "p95 ms",
+            "p95 range",
+            "published p95",
+            "published range",
+            "app_send_s",
+            "published",
+            "client_receive_s",
+            "published",
+            "published for",
+        ]
+        .map(String::from)
+        .to_vec(),
+        numeric: vec![2, 3, 4, 6, 8, 9, 10, 11],
+        ..Table::default()
+    };
+    for c in &r.conditions {
+        let cond = Cond::new(&c.server, &c.route, c.slow_clients);
+        let p = select::published(&cond);
+        let pp = p.as_ref().map(|x| x.0);
+        t.rows.push(vec![
+            c.server.clone(),
+            c.route.clone(),
+            c.slow_clients.to_string(),
+            c.runs.to_string(),
+            fmt::or_dash(c.p95, ms_plain),
+            range(c.p95_min, c.p95_max, ms_plain),
+            fmt::or_dash(pp.map(|x| x.p95), pub_ms),
+            range(
+                pp.and_then(|x| x.p95_min),
+                pp.and_then(|x| x.p95_max),
+                pub_ms,
+            ),
+            fmt::or_dash(c.app_send_s, |v| format!("{v:.3}")),
+            fmt::or_dash(pp.and_then(|x| x.app_send_s), |v| format!("{v:.3}")),
+            fmt::or_dash(c.client_receive_s, |v| format!("{v:.3}")),
+            fmt::or_dash(pp.and_then(|x| x.client_receive_s), |v| format!("{v:.3}")),
+            p.map(|x| x.1).unwrap_or_else(|| "not measured".into()),
+        ]);
+    }
+    t.rows.sort_by_key(|row| {
+        (
+            select::server_rank(&row[0]),
+            row[0].clone(),
+            row[2].clone(),
+            select::route_rank(&row[1]),
+        )
+    });
+    sec.para(
+        "This directory's figures next to the original's (p95 in ms, median of the runs; times in seconds). \
+         A Rust replica or pingora is compared with its Gunicorn/NGINX counterpart, named in the last column.",
+    );
+    sec.push(Block::Table(t));
+    if let Some(d) = super::notices::profile_difference(r) {
+        sec.note(&d);
+    }
+    let mut extra = Table {
+        header: ["figure", "here", "published"].map(String::from).to_vec(),
+        numeric: vec![1, 2],
+        ..Table::default()
+    };
+    let temp = r
+        .conditions
+        .iter()
+        .filter(|c| select::buffering_on(&c.route))
+        .filter_map(|c| c.temp_peak_mib)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    extra.rows.push(vec![
+        "largest temp-file peak, buffering on".into(),
+        fmt::or_dash(temp, fmt::mib),
+        fmt::mib(TEMP_PEAK_MIB),
+    ]);
+    let lag = r
+        .conditions
+        .iter()
+        .filter_map(|c| c.max_schedule_lag_ms)
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+    extra.rows.push(vec![
+        "largest schedule lag of the load generator".into(),
+        fmt::or_dash(lag, fmt::ms),
+        fmt::ms(MAX_SCHEDULE_LAG_MS),
+    ]);
+    let req: u64 = r.conditions.iter().filter_map(|c| c.fast_requests).sum();
+    let err: u64 = r.conditions.iter().filter_map(|c| c.fast_errors).sum();
+    extra.rows.push(vec![
+        "/fast requests that failed".into(),
+        format!("{err} of {}", fmt::count(req as usize)),
+        "none".into(),
+    ]);
+    sec.push(Block::Table(extra));
+}
+
+/// Builds section 6.
+pub fn section(r: &Results) -> Result<Section> {
+    let mut sec = Section::new("crosscheck", "6. Cross-check and published figures");
+    crosscheck(r, &mut sec);
+    if r.conditions.is_empty() {
+        sec.note("`conditions.csv` is missing or empty, so there are no figures to compare with the published ones.");
+    } else {
+        published_table(r, &mut sec);
+    }
+    Ok(sec)
+}

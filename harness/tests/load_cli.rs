@@ -1,0 +1,224 @@
+//! `slowlab load` through the real binary: one-line errors for bad flags and
+//! refused targets, the `--json` summary, the files of `--out`, and the exit
+//! code when no `/fast` request succeeds.
+//!
+//! Every child is killed and reaped by [`Child`]'s `Drop`, so a failing
+//! assertion leaves no load generator behind.
+
+use std::io::Read;
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use server::{Model, ServerConfig};
+
+const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
+/// Generous: a loaded machine may take a while to run a debug binary.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A running `slowlab load`, killed and reaped when dropped.
+struct Child {
+    child: std::process::Child,
+    stdout: Option<thread::JoinHandle<String>>,
+    stderr: Option<thread::JoinHandle<String>>,
+}
+
+/// What a finished child left.
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Child {
+    fn start(args: &[&str]) -> Child {
+        let mut child = Command::new(BIN)
+            .arg("load")
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start slowlab");
+        let drain = |mut r: Box<dyn Read + Send>| {
+            thread::spawn(move || {
+                let mut s = String::new();
+                let _ = r.read_to_string(&mut s);
+                s
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+        let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+        Child {
+            child,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// Waits for the exit within [`PATIENCE`], or fails the test (and the
+    /// drop kills the child).
+    fn finish(mut self) -> Outcome {
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "slowlab load still running after {PATIENCE:?}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        };
+        let take = |h: &mut Option<thread::JoinHandle<String>>| {
+            h.take().expect("once").join().expect("reader thread")
+        };
+        Outcome {
+            status,
+            stdout: take(&mut self.stdout),
+            stderr: take(&mut self.stderr),
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn run(args: &[&str]) -> Outcome {
+    Child::start(args).finish()
+}
+
+fn assert_one_line_error(out: &Outcome, code: i32, needle: &str) {
+    assert_eq!(out.status.code(), Some(code), "stderr: {}", out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "stderr: {}", out.stderr);
+    assert!(lines[0].starts_with("slowlab: "), "{}", lines[0]);
+    assert!(lines[0].contains(needle), "`{needle}` not in: {}", lines[0]);
+}
+
+#[test]
+fn bad_flags_are_one_line_errors() {
+    let out = run(&["--slow", "2"]);
+    // The first line of clap's message; harness/src/main.rs keeps only that.
+    assert_one_line_error(&out, 2, "required");
+    let out = run(&["--target", "http://127.0.0.1:1", "--slow-rate", "2MB"]);
+    assert_one_line_error(&out, 2, "2MB");
+    let out = run(&[
+        "--target",
+        "http://127.0.0.1:1",
+        "--label",
+        "no-equals-sign",
+    ]);
+    assert_one_line_error(&out, 2, "key=value");
+    let out = run(&["--target", "http://127.0.0.1:1", "--verify", "maybe"]);
+    assert_one_line_error(&out, 2, "maybe");
+    let out = run(&["--target", "https://127.0.0.1:1"]);
+    assert_one_line_error(&out, 1, "http://");
+    let out = run(&["--target", "http://127.0.0.1:1", "--label", "seq=1"]);
+    assert_one_line_error(&out, 1, "clash");
+}
+
+#[test]
+fn a_remote_target_is_refused_at_once() {
+    let started = Instant::now();
+    let out = run(&["--target", "http://192.0.2.1:8000"]);
+    assert_one_line_error(&out, 1, "--allow-remote");
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn json_summary_and_out_files() {
+    let mut config = ServerConfig::new(Model::Async, Some(2));
+    config.large_bytes = 1 << 20;
+    let server = server::spawn(config).expect("server starts");
+    let url = format!("http://{}", server.local_addr());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_dir = dir.path().join("run");
+    let out = run(&[
+        "--target",
+        &url,
+        "--slow",
+        "1",
+        "--slow-rate",
+        "16MiB",
+        "--fast-rate",
+        "20",
+        "--fast-duration",
+        "500ms",
+        "--fast-start",
+        "0ms",
+        "--json",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+        "--label",
+        "server=rust-async",
+        "--label",
+        "repetition=1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).expect("stdout is JSON");
+    assert_eq!(json["fast"]["requests"], 10);
+    assert_eq!(json["fast"]["ok"], 10);
+    assert_eq!(json["slow"]["ok"], 1);
+    assert!(json["fast"]["latency_ms"]["p95"].as_f64().is_some());
+    assert!(json["fast"]["schedule_lag_ms"]["max"].as_f64().is_some());
+    assert!(json["cpu"]["total_s"].as_f64().is_some());
+    assert_eq!(json["labels"]["server"], "rust-async");
+    let file: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("summary.json")).expect("summary.json"),
+    )
+    .expect("summary.json parses");
+    assert_eq!(file, json);
+    for name in [
+        "requests.csv",
+        "large-responses.csv",
+        "slow-progress.csv",
+        "latency.hgrm",
+    ] {
+        let text = std::fs::read_to_string(out_dir.join(name)).expect(name);
+        assert!(text.lines().count() > 1, "{name} is empty");
+    }
+    let requests = std::fs::read_to_string(out_dir.join("requests.csv")).expect("csv");
+    assert!(
+        requests.starts_with("server,repetition,seq,scheduled_s,"),
+        "{requests}"
+    );
+}
+
+#[test]
+fn no_successful_fast_request_exits_non_zero() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let out = run(&[
+        "--target",
+        &url,
+        "--slow",
+        "1",
+        "--fast-rate",
+        "20",
+        "--fast-duration",
+        "200ms",
+        "--fast-start",
+        "0ms",
+    ]);
+    assert_one_line_error(&out, 1, "no /fast request succeeded");
+    assert!(out.stderr.contains("connect_refused"), "{}", out.stderr);
+    // The summary is still printed.
+    assert!(
+        out.stdout.contains("4 requests: 0 ok, 4 failed"),
+        "{}",
+        out.stdout
+    );
+}

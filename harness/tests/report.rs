@@ -1,0 +1,489 @@
+//! `slowlab report` on a small committed fixture (a real quick run, trimmed):
+//! the six sections with inline SVG, nothing fetched from elsewhere, every
+//! SVG well-formed XML, the lesson's numbers taken from the data, missing
+//! files named, bad directories refused, and the page rendered by a real
+//! headless Chromium without errors.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harness::report::fmt;
+
+/// The six sections of the issue, by HTML id.
+const SECTIONS: [&str; 6] = [
+    "p95",
+    "write-receive",
+    "timeline",
+    "temp-files",
+    "bytes",
+    "crosscheck",
+];
+/// The sections that carry a chart.
+const CHARTS: [&str; 5] = ["p95", "write-receive", "timeline", "temp-files", "bytes"];
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick")
+}
+
+/// A copy of the fixture in a temp dir, so the report never writes into
+/// the repository.
+fn copy_fixture() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(fixture()).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
+    }
+    tmp
+}
+
+/// Writes the report of a copy of the fixture and returns it with its HTML.
+fn report() -> (tempfile::TempDir, String) {
+    let tmp = copy_fixture();
+    harness::report::write(tmp.path()).expect("the report of the fixture");
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    (tmp, html)
+}
+
+/// The HTML of the `<section id="...">` element.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    let end = html[start..].find("</section>").expect("a closed section") + start;
+    &html[start..end]
+}
+
+/// Every inline `<svg ...>...</svg>` of a piece of HTML.
+fn svgs(html: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = html;
+    while let Some(a) = rest.find("<svg") {
+        let b = rest[a..].find("</svg>").expect("a closed svg") + a + "</svg>".len();
+        out.push(&rest[a..b]);
+        rest = &rest[b..];
+    }
+    out
+}
+
+/// Values of an attribute (`src=`, `href=`) anywhere in the document.
+fn attribute_values(html: &str, attr: &str) -> Vec<String> {
+    let needle = format!("{attr}=\"");
+    html.match_indices(&needle)
+        .map(|(i, _)| {
+            let rest = &html[i + needle.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+fn csv_rows(path: &Path) -> Vec<csv::StringRecord> {
+    csv::Reader::from_path(path)
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+fn headers(path: &Path) -> csv::StringRecord {
+    csv::Reader::from_path(path)
+        .unwrap()
+        .headers()
+        .unwrap()
+        .clone()
+}
+
+/// A number from `conditions.csv` of the fixture copy in `dir`.
+fn condition(dir: &Path, server: &str, route: &str, slow: &str, column: &str) -> f64 {
+    let path = dir.join("conditions.csv");
+    let h = headers(&path);
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    csv_rows(&path)
+        .into_iter()
+        .find(|r| {
+            r[col("server")] == *server
+                && r[col("route")] == *route
+                && r[col("slow_clients")] == *slow
+        })
+        .and_then(|r| r[col(column)].parse().ok())
+        .unwrap_or_else(|| panic!("{server} {route} {slow} {column} in conditions.csv"))
+}
+
+#[test]
+fn the_report_has_six_sections_with_inline_svg_and_a_markdown_twin() {
+    let (tmp, html) = report();
+    for id in SECTIONS {
+        let s = section(&html, id);
+        assert!(s.contains("<h2>"), "section {id} has a title");
+    }
+    for id in CHARTS {
+        assert_eq!(
+            svgs(section(&html, id)).len(),
+            1,
+            "section {id} has one inline SVG"
+        );
+    }
+    assert!(section(&html, "crosscheck").contains("<table>"));
+    assert!(section(&html, "lesson").contains("backpressure"));
+    let md = fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    for file in [
+        "report-p95.svg",
+        "report-write-receive.svg",
+        "report-timeline.svg",
+        "report-temp-files.svg",
+        "report-bytes.svg",
+    ] {
+        assert!(md.contains(&format!("]({file})")), "report.md shows {file}");
+        let svg = fs::read_to_string(tmp.path().join(file)).unwrap();
+        assert!(svg.starts_with("<svg"), "{file} is an SVG");
+    }
+    assert!(md.contains("## What happened, and why"));
+    // Every chart says what one point or bar stands for.
+    for id in CHARTS {
+        assert!(
+            section(&html, id).contains("Unit:"),
+            "section {id} states its aggregation unit"
+        );
+    }
+}
+
+#[test]
+fn nothing_is_fetched_from_elsewhere() {
+    let (_tmp, html) = report();
+    assert!(
+        attribute_values(&html, "src").is_empty(),
+        "no src attributes"
+    );
+    for href in attribute_values(&html, "href") {
+        assert!(href.starts_with('#'), "only in-page links, found {href}");
+    }
+    for banned in [
+        "<script", "<link", "@import", "url(", "<img", "<iframe", "<object",
+    ] {
+        assert!(!html.contains(banned), "the page contains {banned}");
+    }
+    // The only URLs are the SVG namespace names, which are never fetched.
+    let urls = html.matches("http://").count() + html.matches("https://").count();
+    let namespaces = html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count();
+    assert_eq!(urls, namespaces, "no URL other than the SVG namespace");
+}
+
+#[test]
+fn every_svg_is_well_formed_xml() {
+    let (tmp, html) = report();
+    let inline = svgs(&html);
+    assert_eq!(inline.len(), CHARTS.len());
+    for svg in inline {
+        let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("inline SVG: {e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+    }
+    for entry in fs::read_dir(tmp.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "svg") {
+            let text = fs::read_to_string(&path).unwrap();
+            roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+    }
+}
+
+#[test]
+fn the_lesson_quotes_the_fixture() {
+    let (tmp, html) = report();
+    let lesson = section(&html, "lesson");
+    let dir = tmp.path();
+    let p95 = condition(dir, "gunicorn-sync2", "direct", "2", "p95");
+    let base = condition(dir, "gunicorn-sync2", "direct", "0", "p95");
+    let send = condition(dir, "gunicorn-sync2", "direct", "2", "app_send_s");
+    let off_p95 = condition(dir, "gunicorn-sync2", "nginx-off", "2", "p95");
+    let on_send = condition(dir, "gunicorn-sync2", "nginx-on", "2", "app_send_s");
+    let temp = condition(dir, "gunicorn-sync2", "nginx-on", "2", "temp_peak_mib");
+    for expected in [
+        fmt::ms(p95),
+        fmt::ms(base),
+        fmt::secs(send),
+        fmt::ms(off_p95),
+        fmt::secs(on_send),
+        fmt::mib(temp),
+    ] {
+        assert!(lesson.contains(&expected), "the lesson quotes {expected}");
+    }
+    // The same figures, as this fixture holds them, written out: the
+    // formatting itself is part of what is checked.
+    for literal in [
+        "2,934 ms",
+        "3.35 ms",
+        "3.306 s",
+        "1,861 ms",
+        "0.124 s",
+        "25.2 MiB",
+        "<code>4096 16384 4194304</code>",
+    ] {
+        assert!(lesson.contains(literal), "the lesson says {literal}");
+    }
+    let env: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("environment.json")).unwrap()).unwrap();
+    let wmem = env["sysctls"]["net.ipv4.tcp_wmem"].as_str().unwrap();
+    assert!(lesson.contains(wmem), "the lesson quotes tcp_wmem {wmem}");
+    // Granted receive buffer of the slow clients, from large-responses.csv.
+    let path = dir.join("large-responses.csv");
+    let col = headers(&path)
+        .iter()
+        .position(|c| c == "rcvbuf_granted_bytes")
+        .unwrap();
+    let granted: f64 = csv_rows(&path)[0][col].parse().unwrap();
+    assert!(lesson.contains(&format!("granted {}", fmt::bytes(granted))));
+}
+
+#[test]
+fn the_lesson_follows_the_data_not_constants() {
+    let tmp = copy_fixture();
+    let path = tmp.path().join("conditions.csv");
+    let text = fs::read_to_string(&path).unwrap();
+    // Change one figure: the direct p95 with 2 slow clients.
+    let changed: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("gunicorn-sync2,direct,2,") {
+                let mut cells: Vec<String> = l.split(',').map(String::from).collect();
+                cells[6] = "4321.98".into();
+                cells.join(",")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    fs::write(&path, changed + "\n").unwrap();
+    harness::report::write(tmp.path()).unwrap();
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    let lesson = section(&html, "lesson");
+    assert!(
+        lesson.contains("4,322 ms"),
+        "the lesson follows conditions.csv"
+    );
+    assert!(!lesson.contains("2,934 ms"));
+}
+
+#[test]
+fn missing_files_are_named_and_the_rest_is_still_reported() {
+    let tmp = copy_fixture();
+    fs::remove_file(tmp.path().join("socket-samples.csv")).unwrap();
+    fs::remove_file(tmp.path().join("proxy-gauge.csv")).unwrap();
+    fs::write(tmp.path().join("requests.csv"), "not,a\nvalid\n").unwrap();
+    fs::write(
+        tmp.path().join("INCOMPLETE"),
+        "interrupted after 12 of 30 runs\n",
+    )
+    .unwrap();
+    let env_path = tmp.path().join("environment.json");
+    let mut env: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&env_path).unwrap()).unwrap();
+    env["run"]["runs_planned"] = serde_json::json!(30);
+    fs::write(&env_path, env.to_string()).unwrap();
+    harness::report::write(tmp.path()).expect("a report despite missing files");
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    let missing = section(&html, "missing");
+    for needle in [
+        "socket-samples.csv",
+        "proxy-gauge.csv",
+        "requests.csv",
+        "interrupted after 12 of 30 runs",
+        "12 of the 30 planned runs",
+    ] {
+        assert!(
+            missing.contains(needle),
+            "the missing section names {needle}"
+        );
+    }
+    // The charts that do not need the missing files are still drawn.
+    assert_eq!(svgs(section(&html, "p95")).len(), 1);
+    assert_eq!(svgs(section(&html, "temp-files")).len(), 1);
+    assert!(section(&html, "bytes").contains("no socket samples"));
+    assert!(section(&html, "timeline").contains("requests.csv"));
+    let md = fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    assert!(md.contains("INCOMPLETE"));
+}
+
+#[test]
+fn an_empty_or_wrong_directory_is_a_clear_error() {
+    let exe = env!("CARGO_BIN_EXE_slowlab");
+    let empty = tempfile::tempdir().unwrap();
+    let out = Command::new(exe)
+        .arg("report")
+        .arg(empty.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("not a slowlab results directory"), "{err}");
+    assert!(!empty.path().join("report.html").exists());
+
+    let gone = empty.path().join("nope");
+    let out = Command::new(exe).arg("report").arg(&gone).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist"), "{err}");
+
+    let file = empty.path().join("file.txt");
+    fs::write(&file, "x").unwrap();
+    let out = Command::new(exe).arg("report").arg(&file).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}
+
+#[test]
+fn the_cli_writes_the_report_and_prints_its_path() {
+    let tmp = copy_fixture();
+    let out = Command::new(env!("CARGO_BIN_EXE_slowlab"))
+        .arg("report")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("report.html"));
+    assert!(tmp.path().join("report.html").exists());
+    assert!(tmp.path().join("report.md").exists());
+}
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Kills Chromium's whole process group when dropped, so a failing test
+/// leaves no browser behind.
+struct Browser(Child);
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a negative pid signals the process group we
+        // created for this child; it touches no memory.
+        unsafe {
+            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Records errors and the size of every chart into the DOM, for
+/// `--dump-dom`. Only the test's copy of the page gets it.
+const PROBE_HEAD: &str = r#"<script>
+window.__errors = [];
+window.addEventListener('error', function (e) { window.__errors.push('error: ' + e.message); }, true);
+(function () { var orig = console.error; console.error = function () { window.__errors.push('console.error: ' + Array.prototype.join.call(arguments, ' ')); orig.apply(console, arguments); }; })();
+</script>"#;
+const PROBE_TAIL: &str = r#"<script>
+(function () {
+  var boxes = Array.prototype.map.call(document.querySelectorAll('.chart svg'), function (s) {
+    var r = s.getBoundingClientRect(); return Math.round(r.width) + 'x' + Math.round(r.height);
+  });
+  var out = document.createElement('pre');
+  out.id = 'probe';
+  // The markers are built at run time so that the script's own text in
+  // the dumped DOM never matches them.
+  out.textContent = ['PROBE', 'START'].join('_') + JSON.stringify({ errors: window.__errors, boxes: boxes }) + ['PROBE', 'END'].join('_');
+  document.body.appendChild(out);
+})();
+</script>"#;
+
+#[test]
+fn chromium_renders_the_page_without_errors() {
+    if !Path::new(CHROMIUM).exists() {
+        eprintln!(
+            "SKIPPED: {CHROMIUM} is not installed (scripts/bootstrap --test installs it); the rendering check did not run"
+        );
+        return;
+    }
+    let (tmp, html) = report();
+    let probed = html
+        .replacen("<head>", &format!("<head>\n{PROBE_HEAD}"), 1)
+        .replacen("</body>", &format!("{PROBE_TAIL}\n</body>"), 1);
+    let page = tmp.path().join("probe.html");
+    fs::write(&page, probed).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let stdout = tmp.path().join("chromium.out");
+    let stderr = tmp.path().join("chromium.err");
+    use std::os::unix::process::CommandExt;
+    let child = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-quic",
+            "--disable-dev-shm-usage",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1400,1000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", page.display()))
+        .env("HOME", profile.path())
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&stdout).unwrap())
+        .stderr(fs::File::create(&stderr).unwrap())
+        .process_group(0)
+        .spawn()
+        .expect("start chromium");
+    let mut browser = Browser(child);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = browser.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "chromium did not finish within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(browser);
+    let dom = fs::read_to_string(&stdout).unwrap();
+    let log = fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(status.success(), "chromium exited with {status}: {log}");
+    let probe = dom
+        .split("PROBE_START")
+        .nth(1)
+        .and_then(|s| s.split("PROBE_END").next())
+        .unwrap_or_else(|| panic!("the probe did not run; chromium said: {log}"));
+    // The dump escapes text as HTML.
+    let probe = probe
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let probe: serde_json::Value =
+        serde_json::from_str(&probe).unwrap_or_else(|e| panic!("probe {probe}: {e}"));
+    assert_eq!(probe["errors"], serde_json::json!([]), "errors in the page");
+    let boxes: Vec<String> = probe["boxes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        boxes.len(),
+        CHARTS.len(),
+        "every chart is laid out: {boxes:?}"
+    );
+    for b in &boxes {
+        let (w, h) = b.split_once('x').unwrap();
+        let (w, h): (f64, f64) = (w.parse().unwrap(), h.parse().unwrap());
+        assert!(w > 100.0 && h > 100.0, "a chart of {b} px");
+    }
+    // Console errors also reach the log with --enable-logging.
+    for line in log.lines() {
+        assert!(
+            !(line.contains("CONSOLE") && line.to_lowercase().contains("error")),
+            "console error: {line}"
+        );
+        assert!(!line.contains("Uncaught"), "script error: {line}");
+    }
+}

@@ -1,0 +1,102 @@
+//! The routes, byte-identical to `harness/python/slowlab_app.py`.
+//!
+//! - `GET /fast`: 200, `application/json`, body `{"ok": true}` (12 bytes).
+//! - `GET /large`: 200, `application/octet-stream`, the pattern body, and
+//!   `X-Slowlab-Block: <block size>` so a reader knows how to verify it.
+//! - other path: 404 `not found\n`; other method on a known path: 405
+//!   `method not allowed\n` with `Allow: GET`.
+//!
+//! Every response says `Connection: close`; hyper then closes the connection
+//! after it, as Gunicorn's sync worker does.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{Either, Full};
+
+use crate::ServerConfig;
+use crate::large::LargeBody;
+use crate::meter::Meter;
+use crate::send_log::SendLog;
+
+pub const FAST_BODY: &[u8] = br#"{"ok": true}"#;
+pub const NOT_FOUND: &[u8] = b"not found\n";
+pub const NOT_ALLOWED: &[u8] = b"method not allowed\n";
+/// The header that tells a reader the block size of the `/large` pattern.
+pub const BLOCK_HEADER: &str = "x-slowlab-block";
+
+/// A response body: small and fixed, or the streamed `/large` pattern.
+pub type AppBody = Either<Full<Bytes>, LargeBody>;
+
+/// What every connection of one server shares.
+#[derive(Debug)]
+pub struct App {
+    /// One block of the pattern, shared (not copied) by every response.
+    block: Bytes,
+    /// The configured block size, announced in `X-Slowlab-Block` even when
+    /// the body is shorter than one block (as the WSGI app does).
+    chunk_bytes: usize,
+    large_bytes: u64,
+    pub send_log: Option<SendLog>,
+}
+
+impl App {
+    /// Builds the block and opens the send log.
+    pub fn new(config: &ServerConfig, server_start: Instant) -> anyhow::Result<Self> {
+        // A block longer than the body is never sent whole, so do not build it.
+        let block_len = usize::try_from(config.large_bytes)
+            .map_or(config.chunk_bytes, |total| total.min(config.chunk_bytes));
+        let send_log = match &config.send_log {
+            Some(path) => Some(SendLog::open(path, server_start)?),
+            None => None,
+        };
+        Ok(App {
+            block: Bytes::from(common::pattern::block(block_len)),
+            chunk_bytes: config.chunk_bytes,
+            large_bytes: config.large_bytes,
+            send_log,
+        })
+    }
+
+    /// Answers one request. `meter` is the connection's, so a `/large` body
+    /// can pace itself by what the kernel accepted.
+    pub fn respond<B>(&self, req: &Request<B>, meter: &Arc<Meter>) -> Response<AppBody> {
+        let path = req.uri().path();
+        if path != "/fast" && path != "/large" {
+            return small(StatusCode::NOT_FOUND, "text/plain", NOT_FOUND);
+        }
+        if req.method() != Method::GET {
+            let mut resp = small(StatusCode::METHOD_NOT_ALLOWED, "text/plain", NOT_ALLOWED);
+            resp.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("GET"));
+            return resp;
+        }
+        if path == "/fast" {
+            return small(StatusCode::OK, "application/json", FAST_BODY);
+        }
+        let body = LargeBody::start(self.block.clone(), self.large_bytes, meter.clone());
+        let mut resp = Response::new(Either::Right(body));
+        let headers = resp.headers_mut();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        headers.insert(CONTENT_LENGTH, HeaderValue::from(self.large_bytes));
+        headers.insert(BLOCK_HEADER, HeaderValue::from(self.chunk_bytes));
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        resp
+    }
+}
+
+fn small(status: StatusCode, content_type: &'static str, body: &'static [u8]) -> Response<AppBody> {
+    let mut resp = Response::new(Either::Left(Full::new(Bytes::from_static(body))));
+    *resp.status_mut() = status;
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    resp
+}

@@ -1,0 +1,102 @@
+//! Serving one accepted connection with hyper, whatever the worker model.
+//!
+//! The future returned by [`serve`] ends when the connection is closed, so a
+//! worker that awaits it is busy for exactly the life of the connection. When
+//! it ends (also when it is cut short by shutdown) the `/large` row goes to
+//! the send log.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::meter::{Meter, MeteredIo};
+
+/// How long a shutdown lets responses in flight finish before cutting them.
+/// Short enough that a stop with slow downloads stays well within 2 s.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+
+/// Like Gunicorn's default `timeout`: a client that connects and never sends
+/// a complete request head does not hold a worker forever.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The smallest buffer hyper accepts. Request heads are bounded by it (about
+/// Gunicorn's 8190-byte field limit), and hyper never holds more than this
+/// on top of the one body frame the `/large` body lets out at a time.
+const MAX_BUF: usize = 8192;
+
+/// Serves `stream` until the connection closes or `cancel` fires (then after
+/// [`SHUTDOWN_GRACE`] at most).
+pub async fn serve(stream: TcpStream, app: Arc<App>, cancel: &CancellationToken) {
+    let peer = stream.peer_addr().ok();
+    // Small responses are written in one piece; Gunicorn sets TCP_NODELAY too.
+    if let Err(err) = stream.set_nodelay(true) {
+        tracing::debug!(cause = %err, "TCP_NODELAY not set");
+    }
+    let meter = Arc::new(Meter::default());
+    // Declared before the connection so that it is dropped after it: the row
+    // is written once the socket is closed, even if this future is dropped.
+    let _row = SendRow {
+        app: app.clone(),
+        meter: meter.clone(),
+    };
+    let io = TokioIo::new(MeteredIo::new(stream, meter.clone()));
+    let service = service_fn(move |req| {
+        let resp = app.respond(&req, &meter);
+        async move { Ok::<_, Infallible>(resp) }
+    });
+    let conn = http1::Builder::new()
+        .keep_alive(false)
+        // A client may shut down its sending side after the request (as
+        // `nc -N` does); Gunicorn still sends the whole response, whereas
+        // hyper's default would take the EOF for a disconnect and cut it.
+        .half_close(true)
+        .writev(true)
+        .max_buf_size(MAX_BUF)
+        .title_case_headers(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .serve_connection(io, service);
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        () = cancel.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            match tokio::time::timeout(SHUTDOWN_GRACE, conn.as_mut()).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::debug!(?peer, "connection cut by shutdown");
+                    return;
+                }
+            }
+        }
+    };
+    // Clients that go away mid-response or send garbage are the normal life
+    // of this server (hyper has already answered garbage with 400).
+    if let Err(err) = result {
+        tracing::debug!(?peer, cause = %err, "connection ended with an error");
+    }
+}
+
+/// Writes the send-log row of a `/large` response when dropped.
+struct SendRow {
+    app: Arc<App>,
+    meter: Arc<Meter>,
+}
+
+impl Drop for SendRow {
+    fn drop(&mut self) {
+        let (Some(log), Some(send)) = (&self.app.send_log, self.meter.large()) else {
+            return;
+        };
+        if let Err(err) = log.record(&send) {
+            tracing::warn!(cause = %format!("{err:#}"), "send log row lost");
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `async`: a tokio multi-thread runtime with `workers` threads and one task
+//! per connection. A slow download is a pending task that costs no thread,
+//! so `/fast` is answered while any number of downloads wait.
+
+use std::net::TcpListener as StdListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{OwnRuntime, spawn_thread};
+use crate::app::App;
+use crate::{conn, listener};
+
+/// Starts the runtime and the thread that drives its accept loop, pushing it
+/// to `threads`; the runtime's own threads are stopped by that thread.
+pub fn start(
+    listener: &StdListener,
+    app: &Arc<App>,
+    workers: usize,
+    cancel: &CancellationToken,
+    threads: &mut Vec<JoinHandle<()>>,
+) -> anyhow::Result<()> {
+    let counter = AtomicUsize::new(0);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name_fn(move || format!("async-{}", counter.fetch_add(1, Ordering::Relaxed)))
+        .enable_all()
+        .build()
+        .map(OwnRuntime::new)
+        .context("cannot build the tokio runtime")?;
+    let own = listener.try_clone().context("cannot clone the listener")?;
+    let own = {
+        let _enter = runtime.get().enter();
+        TcpListener::from_std(own).context("cannot register the listener")?
+    };
+    let (app, cancel) = (app.clone(), cancel.clone());
+    threads.push(spawn_thread("async-accept".into(), move || {
+        // The accept loop runs as a task on a runtime thread, so each
+        // connection task it spawns lands in that thread's own queue and
+        // starts without waking another thread.
+        let accept = runtime.get().spawn(acceptor(own, app, cancel));
+        if let Err(err) = runtime.block_on(accept) {
+            tracing::error!(cause = %err, "accept loop failed");
+        }
+        // The tasks have stopped or were aborted; whatever is left (a
+        // blocking call) must not hold up the stop.
+        runtime.finish(Duration::from_millis(200));
+    })?);
+    Ok(())
+}
+
+async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToken) {
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => break,
+            // Reaps finished connections so the set does not grow forever.
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                if let Err(err) = done {
+                    tracing::error!(cause = %err, "connection task failed");
+                }
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let (app, cancel) = (app.clone(), cancel.clone());
+                    tasks.spawn(async move { conn::serve(stream, app, &cancel).await });
+                }
+                Err(err) => listener::after_accept_error(&err).await,
+            },
+        }
+    }
+    // Every connection sees the same token and ends within the grace period;
+    // the margin covers scheduling on a loaded machine.
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(conn::SHUTDOWN_GRACE + Duration::from_millis(300), drain)
+        .await
+        .is_err()
+    {
+        tracing::warn!(left = tasks.len(), "aborting connections at shutdown");
+        tasks.abort_all();
+    }
+}

@@ -1,0 +1,155 @@
+//! The `--send-log` CSV: one row per `/large` response, written when its
+//! connection ends.
+//!
+//! Columns (pinned in ARCHITECTURE.md, shared with the WSGI app):
+//! `start_unix_s,start_s,app_send_s,bytes,worker,complete`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Instant, UNIX_EPOCH};
+
+use anyhow::Context as _;
+
+use crate::meter::LargeSend;
+
+/// The header line, without its newline.
+pub const HEADER: &str = "start_unix_s,start_s,app_send_s,bytes,worker,complete";
+
+/// An open send log shared by every worker of one server.
+#[derive(Debug)]
+pub struct SendLog {
+    path: PathBuf,
+    /// The lock keeps rows of concurrent workers from interleaving; the file
+    /// is also opened in append mode and every row is one `write`, so rows of
+    /// other processes appending to the same file stay whole too.
+    file: Mutex<File>,
+    /// Time zero of `start_s`: when the server started.
+    server_start: Instant,
+}
+
+impl SendLog {
+    /// Opens (creating if needed) `path` and writes the header if the file is
+    /// empty, so a bad path fails at start-up rather than at the first row.
+    pub fn open(path: &Path, server_start: Instant) -> anyhow::Result<Self> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening send log {}", path.display()))?;
+        let log = SendLog {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+            server_start,
+        };
+        log.append("")
+            .with_context(|| format!("writing send log {}", path.display()))?;
+        Ok(log)
+    }
+
+    /// Appends the row for one finished `/large` response.
+    pub fn record(&self, send: &LargeSend) -> anyhow::Result<()> {
+        self.append(&format_row(send, self.server_start))
+            .with_context(|| format!("writing send log {}", self.path.display()))
+    }
+
+    /// Appends `rows` (possibly empty), preceded by the header when the file
+    /// is empty, as one write.
+    fn append(&self, rows: &str) -> std::io::Result<()> {
+        // See `Meter::lock`: a poisoned file handle is still a file handle.
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        // Checked at every append, as the WSGI app does, so a file truncated
+        // by hand while the server runs gets its header back.
+        let mut text = String::new();
+        if file.metadata()?.len() == 0 {
+            text.push_str(HEADER);
+            text.push('\n');
+        }
+        text.push_str(rows);
+        if text.is_empty() {
+            return Ok(());
+        }
+        file.write_all(text.as_bytes())
+    }
+}
+
+/// One CSV line (with its newline) for `send`; `app_send_s` is empty unless
+/// the kernel accepted the whole body.
+pub fn format_row(send: &LargeSend, server_start: Instant) -> String {
+    let unix = send
+        .started_wall
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let start_s = send
+        .started
+        .saturating_duration_since(server_start)
+        .as_secs_f64();
+    let complete = send.written == send.total && send.last_byte_at.is_some();
+    let app_send = match send.last_byte_at {
+        Some(at) if complete => format!("{:.6}", at.duration_since(send.started).as_secs_f64()),
+        _ => String::new(),
+    };
+    format!(
+        "{unix:.6},{start_s:.6},{app_send},{},{},{complete}\n",
+        send.written, send.worker
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn send(written: u64, last_after: Option<Duration>) -> (LargeSend, Instant) {
+        let server_start = Instant::now();
+        let started = server_start + Duration::from_millis(1500);
+        let send = LargeSend {
+            started,
+            started_wall: UNIX_EPOCH + Duration::from_micros(1_700_000_000_250_000),
+            total: 100,
+            written,
+            last_byte_at: last_after.map(|d| started + d),
+            worker: "sync-1".into(),
+        };
+        (send, server_start)
+    }
+
+    #[test]
+    fn complete_row() {
+        let (s, t0) = send(100, Some(Duration::from_micros(6_562_000)));
+        assert_eq!(
+            format_row(&s, t0),
+            "1700000000.250000,1.500000,6.562000,100,sync-1,true\n"
+        );
+    }
+
+    #[test]
+    fn incomplete_row_has_no_app_send() {
+        let (s, t0) = send(40, None);
+        assert_eq!(
+            format_row(&s, t0),
+            "1700000000.250000,1.500000,,40,sync-1,false\n"
+        );
+    }
+
+    #[test]
+    fn header_once_then_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("send.csv");
+        let t0 = Instant::now();
+        let log = SendLog::open(&path, t0).expect("open");
+        let (s, _) = send(100, Some(Duration::from_secs(1)));
+        log.record(&s).expect("record");
+        drop(log);
+        // Reopening an existing log must not repeat the header.
+        let log = SendLog::open(&path, t0).expect("reopen");
+        log.record(&s).expect("record");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines[0], HEADER);
+        assert!(lines[1].ends_with(",100,sync-1,true"), "{text}");
+    }
+}
