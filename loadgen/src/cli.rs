@@ -1,9 +1,16 @@
 //! `slowlab load`: the command-line contract.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::{Context, bail};
 use common::units::{Size, parse_duration};
+
+use crate::config::{LoadConfig, VerifyMode, label_arg};
+use crate::output;
+use crate::runner::run_load;
+use crate::summary::Summary;
 
 /// Open slow readers of /large and an open-loop /fast client against a target.
 #[derive(Debug, Clone, clap::Args)]
@@ -38,14 +45,16 @@ pub struct LoadArgs {
     /// Path of the fast requests.
     #[arg(long, default_value = "/fast")]
     pub fast_path: String,
-    /// Give up on a request after this long.
+    /// Give up on a /fast request this long after its start; a slow reader
+    /// gives up when a connect, write or read makes no progress for this long.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// Directory for requests.csv, large-responses.csv and latency.hgrm.
+    /// Directory for requests.csv, large-responses.csv, slow-progress.csv,
+    /// latency.hgrm and summary.json (created if missing).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Identity column added to every CSV row (key=value; repeatable).
-    #[arg(long = "label", value_name = "KEY=VALUE")]
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label_arg)]
     pub labels: Vec<String>,
     /// Print the summary as one JSON object.
     #[arg(long)]
@@ -53,10 +62,55 @@ pub struct LoadArgs {
     /// Allow targets outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
+    /// How slow readers check the body: auto = every byte against the
+    /// pattern when the server sends X-Slowlab-Block, else the length.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub verify: VerifyMode,
+    /// Run the thread that starts /fast requests as SCHED_FIFO (needs root,
+    /// and cpu.rt_runtime_us in a cgroup v1 child); falls back to the
+    /// default tuning otherwise. summary.json says which took effect.
+    #[arg(long)]
+    pub realtime: bool,
+    /// Wake this long before each /fast start and busy-wait the rest, so a
+    /// late timer wake-up (idle VM CPUs) cannot delay it. Costs that much CPU
+    /// per request; under a CPU quota use it with --realtime.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub spin: Duration,
 }
 
-/// Runs `slowlab load`.
+/// Runs `slowlab load`: the load, then the files, then the summary on
+/// stdout. Fails (exit 1) when `/fast` requests were scheduled and none
+/// succeeded, after writing everything.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("slowlab load is not implemented yet")
+    let config = LoadConfig::from_args(&args)?;
+    let report = run_load(&config)?;
+    let summary = Summary::of(&report);
+    if let Some(dir) = &args.out {
+        output::write_all(dir, &report, &summary)?;
+    }
+    let text = if args.json {
+        serde_json::to_string(&summary).context("serializing the summary")? + "\n"
+    } else {
+        summary.to_string()
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("writing the summary")?;
+    let fast = &summary.fast;
+    if fast.requests > 0 && fast.ok == 0 {
+        let kinds: Vec<String> = fast
+            .errors
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        bail!(
+            "no /fast request succeeded ({} of {} failed: {})",
+            fast.failed,
+            fast.requests,
+            kinds.join(", ")
+        );
+    }
+    Ok(())
 }

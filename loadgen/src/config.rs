@@ -1,0 +1,204 @@
+//! A validated load: what `run_load` needs, built from the command line or
+//! directly by a caller.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::cli::LoadArgs;
+use crate::latency::TimingOptions;
+use crate::output;
+use crate::target::Target;
+
+/// How a slow reader checks the `/large` body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum VerifyMode {
+    /// Every byte against the pattern when the server sends
+    /// `X-Slowlab-Block` (ours do), otherwise only the length.
+    #[default]
+    Auto,
+    /// Every byte against the pattern (block size from `X-Slowlab-Block`,
+    /// else 64 KiB).
+    Pattern,
+    /// Only the length against `Content-Length`.
+    Length,
+}
+
+/// Everything one run needs, already checked.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: Target,
+    pub slow: usize,
+    /// Bytes per second of each slow reader.
+    pub slow_rate: u64,
+    pub rcvbuf: usize,
+    pub read_chunk: usize,
+    /// Full request path of the slow readers (base path included).
+    pub large_path: String,
+    pub fast_rate: f64,
+    pub fast_duration: Duration,
+    pub fast_start: Duration,
+    /// Full request path of the fast requests (base path included).
+    pub fast_path: String,
+    pub timeout: Duration,
+    pub verify: VerifyMode,
+    /// How the `/fast` scheduler thread keeps time.
+    pub timing: TimingOptions,
+    /// Identity columns, in the order given.
+    pub labels: Vec<(String, String)>,
+}
+
+impl LoadConfig {
+    /// Checks the arguments and resolves the target (refusing remote hosts
+    /// unless allowed). Nothing is sent.
+    pub fn from_args(args: &LoadArgs) -> anyhow::Result<LoadConfig> {
+        let target = Target::resolve(&args.target, args.allow_remote)?;
+        for (flag, path) in [
+            ("--large-path", &args.large_path),
+            ("--fast-path", &args.fast_path),
+        ] {
+            if !path.starts_with('/') || path.contains(|c: char| c.is_ascii_control() || c == ' ') {
+                bail!("{flag} `{path}` must start with / and contain no spaces");
+            }
+        }
+        if args.slow > 0 && args.slow_rate.bytes() == 0 {
+            bail!("--slow-rate must be more than 0 bytes per second");
+        }
+        if args.read_chunk.bytes() == 0 {
+            bail!("--read-chunk must be at least 1 byte");
+        }
+        if !args.fast_rate.is_finite() || args.fast_rate < 0.0 {
+            bail!("--fast-rate must be a number of requests per second, 0 or more");
+        }
+        if args.timeout.is_zero() {
+            bail!("--timeout must be more than 0");
+        }
+        let mut labels = Vec::with_capacity(args.labels.len());
+        for raw in &args.labels {
+            let (k, v) = parse_label(raw).map_err(anyhow::Error::msg)?;
+            if labels.iter().any(|(seen, _)| *seen == k) {
+                bail!("--label `{k}` given twice");
+            }
+            if output::is_column_name(&k) {
+                bail!("--label `{k}` would clash with a column of the output files");
+            }
+            labels.push((k, v));
+        }
+        let rcvbuf = usize::try_from(args.rcvbuf.bytes())
+            .ok()
+            .filter(|v| i32::try_from(*v).is_ok())
+            .context("--rcvbuf is too large")?;
+        Ok(LoadConfig {
+            large_path: target.path(&args.large_path),
+            fast_path: target.path(&args.fast_path),
+            target,
+            slow: args.slow,
+            slow_rate: args.slow_rate.bytes(),
+            rcvbuf,
+            read_chunk: args.read_chunk.as_usize(),
+            fast_rate: args.fast_rate,
+            fast_duration: args.fast_duration,
+            fast_start: args.fast_start,
+            timeout: args.timeout,
+            verify: args.verify,
+            timing: TimingOptions {
+                realtime: args.realtime,
+                spin: args.spin,
+            },
+            labels,
+        })
+    }
+
+    /// When each `/fast` request starts, relative to t0.
+    pub fn fast_offsets(&self) -> Vec<Duration> {
+        fast_offsets(self.fast_start, self.fast_rate, self.fast_duration)
+    }
+}
+
+/// Request *i* starts at `start + i / rate` for every *i* with
+/// `i / rate < duration`: 8/s for 9 s gives 72 requests, the last at 8.875 s.
+pub fn fast_offsets(start: Duration, rate: f64, duration: Duration) -> Vec<Duration> {
+    if rate <= 0.0 || duration.is_zero() {
+        return Vec::new();
+    }
+    // The small epsilon keeps 9 s x 8/s at exactly 72 when the product comes
+    // out as 72.00000000001 in floating point.
+    let n = (duration.as_secs_f64() * rate - 1e-9).ceil().max(0.0) as usize;
+    (0..n)
+        .map(|i| start + Duration::from_secs_f64(i as f64 / rate))
+        .collect()
+}
+
+/// Parses `key=value`; keys are letters, digits, `_`, `-` and `.` so that they
+/// make plain CSV headers.
+pub fn parse_label(raw: &str) -> Result<(String, String), String> {
+    let (k, v) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("label `{raw}` is not key=value"))?;
+    let k = k.trim();
+    if k.is_empty()
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(format!(
+            "label key `{k}` must be letters, digits, `_`, `-` or `.`"
+        ));
+    }
+    if v.contains(['\n', '\r']) {
+        return Err(format!("label `{k}` has a line break in its value"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// clap value parser for `--label`: checks the shape, keeps the raw string.
+pub fn label_arg(raw: &str) -> Result<String, String> {
+    parse_label(raw).map(|_| raw.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_schedule_is_72_requests_125ms_apart() {
+        let offsets = fast_offsets(Duration::from_millis(250), 8.0, Duration::from_secs(9));
+        assert_eq!(offsets.len(), 72);
+        assert_eq!(offsets[0], Duration::from_millis(250));
+        assert_eq!(offsets[1], Duration::from_millis(375));
+        assert_eq!(offsets[71], Duration::from_millis(250 + 71 * 125));
+    }
+
+    #[test]
+    fn schedule_edges() {
+        assert!(fast_offsets(Duration::ZERO, 0.0, Duration::from_secs(9)).is_empty());
+        assert!(fast_offsets(Duration::ZERO, 8.0, Duration::ZERO).is_empty());
+        // A fraction of an interval still starts one request.
+        assert_eq!(
+            fast_offsets(Duration::ZERO, 8.0, Duration::from_millis(130)).len(),
+            2
+        );
+        assert_eq!(
+            fast_offsets(Duration::ZERO, 3.0, Duration::from_secs(1)).len(),
+            3
+        );
+        assert_eq!(
+            fast_offsets(Duration::ZERO, 72.0, Duration::from_secs(1)).len(),
+            72
+        );
+    }
+
+    #[test]
+    fn labels_parse() {
+        assert_eq!(
+            parse_label("server=rust-sync2"),
+            Ok(("server".into(), "rust-sync2".into()))
+        );
+        assert_eq!(parse_label("note=a=b"), Ok(("note".into(), "a=b".into())));
+        assert_eq!(parse_label("empty="), Ok(("empty".into(), String::new())));
+        assert!(parse_label("novalue").is_err());
+        assert!(parse_label("=x").is_err());
+        assert!(parse_label("a b=x").is_err());
+        assert!(parse_label("k=line\nbreak").is_err());
+    }
+}

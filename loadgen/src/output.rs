@@ -1,0 +1,178 @@
+//! The files of `--out DIR`: three CSVs with label columns first, the
+//! latency histogram and the JSON summary. The column lists here are the
+//! contract with the harness; a test pins them.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::hgrm;
+use crate::record::{FastRecord, LargeRecord, ProgressRow};
+use crate::runner::Report;
+use crate::summary::Summary;
+
+pub const REQUESTS_CSV: &str = "requests.csv";
+pub const LARGE_CSV: &str = "large-responses.csv";
+pub const PROGRESS_CSV: &str = "slow-progress.csv";
+pub const LATENCY_HGRM: &str = "latency.hgrm";
+pub const SUMMARY_JSON: &str = "summary.json";
+
+/// Columns of `requests.csv` after the labels.
+pub const REQUESTS_COLUMNS: &[&str] = &[
+    "seq",
+    "scheduled_s",
+    "started_s",
+    "schedule_lag_ms",
+    "connect_ms",
+    "first_byte_ms",
+    "latency_ms",
+    "status",
+    "bytes",
+    "error",
+];
+
+/// Columns of `large-responses.csv` after the labels.
+pub const LARGE_COLUMNS: &[&str] = &[
+    "client",
+    "started_s",
+    "connect_ms",
+    "first_byte_ms",
+    "status",
+    "bytes",
+    "content_length",
+    "receive_s",
+    "rcvbuf_requested_bytes",
+    "rcvbuf_granted_bytes",
+    "verified",
+    "error",
+];
+
+/// Columns of `slow-progress.csv` after the labels.
+pub const PROGRESS_COLUMNS: &[&str] = &["t_s", "client", "received_bytes", "consumed_bytes"];
+
+/// Whether a label key would repeat a column name.
+pub fn is_column_name(key: &str) -> bool {
+    [REQUESTS_COLUMNS, LARGE_COLUMNS, PROGRESS_COLUMNS]
+        .iter()
+        .any(|cols| cols.contains(&key))
+}
+
+/// Writes every output file into `dir`, creating it.
+pub fn write_all(dir: &Path, report: &Report, summary: &Summary) -> anyhow::Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let labels = &report.labels;
+    write_csv(
+        &dir.join(REQUESTS_CSV),
+        labels,
+        REQUESTS_COLUMNS,
+        report.fast.iter().map(request_row),
+    )?;
+    write_csv(
+        &dir.join(LARGE_CSV),
+        labels,
+        LARGE_COLUMNS,
+        report.large.iter().map(large_row),
+    )?;
+    write_csv(
+        &dir.join(PROGRESS_CSV),
+        labels,
+        PROGRESS_COLUMNS,
+        report.progress.iter().map(progress_row),
+    )?;
+    let path = dir.join(LATENCY_HGRM);
+    fs::write(&path, hgrm::render(&report.fast)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let path = dir.join(SUMMARY_JSON);
+    let json = serde_json::to_string_pretty(summary).context("serializing the summary")?;
+    fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn write_csv(
+    path: &Path,
+    labels: &[(String, String)],
+    columns: &[&str],
+    rows: impl Iterator<Item = Vec<String>>,
+) -> anyhow::Result<()> {
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
+    let header = labels
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .chain(columns.iter().copied());
+    w.write_record(header)
+        .with_context(|| format!("writing {}", path.display()))?;
+    for row in rows {
+        debug_assert_eq!(row.len(), columns.len());
+        let record = labels
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .chain(row.iter().map(String::as_str));
+        w.write_record(record)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Seconds with microsecond resolution.
+fn s(v: f64) -> String {
+    format!("{v:.6}")
+}
+
+/// Milliseconds with microsecond resolution.
+fn ms(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// An empty cell for a missing value.
+fn cell<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
+    v.map(f).unwrap_or_default()
+}
+
+pub fn request_row(r: &FastRecord) -> Vec<String> {
+    vec![
+        r.seq.to_string(),
+        s(r.scheduled_s),
+        s(r.started_s),
+        ms(r.schedule_lag_ms),
+        cell(r.connect_ms, ms),
+        cell(r.first_byte_ms, ms),
+        cell(r.latency_ms, ms),
+        cell(r.status, |v| v.to_string()),
+        r.bytes.to_string(),
+        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
+    ]
+}
+
+pub fn large_row(r: &LargeRecord) -> Vec<String> {
+    vec![
+        r.client.to_string(),
+        s(r.started_s),
+        cell(r.connect_ms, ms),
+        cell(r.first_byte_ms, ms),
+        cell(r.status, |v| v.to_string()),
+        r.bytes.to_string(),
+        cell(r.content_length, |v| v.to_string()),
+        cell(r.receive_s, s),
+        r.rcvbuf_requested_bytes.to_string(),
+        cell(r.rcvbuf_granted_bytes, |v| v.to_string()),
+        r.verified.as_str().to_string(),
+        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
+    ]
+}
+
+pub fn progress_row(r: &ProgressRow) -> Vec<String> {
+    vec![
+        s(r.t_s),
+        r.client.to_string(),
+        r.received_bytes.to_string(),
+        r.consumed_bytes.to_string(),
+    ]
+}
+
+#[cfg(test)]
+#[path = "output_tests.rs"]
+mod tests;

@@ -1,0 +1,131 @@
+use super::*;
+use crate::error::{ErrorKind, Failure};
+use crate::record::Verified;
+use crate::sys::{CpuTime, HostInfo};
+
+fn report() -> Report {
+    Report {
+        target: "http://127.0.0.1:8000".into(),
+        labels: vec![
+            ("server".into(), "rust-sync2".into()),
+            ("route".into(), "direct".into()),
+        ],
+        t0_unix_s: 1_700_000_000.5,
+        elapsed_s: 9.2,
+        fast: vec![
+            FastRecord {
+                seq: 0,
+                scheduled_s: 0.25,
+                started_s: 0.250_012,
+                schedule_lag_ms: 0.012,
+                connect_ms: Some(0.1),
+                first_byte_ms: Some(0.4),
+                latency_ms: Some(0.5),
+                status: Some(200),
+                bytes: 12,
+                error: None,
+            },
+            FastRecord {
+                seq: 1,
+                scheduled_s: 0.375,
+                started_s: 0.375,
+                schedule_lag_ms: 0.0,
+                connect_ms: Some(0.1),
+                first_byte_ms: None,
+                latency_ms: None,
+                status: None,
+                bytes: 0,
+                error: Some(Failure::new(ErrorKind::Timeout, "30s")),
+            },
+        ],
+        large: vec![LargeRecord {
+            client: 0,
+            started_s: 0.000_1,
+            connect_ms: Some(0.2),
+            first_byte_ms: Some(1.0),
+            status: Some(200),
+            bytes: 16 << 20,
+            content_length: Some(16 << 20),
+            receive_s: Some(8.001),
+            rcvbuf_requested_bytes: 8192,
+            rcvbuf_granted_bytes: Some(16384),
+            verified: Verified::Pattern,
+            error: None,
+        }],
+        progress: vec![ProgressRow {
+            t_s: 0.1,
+            client: 0,
+            received_bytes: 200_000,
+            consumed_bytes: 180_000,
+        }],
+        cpu: CpuTime::default(),
+        host: HostInfo::default(),
+        scheduler: Default::default(),
+    }
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .expect("readable")
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn csv_headers_are_pinned() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = report();
+    write_all(dir.path(), &r, &Summary::of(&r)).expect("writes");
+    assert_eq!(
+        lines(&dir.path().join("requests.csv"))[0],
+        "server,route,seq,scheduled_s,started_s,schedule_lag_ms,connect_ms,first_byte_ms,latency_ms,status,bytes,error"
+    );
+    assert_eq!(
+        lines(&dir.path().join("large-responses.csv"))[0],
+        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error"
+    );
+    assert_eq!(
+        lines(&dir.path().join("slow-progress.csv"))[0],
+        "server,route,t_s,client,received_bytes,consumed_bytes"
+    );
+}
+
+#[test]
+fn rows_use_empty_cells_for_missing_values() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = report();
+    write_all(dir.path(), &r, &Summary::of(&r)).expect("writes");
+    let req = lines(&dir.path().join("requests.csv"));
+    assert_eq!(
+        req[1],
+        "rust-sync2,direct,0,0.250000,0.250012,0.012,0.100,0.400,0.500,200,12,"
+    );
+    assert_eq!(
+        req[2],
+        "rust-sync2,direct,1,0.375000,0.375000,0.000,0.100,,,,0,timeout"
+    );
+    let large = lines(&dir.path().join("large-responses.csv"));
+    assert_eq!(
+        large[1],
+        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,"
+    );
+    let progress = lines(&dir.path().join("slow-progress.csv"));
+    assert_eq!(progress[1], "rust-sync2,direct,0.100000,0,200000,180000");
+    let summary: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.path().join("summary.json")).expect("json"))
+            .expect("parses");
+    assert_eq!(summary["t0_unix_s"], 1_700_000_000.5);
+    assert_eq!(summary["labels"]["server"], "rust-sync2");
+    assert_eq!(summary["fast"]["errors"]["timeout"], 1);
+    assert_eq!(summary["errors"]["timeout"], 1);
+    assert!(lines(&dir.path().join("latency.hgrm"))[0].contains("Percentile"));
+}
+
+#[test]
+fn labels_cannot_shadow_columns() {
+    assert!(is_column_name("seq"));
+    assert!(is_column_name("verified"));
+    assert!(is_column_name("t_s"));
+    assert!(!is_column_name("server"));
+}

@@ -1,0 +1,89 @@
+//! One row per request, per download and per progress sample: what the CSV
+//! files hold. Times are relative to t0 (when the slow readers start).
+
+use crate::error::Failure;
+
+/// One `/fast` request (a row of `requests.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastRecord {
+    pub seq: usize,
+    pub scheduled_s: f64,
+    pub started_s: f64,
+    /// Actual start minus scheduled start.
+    pub schedule_lag_ms: f64,
+    /// Actual start to TCP established.
+    pub connect_ms: Option<f64>,
+    /// Actual start to the first response byte.
+    pub first_byte_ms: Option<f64>,
+    /// Actual start to the whole body; `None` unless the response was whole.
+    pub latency_ms: Option<f64>,
+    pub status: Option<u16>,
+    /// Body bytes received.
+    pub bytes: u64,
+    pub error: Option<Failure>,
+}
+
+impl FastRecord {
+    /// A 200 with its whole body.
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// How a `/large` body was checked (the `verified` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verified {
+    /// Whole, and every byte matched the pattern.
+    Pattern,
+    /// Whole by its `Content-Length` (or chunk framing); bytes not checked.
+    Length,
+    /// Read to EOF with no length to check against.
+    Unchecked,
+    /// Not verified: the row's `error` says why.
+    No,
+}
+
+impl Verified {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verified::Pattern => "pattern",
+            Verified::Length => "length",
+            Verified::Unchecked => "unchecked",
+            Verified::No => "no",
+        }
+    }
+}
+
+/// One slow reader's download (a row of `large-responses.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LargeRecord {
+    pub client: usize,
+    /// When the connect began.
+    pub started_s: f64,
+    pub connect_ms: Option<f64>,
+    /// Connect start to the first response byte.
+    pub first_byte_ms: Option<f64>,
+    pub status: Option<u16>,
+    /// Body bytes received.
+    pub bytes: u64,
+    pub content_length: Option<u64>,
+    /// Request start (TCP established) to the paced consumption of the last
+    /// chunk; `None` unless the body was whole.
+    pub receive_s: Option<f64>,
+    pub rcvbuf_requested_bytes: usize,
+    pub rcvbuf_granted_bytes: Option<usize>,
+    pub verified: Verified,
+    pub error: Option<Failure>,
+}
+
+/// One sample of a slow reader's progress (a row of `slow-progress.csv`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProgressRow {
+    pub t_s: f64,
+    pub client: usize,
+    /// Body bytes read from the socket.
+    pub received_bytes: u64,
+    /// Body bytes whose paced consumption is complete.
+    pub consumed_bytes: u64,
+}

@@ -1,0 +1,141 @@
+//! One run: set everything up, fix t0, start the slow readers and the
+//! schedule, sample progress, and collect every record.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use tokio::time::MissedTickBehavior;
+
+use crate::config::LoadConfig;
+use crate::fast::FastContext;
+use crate::latency::Tuning;
+use crate::net;
+use crate::record::{FastRecord, LargeRecord, ProgressRow};
+use crate::schedule::Scheduler;
+use crate::slow::{Gauge, SlowContext, SlowReader};
+use crate::sys::{self, CpuTime, HostInfo};
+
+/// How often each slow reader's progress is sampled.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Everything one run recorded.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub target: String,
+    pub labels: Vec<(String, String)>,
+    /// Wall clock of t0, when the slow readers started.
+    pub t0_unix_s: f64,
+    /// From t0 until every request and download had ended.
+    pub elapsed_s: f64,
+    pub fast: Vec<FastRecord>,
+    pub large: Vec<LargeRecord>,
+    pub progress: Vec<ProgressRow>,
+    /// This process's CPU time at the end of the run, setup included (run
+    /// in-process, that is the host process's, tests and servers included).
+    pub cpu: CpuTime,
+    pub host: HostInfo,
+    /// The scheduler thread's kernel settings that took effect.
+    pub scheduler: Tuning,
+}
+
+/// Runs one load to completion. Every request and download ends as a record,
+/// failed or not; `Err` only when the run itself could not be set up.
+///
+/// Builds its own runtime and scheduler thread, so call it from a plain
+/// thread (or `spawn_blocking`), not from inside a tokio runtime.
+pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
+    // Everything that allocates or may be slow happens before t0.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let authority = &config.target.parsed.authority;
+    let fast_ctx = Arc::new(FastContext {
+        request: net::request(authority, &config.fast_path),
+        timeout: config.timeout,
+    });
+    let scheduler = Scheduler::spawn(
+        config.fast_offsets(),
+        config.target.addr,
+        fast_ctx,
+        runtime.handle().clone(),
+        config.timing,
+    )?;
+    let slow_ctx = Arc::new(SlowContext {
+        addr: config.target.addr,
+        request: net::request(authority, &config.large_path),
+        rate: config.slow_rate,
+        rcvbuf: config.rcvbuf,
+        timeout: config.timeout,
+        verify: config.verify,
+    });
+    let readers = (0..config.slow)
+        .map(|i| SlowReader::spawn(i, slow_ctx.clone(), config.read_chunk))
+        .collect::<anyhow::Result<Vec<SlowReader>>>()?;
+    let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
+
+    let (elapsed_s, t0_unix_s, scheduler, fast, large, progress) =
+        runtime.block_on(async move {
+            let t0 = Instant::now();
+            let t0_unix_s = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or_default();
+            for r in &readers {
+                r.start(t0);
+            }
+            scheduler.start(t0);
+            let sampler = (!gauges.is_empty()).then(|| tokio::spawn(sample(t0, gauges)));
+            let (tuning, fast) = scheduler.records().await?;
+            let mut large = Vec::with_capacity(readers.len());
+            for r in readers {
+                large.push(r.record().await?);
+            }
+            // Before the sampler's last tick, which may come up to 100 ms later.
+            let elapsed_s = t0.elapsed().as_secs_f64();
+            let progress = match sampler {
+                Some(s) => s.await.context("the progress sampler failed")?,
+                None => Vec::new(),
+            };
+            anyhow::Ok((elapsed_s, t0_unix_s, tuning, fast, large, progress))
+        })?;
+    Ok(Report {
+        target: config.target.url.clone(),
+        labels: config.labels.clone(),
+        t0_unix_s,
+        elapsed_s,
+        fast,
+        large,
+        progress,
+        cpu: sys::cpu_time(),
+        host: HostInfo::read(),
+        scheduler,
+    })
+}
+
+/// Samples every reader every [`PROGRESS_INTERVAL`] until all are done; the
+/// last sample holds their final counts.
+async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>) -> Vec<ProgressRow> {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::from_std(t0), PROGRESS_INTERVAL);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut rows = Vec::new();
+    loop {
+        tick.tick().await;
+        // Read `done` before the counters, so a final sample is final.
+        let all_done = gauges.iter().all(|g| g.done.load(Ordering::Acquire));
+        let t_s = t0.elapsed().as_secs_f64();
+        for (client, g) in gauges.iter().enumerate() {
+            rows.push(ProgressRow {
+                t_s,
+                client,
+                received_bytes: g.received.load(Ordering::Relaxed),
+                consumed_bytes: g.consumed.load(Ordering::Relaxed),
+            });
+        }
+        if all_done {
+            return rows;
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The open-loop scheduler: a dedicated thread that starts every `/fast`
+//! request on time and hands it to the runtime.
+//!
+//! Tokio's timer wheel has 1 ms resolution and its thread also runs the
+//! requests in flight, so a request timed there starts up to a millisecond
+//! or more late. This thread instead sleeps with `clock_nanosleep`, tuned by
+//! [`latency`] (1 ns timer slack, a short scheduler slice, nice -20 where
+//! allowed), and does only what cannot wait between two requests: create a
+//! non-blocking socket, note the actual start, start the connect, and spawn
+//! the rest onto the runtime (`Handle::spawn` only queues the task and wakes
+//! the runtime). Nothing on the loop does I/O that can block; memory for the
+//! join handles is reserved before t0.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::error::{ErrorKind, Failure};
+use crate::fast::{self, FastContext, Launch};
+use crate::latency::{self, TimingOptions, Tuning};
+use crate::net;
+use crate::record::FastRecord;
+
+/// The scheduler thread, waiting for t0 until [`Scheduler::start`].
+#[derive(Debug)]
+pub struct Scheduler {
+    go: mpsc::Sender<Instant>,
+    launched: oneshot::Receiver<(Tuning, Vec<JoinHandle<FastRecord>>)>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Scheduler {
+    /// Starts the thread; it sleeps until [`Scheduler::start`] gives it t0.
+    pub fn spawn(
+        offsets: Vec<Duration>,
+        addr: SocketAddr,
+        ctx: Arc<FastContext>,
+        runtime: Handle,
+        timing: TimingOptions,
+    ) -> anyhow::Result<Scheduler> {
+        let (go, go_rx) = mpsc::channel::<Instant>();
+        let (done, launched) = oneshot::channel();
+        let thread = thread::Builder::new()
+            .name("slowlab-schedule".into())
+            .spawn(move || {
+                let mut tuning =
+                    latency::tune_current_thread(latency::SLICE, latency::NICE, timing.realtime);
+                tuning.spin_us = u64::try_from(timing.spin.as_micros()).unwrap_or(u64::MAX);
+                tracing::debug!(?tuning, "scheduler thread tuned");
+                let mut handles = Vec::with_capacity(offsets.len());
+                // A closed channel means the run was abandoned before t0.
+                let Ok(t0) = go_rx.recv() else { return };
+                for (seq, offset) in offsets.iter().enumerate() {
+                    let scheduled = t0 + *offset;
+                    latency::sleep_then_spin_until(scheduled, timing.spin);
+                    let launch = launch(seq, t0, scheduled, addr);
+                    handles.push(runtime.spawn(fast::complete(launch, ctx.clone())));
+                }
+                // The receiver is gone only if the run was abandoned.
+                let _ = done.send((tuning, handles));
+            })
+            .context("starting the scheduler thread")?;
+        Ok(Scheduler {
+            go,
+            launched,
+            thread,
+        })
+    }
+
+    /// Lets the schedule run from `t0`.
+    pub fn start(&self, t0: Instant) {
+        // The thread only stops listening after it has received t0.
+        let _ = self.go.send(t0);
+    }
+
+    /// Waits for every request's record, in schedule order, and tells how
+    /// the thread was tuned.
+    pub async fn records(self) -> anyhow::Result<(Tuning, Vec<FastRecord>)> {
+        let (tuning, handles) = self
+            .launched
+            .await
+            .context("the scheduler thread stopped early")?;
+        let mut records = Vec::with_capacity(handles.len());
+        for h in handles {
+            records.push(h.await.context("a /fast request task failed")?);
+        }
+        // It has sent its handles, so it is at its end and joins at once.
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
+        Ok((tuning, records))
+    }
+}
+
+/// Creates the socket, notes the actual start and starts the connect.
+fn launch(seq: usize, t0: Instant, scheduled: Instant, addr: SocketAddr) -> Launch {
+    let socket = net::socket(addr);
+    let started = Instant::now();
+    let socket = match socket {
+        Err(e) => Err(Failure::new(ErrorKind::Io, format!("socket: {e}"))),
+        Ok(s) => match net::start_connect(&s, addr) {
+            Ok(()) => Ok(s),
+            Err(e) => Err(Failure::connect(&e)),
+        },
+    };
+    Launch {
+        seq,
+        t0,
+        scheduled,
+        started,
+        socket,
+    }
+}

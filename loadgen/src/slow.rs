@@ -1,0 +1,243 @@
+//! A slow reader: one `/large` download with a small receive buffer, read in
+//! bounded chunks and paced to a fixed rate, every byte verified.
+//!
+//! Each reader is a plain thread with a blocking socket. A paced download is
+//! ~2,000 reads of ~8 KiB (what a 16 KiB `SO_RCVBUF` holds) each followed by
+//! a sleep; on a thread that is one `recvfrom` and one `clock_nanosleep` per
+//! read, where a tokio task also paid timer registration, a self-wake through
+//! the event fd and extra `epoll_wait`s (about 3x the CPU time, measured).
+//! Low CPU matters under a 0.2-core quota: a throttled process stalls the
+//! `/fast` schedule too. The thread also sleeps with nanosecond resolution,
+//! so pacing and `receive_s` are not rounded to tokio's millisecond.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::sync::oneshot;
+
+use crate::config::VerifyMode;
+use crate::error::{ErrorKind, Failure};
+use crate::fast::{ms, secs};
+use crate::latency;
+use crate::net;
+use crate::pacing;
+use crate::record::{LargeRecord, Verified};
+use crate::response::{Framing, ResponseReader};
+use crate::verify::VerifySink;
+
+/// What every slow reader shares.
+#[derive(Debug)]
+pub struct SlowContext {
+    pub addr: std::net::SocketAddr,
+    pub request: Vec<u8>,
+    /// Bytes per second.
+    pub rate: u64,
+    pub rcvbuf: usize,
+    /// The longest wait for the connect or any single read or write.
+    pub timeout: Duration,
+    pub verify: VerifyMode,
+}
+
+/// Live counters for the progress sampler.
+#[derive(Debug, Default)]
+pub struct Gauge {
+    pub received: AtomicU64,
+    pub consumed: AtomicU64,
+    pub done: AtomicBool,
+}
+
+/// Marks the gauge done however the download ends, even by a panic, so the
+/// sampler never waits for a reader that is gone.
+struct DoneOnDrop(Arc<Gauge>);
+
+impl Drop for DoneOnDrop {
+    fn drop(&mut self) {
+        self.0.done.store(true, Ordering::Release);
+    }
+}
+
+/// A reader's thread, started before t0 and waiting for it.
+#[derive(Debug)]
+pub struct SlowReader {
+    pub gauge: Arc<Gauge>,
+    go: mpsc::Sender<Instant>,
+    record: oneshot::Receiver<LargeRecord>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl SlowReader {
+    /// Starts the thread (its buffer allocated); it waits for
+    /// [`SlowReader::start`].
+    pub fn spawn(client: usize, ctx: Arc<SlowContext>, read_chunk: usize) -> anyhow::Result<Self> {
+        let gauge = Arc::new(Gauge::default());
+        let (go, go_rx) = mpsc::channel::<Instant>();
+        let (done, record) = oneshot::channel();
+        let g = gauge.clone();
+        let thread = thread::Builder::new()
+            .name(format!("slowlab-slow{client}"))
+            .spawn(move || {
+                let _done = DoneOnDrop(g.clone());
+                // Without it a sleep may end 50 µs late; failing costs only that.
+                let _ = latency::set_timer_slack_ns(1);
+                let mut buf = vec![0u8; read_chunk];
+                // A closed channel means the run was abandoned before t0.
+                let Ok(t0) = go_rx.recv() else { return };
+                let record = download(client, &ctx, &g, &mut buf, t0);
+                // The receiver is gone only if the run was abandoned.
+                let _ = done.send(record);
+            })
+            .context("starting a slow reader thread")?;
+        Ok(SlowReader {
+            gauge,
+            go,
+            record,
+            thread,
+        })
+    }
+
+    /// Lets the download begin; t0 is the run's time zero.
+    pub fn start(&self, t0: Instant) {
+        // The thread only stops listening after it has received t0.
+        let _ = self.go.send(t0);
+    }
+
+    /// Waits for the download's record without blocking the runtime.
+    pub async fn record(self) -> anyhow::Result<LargeRecord> {
+        let record = self
+            .record
+            .await
+            .context("a slow reader thread stopped early")?;
+        // It has sent its record, so it is at its end and joins at once.
+        self.thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("a slow reader thread panicked"))?;
+        Ok(record)
+    }
+}
+
+/// Instants and facts seen on the way, kept when the download fails.
+#[derive(Debug, Default)]
+struct Progress {
+    granted: Option<usize>,
+    connected: Option<Instant>,
+    first_byte: Option<Instant>,
+    consumed_all: Option<Instant>,
+    framing: Option<Framing>,
+    bytes: u64,
+}
+
+/// Downloads once and records it; never fails, every outcome is a row.
+fn download(
+    client: usize,
+    ctx: &SlowContext,
+    gauge: &Gauge,
+    buf: &mut [u8],
+    t0: Instant,
+) -> LargeRecord {
+    let began = Instant::now();
+    let mut p = Progress::default();
+    let mut sink = VerifySink::new(ctx.verify);
+    let outcome = transfer(ctx, gauge, buf, &mut p, &mut sink);
+    let error = outcome.err().or_else(|| sink.verdict());
+    let since = |t: Option<Instant>| t.map(|t| ms(began, t));
+    LargeRecord {
+        client,
+        started_s: secs(t0, began),
+        connect_ms: since(p.connected),
+        first_byte_ms: since(p.first_byte),
+        status: sink.status,
+        bytes: p.bytes,
+        content_length: sink.content_length,
+        receive_s: p.connected.zip(p.consumed_all).map(|(a, b)| secs(a, b)),
+        rcvbuf_requested_bytes: ctx.rcvbuf,
+        rcvbuf_granted_bytes: p.granted,
+        verified: match (&error, sink.checks_pattern(), p.framing) {
+            (Some(_), _, _) => Verified::No,
+            (None, true, _) => Verified::Pattern,
+            (None, false, Some(Framing::UntilEof)) => Verified::Unchecked,
+            (None, false, _) => Verified::Length,
+        },
+        error,
+    }
+}
+
+fn transfer(
+    ctx: &SlowContext,
+    gauge: &Gauge,
+    buf: &mut [u8],
+    p: &mut Progress,
+    sink: &mut VerifySink,
+) -> Result<(), Failure> {
+    let socket = Socket::new(
+        Domain::for_address(ctx.addr),
+        Type::STREAM.cloexec(),
+        Some(Protocol::TCP),
+    )
+    .map_err(|e| io_failure("socket", &e))?;
+    p.granted =
+        Some(net::set_rcvbuf(&socket, ctx.rcvbuf).map_err(|e| io_failure("SO_RCVBUF", &e))?);
+    socket
+        .connect_timeout(&ctx.addr.into(), ctx.timeout)
+        .map_err(|e| Failure::connect(&e))?;
+    let start = Instant::now();
+    p.connected = Some(start);
+    // Reads and writes fail with EAGAIN after this long without progress.
+    socket
+        .set_read_timeout(Some(ctx.timeout))
+        .and_then(|()| socket.set_write_timeout(Some(ctx.timeout)))
+        .map_err(|e| io_failure("SO_RCVTIMEO", &e))?;
+    let mut stream = TcpStream::from(socket);
+    stream
+        .write_all(&ctx.request)
+        .map_err(|e| stalled_or(ctx, "write", &e))?;
+    let mut reader = ResponseReader::default();
+    loop {
+        let n = match stream.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(stalled_or(ctx, "read", &e)),
+        };
+        if n == 0 {
+            // Everything read so far has been consumed at the paced rate.
+            reader.eof()?;
+            p.framing = reader.framing();
+            p.consumed_all = Some(Instant::now());
+            return Ok(());
+        }
+        p.first_byte.get_or_insert_with(Instant::now);
+        let fed = reader.feed(&buf[..n], sink);
+        p.bytes = reader.body_bytes();
+        p.framing = reader.framing();
+        let done = fed?;
+        gauge.received.store(p.bytes, Ordering::Relaxed);
+        latency::sleep_until(start + pacing::due(p.bytes, ctx.rate));
+        gauge.consumed.store(p.bytes, Ordering::Relaxed);
+        if done {
+            p.consumed_all = Some(Instant::now());
+            return Ok(());
+        }
+    }
+}
+
+/// A socket timeout (EAGAIN under `SO_RCVTIMEO`) is a timeout; anything else
+/// is classified as a transfer error.
+fn stalled_or(ctx: &SlowContext, what: &str, e: &io::Error) -> Failure {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::new(
+            ErrorKind::Timeout,
+            format!("{what}: nothing for {:?}", ctx.timeout),
+        ),
+        _ => Failure::transfer(what, e),
+    }
+}
+
+fn io_failure(what: &str, e: &io::Error) -> Failure {
+    Failure::new(ErrorKind::Io, format!("{what}: {e}"))
+}
