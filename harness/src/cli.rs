@@ -27,6 +27,8 @@ pub enum Command {
     Reproduce(crate::reproduce::ReproduceArgs),
     /// Write the HTML and Markdown report of a results directory.
     Report(crate::report::ReportArgs),
+    /// Step the request rate to saturation against one stack.
+    Sweep(crate::sweep::SweepArgs),
 }
 
 /// Runs the chosen verb.
@@ -38,5 +40,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Prepare(args) => crate::prepare::run(args),
         Command::Reproduce(args) => crate::reproduce::run(args),
         Command::Report(args) => crate::report::run(args),
+        Command::Sweep(args) => crate::sweep::run(args),
     }
 }

@@ -7,6 +7,7 @@
 //! - [`stack`]: servers and routes, and how to start them.
 //! - [`reproduce`]: the condition matrix, its runs and its figures.
 //! - [`report`]: the HTML/Markdown report with its charts.
+//! - [`sweep`]: rate sweeps to saturation, with and without slow clients.
 //! - [`sample`]: the ~200 ms sampler of every component.
 //! - [`envinfo`]: what `environment.json` records.
 //! - [`signals`]: Ctrl-C and SIGTERM.
@@ -26,3 +27,4 @@ pub mod reproduce;
 pub mod sample;
 pub mod signals;
 pub mod stack;
+pub mod sweep;

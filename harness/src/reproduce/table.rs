@@ -78,6 +78,20 @@ impl Appender {
         &self.path
     }
 
+    /// Appends to a file that may already exist from an earlier process (a
+    /// directory that collects several sweeps): its header must match.
+    pub fn append_existing(&mut self, headers: &[String], rows: &[Vec<String>]) -> Result<()> {
+        if self.headers.is_none() && self.path.exists() {
+            let existing = Table::read(&self.path)?.headers;
+            if existing.is_empty() {
+                fs::remove_file(&self.path)?;
+            } else {
+                self.headers = Some(existing);
+            }
+        }
+        self.append(headers, rows)
+    }
+
     /// Appends `rows` under `headers`, creating the file with its header on
     /// first use, and flushes, so that an interrupted reproduction keeps
     /// every completed run.

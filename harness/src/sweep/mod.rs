@@ -1,0 +1,323 @@
+//! `slowlab sweep`: autobench-style rate sweeps to saturation. One stack
+//! (server and route) is started with the caps of the experiment; `slowlab
+//! sweep-load` steps the connection rate from low to high in its own cgroup
+//! while the sampler watches every component; each step becomes one row of
+//! `sweep.csv` with the CPU each component used during it.
+//!
+//! The load generator is accounted but not capped here: a rate sweep must
+//! measure the server, and 0.20 of a core would make the client the
+//! bottleneck long before a fast server saturates. Its CPU is reported per
+//! step, and a step where it ran out of CPU or fell behind its schedule is
+//! flagged.
+//!
+//! # Layout
+//! - this file: arguments, starting the stack, running the load.
+//! - [`steps`]: merging the load generator's steps with the samples, and
+//!   the summary of a sweep.
+
+pub mod steps;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+use crate::cgroup::{self, Caps, Cgroup, Mode};
+use crate::prepare::{self, state_dir};
+use crate::process::{self, Spec};
+use crate::reproduce::matrix::LoadProfile;
+use crate::reproduce::runner::CapPlan;
+use crate::sample::{Probe, Sampler};
+use crate::stack::launch::{Launcher, RunPaths, Running};
+use crate::stack::{ProxyBuffers, Route, Server};
+use crate::{envinfo, signals};
+
+/// `slowlab sweep` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SweepArgs {
+    /// The server: gunicorn-sync2, gunicorn-gthread4, rust-sync2,
+    /// rust-threads4 or rust-async.
+    #[arg(long)]
+    pub server: Server,
+    /// The route: direct, nginx-off, nginx-on, pingora-off or pingora-on.
+    #[arg(long, default_value = "direct")]
+    pub route: Route,
+    /// First connection rate (connections per second).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub low: u32,
+    /// Last connection rate.
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub high: u32,
+    /// Rate increment between steps.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub step: u32,
+    /// Sequential /fast requests per connection (httperf --num-calls).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub calls_per_conn: u32,
+    /// How long each step sends.
+    #[arg(long, default_value = "10s", value_parser = common::units::parse_duration)]
+    pub step_duration: Duration,
+    /// A request unanswered after this long counts as an error.
+    #[arg(long, default_value = "5s", value_parser = common::units::parse_duration)]
+    pub timeout: Duration,
+    /// Slow readers of /large kept running during the whole sweep.
+    #[arg(long, default_value_t = 0)]
+    pub slow: u32,
+    /// Run the server and proxy without CPU and memory caps.
+    #[arg(long)]
+    pub no_caps: bool,
+    /// Keep stepping after the server saturated (by default the sweep stops
+    /// after two consecutive steps with more than 10% errors).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Results directory; several sweeps may share one (default:
+    /// results/<UTC time>-sweep/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl SweepArgs {
+    /// The demanded connection rates, low to high.
+    pub fn rates(&self) -> Result<Vec<u32>> {
+        if self.low > self.high {
+            bail!("--low {} is above --high {}", self.low, self.high);
+        }
+        let rates: Vec<u32> = (self.low..=self.high).step_by(self.step as usize).collect();
+        if rates.len() > 1000 {
+            bail!("{} steps is too many; raise --step", rates.len());
+        }
+        Ok(rates)
+    }
+
+    /// The name of this sweep inside its results directory.
+    pub fn sweep_id(&self) -> String {
+        format!(
+            "{}-{}-s{}-{}",
+            self.server,
+            self.route,
+            self.slow,
+            if self.no_caps { "uncapped" } else { "capped" }
+        )
+    }
+}
+
+/// Runs `slowlab sweep`.
+pub fn run(args: SweepArgs) -> Result<()> {
+    signals::install();
+    let rates = args.rates()?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
+        PathBuf::from("results").join(format!("{stamp}-sweep"))
+    });
+    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let tools = prepare::prepare(&state_dir());
+    if args.server.is_gunicorn() {
+        if let Err(e) = &tools.gunicorn {
+            bail!("{} needs gunicorn, which is not available: {e}", args.server);
+        }
+    }
+    if matches!(args.route, Route::NginxOff | Route::NginxOn) {
+        if let Err(e) = &tools.nginx {
+            bail!("{} needs nginx, which is not available: {e}", args.route);
+        }
+    }
+    let mode = cgroup::detect();
+    cgroup::reap_stale(&mode);
+    let caps = match (&mode, args.no_caps) {
+        (Mode::None { reason }, _) => {
+            eprintln!("slowlab: running UNCAPPED: no usable cgroups ({reason})");
+            CapPlan::none()
+        }
+        (_, true) => CapPlan::none(),
+        _ => CapPlan {
+            loadgen: None,
+            ..CapPlan::experiment()
+        },
+    };
+    let result = sweep(&args, &rates, &out, &tools, &mode, caps);
+    cgroup::remove_base(&mode);
+    let summary = result?;
+    println!("{}", steps::console_summary(&summary));
+    if let Err(e) = crate::report::write(&out) {
+        eprintln!("slowlab: the report could not be written: {e:#}");
+    }
+    println!("results: {}", out.display());
+    if signals::requested() {
+        bail!("interrupted; partial results in {} (marked INCOMPLETE)", out.display());
+    }
+    Ok(())
+}
+
+fn sweep(
+    args: &SweepArgs,
+    rates: &[u32],
+    out: &Path,
+    tools: &prepare::Tools,
+    mode: &Mode,
+    caps: CapPlan,
+) -> Result<steps::SweepSummary> {
+    let id = args.sweep_id();
+    let dir = unique_dir(&out.join("sweeps"), &id)?;
+    let marker = out.join(crate::reproduce::results::INCOMPLETE);
+    fs::write(&marker, format!("sweep {id} running\n"))?;
+    let scratch = tempfile::Builder::new().prefix("slowlab-sweep-").tempdir()?;
+    let launcher = Launcher {
+        exe: std::env::current_exe().context("locating the slowlab binary")?,
+        tools,
+        app_dir: Launcher::write_app(&scratch.path().join("app"))?,
+    };
+    let env = envinfo::collect(
+        tools,
+        mode,
+        serde_json::to_value(caps)?,
+        json!({
+            "sweep": id,
+            "rates": rates,
+            "calls_per_conn": args.calls_per_conn,
+            "step_duration_s": args.step_duration.as_secs_f64(),
+            "timeout_s": args.timeout.as_secs_f64(),
+            "slow": args.slow,
+            "loadgen_capped": false,
+        }),
+    );
+    envinfo::write(&dir, &env)?;
+    if !out.join("environment.json").exists() {
+        envinfo::write(out, &env)?;
+    }
+    let paths = RunPaths {
+        logs: dir.clone(),
+        scratch: scratch.path().to_path_buf(),
+    };
+    let group = |name: &str, caps: Option<Caps>| -> Result<Option<Cgroup>> {
+        if matches!(mode, Mode::None { .. }) {
+            return Ok(None);
+        }
+        Cgroup::create(mode, &format!("sweep-{name}"), caps).map(Some)
+    };
+    let profile = LoadProfile::experiment();
+    let app = launcher.start_server(args.server, profile.body, &paths, group("app", caps.app)?)?;
+    let proxy = launcher.start_proxy(
+        args.route,
+        app.addr,
+        &ProxyBuffers::EXPERIMENT,
+        &paths,
+        group("proxy", caps.proxy)?,
+    )?;
+    let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app.addr);
+    let mut probes = vec![probe("app", &app)];
+    if let Some(p) = &proxy {
+        probes.push(probe("proxy", p));
+    }
+    let load_cg = group("loadgen", None)?;
+    let spec = load_spec(&launcher, args, rates, &dir, target, &profile);
+    let sampler = Sampler::start(probes, Duration::from_millis(200));
+    let mut load = process::spawn(&spec, load_cg.as_ref())?;
+    sampler.add(Probe {
+        component: "loadgen".into(),
+        counters: load_cg.as_ref().map(Cgroup::counters),
+        root_pid: load.pid,
+        temp_dir: None,
+    });
+    let per_step = args.step_duration + args.timeout * args.calls_per_conn + Duration::from_secs(5);
+    let limit = per_step * rates.len() as u32 + Duration::from_secs(60);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = load.try_wait() {
+            break Some(s);
+        }
+        if signals::requested() || started.elapsed() > limit {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let samples = sampler.stop();
+    let load_error = load.last_error_line();
+    drop(load);
+    drop(proxy);
+    drop(app);
+    let summary = steps::merge(out, &dir, args, &samples, caps)?;
+    match status {
+        Some(s) if s.success() => {}
+        Some(s) => eprintln!("slowlab: sweep-load exited with {s}: {load_error}"),
+        None if signals::requested() => {}
+        None => eprintln!("slowlab: sweep-load did not finish within {limit:?}; stopped it"),
+    }
+    if signals::requested() {
+        fs::write(&marker, format!("sweep {id} interrupted\n"))?;
+    } else {
+        fs::remove_file(&marker).ok();
+    }
+    Ok(summary)
+}
+
+/// `sweeps/<id>`, or `sweeps/<id>-2`, ... when a sweep of that name exists.
+fn unique_dir(parent: &Path, id: &str) -> Result<PathBuf> {
+    fs::create_dir_all(parent)?;
+    for n in 1..1000 {
+        let name = if n == 1 { id.to_string() } else { format!("{id}-{n}") };
+        let dir = parent.join(name);
+        if fs::create_dir(&dir).is_ok() {
+            return Ok(dir);
+        }
+    }
+    bail!("too many sweeps named {id} in {}", parent.display())
+}
+
+fn probe(component: &str, r: &Running) -> Probe {
+    Probe {
+        component: component.into(),
+        counters: r.cgroup.as_ref().map(Cgroup::counters),
+        root_pid: r.pid(),
+        temp_dir: r.temp_dir.clone(),
+    }
+}
+
+fn load_spec(
+    launcher: &Launcher<'_>,
+    args: &SweepArgs,
+    rates: &[u32],
+    dir: &Path,
+    target: std::net::SocketAddr,
+    profile: &LoadProfile,
+) -> Spec {
+    let ms = |d: Duration| format!("{}ms", d.as_millis());
+    let mut a = vec![
+        "sweep-load".to_string(),
+        "--target".into(),
+        format!("http://{target}"),
+        "--rates".into(),
+        rates.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+        "--calls-per-conn".into(),
+        args.calls_per_conn.to_string(),
+        "--step-duration".into(),
+        ms(args.step_duration),
+        "--timeout".into(),
+        ms(args.timeout),
+        "--slow".into(),
+        args.slow.to_string(),
+        "--slow-rate".into(),
+        profile.slow_rate.to_string(),
+        "--rcvbuf".into(),
+        profile.rcvbuf.to_string(),
+        "--read-chunk".into(),
+        profile.read_chunk.to_string(),
+        "--out".into(),
+        dir.join("load").to_string_lossy().into(),
+    ];
+    if !args.keep_going {
+        a.push("--stop-when-saturated".into());
+    }
+    Spec {
+        name: "sweep-load".into(),
+        program: launcher.exe.clone(),
+        args: a,
+        env: vec![],
+        cwd: None,
+        stdout: dir.join("load.out"),
+        stderr: dir.join("load.err"),
+    }
+}
