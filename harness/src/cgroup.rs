@@ -339,6 +339,31 @@ impl Cgroup {
         Ok(())
     }
 
+    /// Lets the group's threads use SCHED_FIFO for `runtime_us` of every
+    /// second (cgroup v1 with real-time group scheduling, where a new group
+    /// gets no real-time time at all). The load generator's scheduler thread
+    /// asks for SCHED_FIFO so that no other process delays a request's
+    /// start; it falls back to normal scheduling when refused, and records
+    /// which it got. Best effort: returns whether the grant took.
+    pub fn grant_realtime(&self, runtime_us: u64) -> bool {
+        if !matches!(self.counters.mode, Mode::V1 { .. }) {
+            return false;
+        }
+        let group = &self.counters.dirs[0];
+        let file = "cpu.rt_runtime_us";
+        if !group.join(file).exists() {
+            return false;
+        }
+        // The parent (our base) must hold at least what its children get.
+        if let Some(base) = group.parent() {
+            let have = read_u64(&base.join(file)).unwrap_or(0);
+            if have < runtime_us && write_file(&base.join(file), &runtime_us.to_string()).is_err() {
+                return false;
+            }
+        }
+        write_file(&group.join(file), &runtime_us.to_string()).is_ok()
+    }
+
     /// A view for reading counters from another thread.
     pub fn counters(&self) -> Counters {
         self.counters.clone()

@@ -203,6 +203,10 @@ fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunDat
         probes.push(probe("proxy", p));
     }
     let load_cg = cgroup(ctx, spec, "loadgen", ctx.caps.loadgen)?;
+    if let Some(g) = &load_cg {
+        // 50 ms of every second, far more than one sleeping thread needs.
+        g.grant_realtime(50_000);
+    }
     let load_spec = load_spec(ctx, spec, dir, target);
     let sampler = Sampler::start(probes, ctx.sample_interval);
     let load_started = Instant::now();
@@ -285,6 +289,10 @@ fn load_spec(
         "--out".into(),
         dir.join("load").to_string_lossy().into(),
         "--json".into(),
+        // SCHED_FIFO for the scheduler thread only, so that other processes
+        // cannot delay a request's start; summary.json records whether the
+        // kernel granted it.
+        "--realtime".into(),
     ];
     for (k, v) in labels(spec) {
         args.push("--label".into());
