@@ -63,6 +63,50 @@ fn all_pids() -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Machine-wide CPU time from the first line of `/proc/stat`, in clock
+/// ticks: busy (user, nice, system, irq, softirq), idle (idle, iowait) and
+/// steal (time the hypervisor ran someone else while this VM wanted a CPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCpu {
+    pub busy: u64,
+    pub idle: u64,
+    pub steal: u64,
+}
+
+impl HostCpu {
+    pub fn read() -> Option<HostCpu> {
+        parse_host_cpu(&fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// Busy cores and stolen milliseconds between two readings over
+    /// `elapsed_s`.
+    pub fn delta(&self, later: &HostCpu, elapsed_s: f64) -> (f64, f64) {
+        let tick = clock_ticks() as f64;
+        let busy = later.busy.saturating_sub(self.busy) as f64 / tick;
+        let steal = later.steal.saturating_sub(self.steal) as f64 / tick;
+        let cores = if elapsed_s > 0.0 { busy / elapsed_s } else { 0.0 };
+        (cores, steal * 1000.0)
+    }
+}
+
+pub fn parse_host_cpu(stat: &str) -> Option<HostCpu> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    if v.len() < 8 {
+        return None;
+    }
+    Some(HostCpu {
+        busy: v[0] + v[1] + v[2] + v[5] + v[6],
+        idle: v[3] + v[4],
+        steal: v[7],
+    })
+}
+
 /// Resident set size in bytes.
 pub fn rss_bytes(pid: u32) -> Option<u64> {
     let statm = fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
@@ -260,6 +304,15 @@ mod tests {
         assert_eq!(e[0].rx_queue, 512);
         assert_eq!(e[0].inode, 12345);
         assert_eq!(e[0].state_name(), "ESTABLISHED");
+    }
+
+    #[test]
+    fn host_cpu_parses() {
+        let h = parse_host_cpu("cpu  800054 677 158020 327626 7900 0 12291 6892 0 0\ncpu0 1 2 3\n").unwrap();
+        assert_eq!(h.busy, 800054 + 677 + 158020 + 12291);
+        assert_eq!(h.idle, 327626 + 7900);
+        assert_eq!(h.steal, 6892);
+        assert!(HostCpu::read().is_some());
     }
 
     #[test]

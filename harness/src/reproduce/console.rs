@@ -12,17 +12,65 @@ use super::crosscheck::Row;
 use super::matrix::Condition;
 use super::published;
 
-/// A progress bar on stderr (hidden when stderr is not a terminal, where it
-/// prints one line per run instead).
-pub fn progress(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar
+/// Progress on stderr: a bar with an ETA on a terminal; one line per run
+/// (with the same count and ETA) where stderr is a file or a pipe, as in CI.
+#[derive(Debug)]
+pub struct Progress {
+    bar: ProgressBar,
+    started: std::time::Instant,
+    total: u64,
+    done: u64,
+}
+
+impl Progress {
+    pub fn new(total: u64) -> Self {
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} runs, {elapsed} elapsed, ETA {eta}  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        Progress {
+            bar,
+            started: std::time::Instant::now(),
+            total,
+            done: 0,
+        }
+    }
+
+    pub fn set_message(&self, msg: String) {
+        self.bar.set_message(msg);
+    }
+
+    /// Prints a line above the bar, or plainly when there is no bar.
+    pub fn println(&self, line: String) {
+        if self.bar.is_hidden() {
+            let eta = self.eta().map(|s| format!(", ETA {s}")).unwrap_or_default();
+            eprintln!("[{}/{}{eta}] {line}", self.done + 1, self.total);
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    pub fn inc(&mut self) {
+        self.done += 1;
+        self.bar.inc(1);
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
+    /// The time left at the average pace so far, as `4m 10s`.
+    fn eta(&self) -> Option<String> {
+        if self.done == 0 {
+            return None;
+        }
+        let per = self.started.elapsed().as_secs_f64() / self.done as f64;
+        let left = (per * (self.total - self.done) as f64).round() as u64;
+        Some(humantime::format_duration(std::time::Duration::from_secs(left)).to_string())
+    }
 }
 
 fn ms(v: Option<f64>) -> String {

@@ -174,7 +174,7 @@ fn run_matrix(
         buffers,
         sample_interval: Duration::from_millis(200),
     };
-    let bar = console::progress(plan.len() as u64);
+    let mut bar = console::Progress::new(plan.len() as u64);
     let mut skipped = Vec::new();
     for (i, spec) in plan.iter().enumerate() {
         if signals::requested() {
@@ -215,9 +215,9 @@ fn run_matrix(
             )),
         }
         results.mark(Some(&format!("{} of {} runs done", i + 1, plan.len())))?;
-        bar.inc(1);
+        bar.inc();
     }
-    bar.finish_and_clear();
+    bar.finish();
     let conditions = results.conditions();
     println!("{}", console::conditions_table(&conditions));
     let body = plan[0].profile.body.large_bytes;

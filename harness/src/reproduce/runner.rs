@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use super::matrix::RunSpec;
 use crate::cgroup::{Caps, Cgroup, Mode};
 use crate::process::{self, Spec};
+use crate::procfs::HostCpu;
 use crate::sample::{Probe, Sampler, Samples, unix_now};
 use crate::signals;
 use crate::stack::ProxyBuffers;
@@ -84,6 +85,12 @@ pub struct RunData {
     pub samples: Samples,
     /// Where this run's logs and the load generator's files are.
     pub dir: PathBuf,
+    /// Cores the whole machine was busy during the load (every process, not
+    /// only ours): a noisy neighbour shows here.
+    pub host_busy_cores: Option<f64>,
+    /// Milliseconds the hypervisor ran something else while this VM wanted a
+    /// CPU during the load; timing outliers on a VM often come from here.
+    pub host_steal_ms: Option<f64>,
 }
 
 /// The directory of one run inside the results directory.
@@ -119,8 +126,10 @@ pub fn run(ctx: &RunContext<'_>, spec: &RunSpec, out: &Path) -> RunData {
         load_s: None,
         samples: Samples::default(),
         dir: dir.clone(),
+        host_busy_cores: None,
+        host_steal_ms: None,
     };
-    if let Some(reason) = missing_tool(ctx, spec) {
+    if let Some(reason) = missing_tool(ctx.launcher.tools, spec) {
         data.status = Status::Skipped(reason);
         return data;
     }
@@ -140,8 +149,7 @@ pub fn run(ctx: &RunContext<'_>, spec: &RunSpec, out: &Path) -> RunData {
 }
 
 /// Why a run cannot start on this machine, if it cannot.
-fn missing_tool(ctx: &RunContext<'_>, spec: &RunSpec) -> Option<String> {
-    let tools = ctx.launcher.tools;
+pub fn missing_tool(tools: &crate::prepare::Tools, spec: &RunSpec) -> Option<String> {
     if spec.condition.server.is_gunicorn() {
         if let Err(e) = &tools.gunicorn {
             return Some(format!("gunicorn is not available: {e}"));
@@ -209,6 +217,7 @@ fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunDat
     }
     let load_spec = load_spec(ctx, spec, dir, target);
     let sampler = Sampler::start(probes, ctx.sample_interval);
+    let host_before = HostCpu::read();
     let load_started = Instant::now();
     let mut load = process::spawn(&load_spec, load_cg.as_ref())?;
     sampler.add(Probe {
@@ -228,7 +237,13 @@ fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunDat
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    data.load_s = Some(load_started.elapsed().as_secs_f64());
+    let load_s = load_started.elapsed().as_secs_f64();
+    data.load_s = Some(load_s);
+    if let (Some(a), Some(b)) = (host_before, HostCpu::read()) {
+        let (busy, steal) = a.delta(&b, load_s);
+        data.host_busy_cores = Some(busy);
+        data.host_steal_ms = Some(steal);
+    }
     data.samples = sampler.stop();
     // Stop in the order of the data path: the client is done, then the
     // proxy, then the app; each guard also kills its process group.
@@ -318,4 +333,40 @@ pub fn labels(spec: &RunSpec) -> Vec<(&'static str, String)> {
         ("slow_clients", spec.condition.slow.to_string()),
         ("repetition", spec.repetition.to_string()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prepare::Tools;
+    use crate::reproduce::matrix::{Preset, plan};
+
+    #[test]
+    fn runs_that_need_a_missing_tool_are_skipped_and_the_rust_ones_are_not() {
+        let tools = Tools {
+            gunicorn: Err("no network".into()),
+            nginx: Err("not installed".into()),
+        };
+        let runs = plan(&[Preset::Quick], None, None);
+        let skipped: Vec<String> = runs
+            .iter()
+            .filter_map(|r| missing_tool(&tools, r))
+            .collect();
+        // Gunicorn's six runs; NGINX only ever sits in front of Gunicorn here.
+        assert_eq!(skipped.len(), 6);
+        assert!(skipped.iter().all(|r| r.contains("gunicorn is not available: no network")));
+        let rust = runs
+            .iter()
+            .filter(|r| !r.condition.server.is_gunicorn())
+            .all(|r| missing_tool(&tools, r).is_none());
+        assert!(rust);
+        let cross = plan(&[Preset::Cross], Some(1), None);
+        let nginx_only = cross
+            .iter()
+            .filter(|r| !r.condition.server.is_gunicorn())
+            .filter_map(|r| missing_tool(&tools, r))
+            .count();
+        // Three Rust servers behind nginx-off and nginx-on, at 0 and 2 slow.
+        assert_eq!(nginx_only, 3 * 2 * 2);
+    }
 }
