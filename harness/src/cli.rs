@@ -29,6 +29,8 @@ pub enum Command {
     Report(crate::report::ReportArgs),
     /// Step the request rate to saturation against one stack.
     Sweep(crate::sweep::SweepArgs),
+    /// The load generator of one rate sweep (run by `slowlab sweep`).
+    SweepLoad(loadgen::sweep::SweepLoadArgs),
 }
 
 /// Runs the chosen verb.
@@ -41,5 +43,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Reproduce(args) => crate::reproduce::run(args),
         Command::Report(args) => crate::report::run(args),
         Command::Sweep(args) => crate::sweep::run(args),
+        Command::SweepLoad(args) => loadgen::sweep::run(args),
     }
 }

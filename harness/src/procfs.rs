@@ -84,7 +84,11 @@ impl HostCpu {
         let tick = clock_ticks() as f64;
         let busy = later.busy.saturating_sub(self.busy) as f64 / tick;
         let steal = later.steal.saturating_sub(self.steal) as f64 / tick;
-        let cores = if elapsed_s > 0.0 { busy / elapsed_s } else { 0.0 };
+        let cores = if elapsed_s > 0.0 {
+            busy / elapsed_s
+        } else {
+            0.0
+        };
         (cores, steal * 1000.0)
     }
 }
@@ -308,7 +312,8 @@ mod tests {
 
     #[test]
     fn host_cpu_parses() {
-        let h = parse_host_cpu("cpu  800054 677 158020 327626 7900 0 12291 6892 0 0\ncpu0 1 2 3\n").unwrap();
+        let h = parse_host_cpu("cpu  800054 677 158020 327626 7900 0 12291 6892 0 0\ncpu0 1 2 3\n")
+            .unwrap();
         assert_eq!(h.busy, 800054 + 677 + 158020 + 12291);
         assert_eq!(h.idle, 327626 + 7900);
         assert_eq!(h.steal, 6892);

@@ -13,6 +13,7 @@
 //! - [`latency`]: kernel settings that make a thread wake on time.
 //! - [`fast`]: one `/fast` request after its connect has started.
 //! - [`slow`]: one slow reader thread: `SO_RCVBUF`, paced blocking reads.
+//! - [`sweep`]: `slowlab sweep-load`, the load generator of a rate sweep.
 //! - [`verify`]: checking the `/large` body against the pattern or length.
 //! - [`pacing`]: absolute-deadline pacing arithmetic.
 //! - [`net`]: sockets (socket2) and the request bytes.
@@ -37,6 +38,7 @@ pub mod runner;
 pub mod schedule;
 pub mod slow;
 pub mod summary;
+pub mod sweep;
 pub mod sys;
 pub mod target;
 pub mod verify;

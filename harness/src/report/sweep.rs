@@ -1,46 +1,268 @@
-//! The hook for `slowlab sweep` results. A sweep steps the request rate up
-//! until the server saturates and writes `sweep.csv` into its directory.
-//! Its columns are not fixed yet, so this only notices the file and says
-//! that its charts are not drawn; the sweep's author fills [`section`] in.
+//! The `slowlab sweep` section: the article's charts (replies per second
+//! and response time against the demanded request rate, one line per
+//! sweep) and the table of `sweep-summary.csv`.
+//!
+//! Sweeps of one directory differ by stack (server and route), slow
+//! readers and caps. A panel holds one combination of caps and slow
+//! readers, so that its lines compare stacks under the same conditions; a
+//! stack keeps its colour in every panel.
+//!
+//! # Layout
+//! - this file: reading the files, the section, its figures and table.
+//! - [`chart`]: drawing the two charts.
+
+pub mod chart;
 
 use std::path::Path;
 
-use super::data::Results;
-use super::doc::Section;
+use anyhow::{Context, Result};
+use serde::Deserialize;
 
-/// The file a sweep writes.
+use super::charts::{Csv, cell};
+use super::data::Results;
+use super::doc::{Block, Figure, Section, Table, text};
+use super::select;
+
+/// The file a sweep writes, one row per step.
 pub const SWEEP_CSV: &str = "sweep.csv";
+/// One row per sweep.
+pub const SUMMARY_CSV: &str = "sweep-summary.csv";
+
+/// The columns of `sweep.csv` the section draws.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Step {
+    pub sweep_id: String,
+    pub server: String,
+    pub route: String,
+    pub slow_clients: u32,
+    pub caps: String,
+    pub req_rate_demanded: f64,
+    pub replies_per_s_min: Option<f64>,
+    pub replies_per_s_avg: Option<f64>,
+    pub replies_per_s_max: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub errors: Option<f64>,
+    pub loadgen_saturated: Option<bool>,
+}
+
+/// The columns of `sweep-summary.csv` the table shows.
+#[derive(Debug, Clone, Deserialize)]
+struct Summary {
+    sweep_id: String,
+    server: String,
+    route: String,
+    slow_clients: u32,
+    caps: String,
+    calls_per_conn: Option<f64>,
+    steps: Option<usize>,
+    first_error_conn_rate: Option<f64>,
+    highest_error_free_conn_rate: Option<f64>,
+    highest_error_free_req_rate: Option<f64>,
+    highest_error_free_replies_per_s: Option<f64>,
+    loadgen_saturated_steps: Option<usize>,
+    ports_exhausted_steps: Option<usize>,
+}
+
+fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
+    let mut r =
+        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
+    r.deserialize()
+        .map(|row| row.with_context(|| format!("reading {}", path.display())))
+        .collect()
+}
+
+/// A stack's label: `rust-async direct`.
+pub fn stack(server: &str, route: &str) -> String {
+    format!("{server} {route}")
+}
 
 /// The sweep section, when `dir` holds sweep results; `None` otherwise.
-///
-/// To add the sweep charts: read `sweep.csv` here (as [`super::data`] reads
-/// the other files), draw each chart with [`super::charts::svg`], and push
-/// `Block::Figure`s with their embedded data, as the other sections do.
-/// [`super::data::Results::load`] already accepts a directory that holds
-/// only `sweep.csv`; it then lists the reproduction's files as missing,
-/// which a sweep directory may want to leave out.
 pub fn section(r: &Results) -> Option<Section> {
     let path = r.dir.join(SWEEP_CSV);
     if !path.is_file() {
         return None;
     }
     let mut s = Section::new("sweep", "Rate sweep");
-    s.note(&format!(
-        "This directory holds sweep results ({}), but the report does not draw sweeps yet. The columns found: {}.",
-        SWEEP_CSV,
-        columns(&path).unwrap_or_else(|| "(unreadable header)".into())
-    ));
+    s.para(
+        "As in the rate-sweep article (autobench driving httperf): each step opens sessions at a demanded \
+         connection rate for a fixed time, open loop, each session making `calls_per_conn` sequential `/fast` \
+         requests; a request not answered within the timeout is an error. A server saturates where replies per \
+         second stop following the demanded rate, response time climbs and errors appear.",
+    );
+    if let Err(e) = charts(&path, &mut s) {
+        s.note(&format!("The sweep charts could not be drawn: {e:#}"));
+    }
+    let summary = r.dir.join(SUMMARY_CSV);
+    match read::<Summary>(&summary) {
+        Ok(rows) if !rows.is_empty() => table(&rows, &mut s),
+        Ok(_) => s.note(&format!("`{SUMMARY_CSV}` has no sweeps yet.")),
+        Err(e) if !summary.exists() => s.note(&format!("`{SUMMARY_CSV}` is missing ({e:#}).")),
+        Err(e) => s.note(&format!("`{SUMMARY_CSV}` could not be read: {e:#}")),
+    }
     Some(s)
 }
 
-/// The header line of a CSV file.
-fn columns(path: &Path) -> Option<String> {
-    let mut r = csv::Reader::from_path(path).ok()?;
-    let h = r.headers().ok()?;
-    Some(
-        h.iter()
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
+fn charts(path: &Path, s: &mut Section) -> Result<()> {
+    let steps: Vec<Step> = read(path)?;
+    if steps.is_empty() {
+        s.note(&format!("`{SWEEP_CSV}` has no steps yet."));
+        return Ok(());
+    }
+    let mut csv = Csv::new(&[
+        "sweep_id",
+        "server",
+        "route",
+        "slow_clients",
+        "caps",
+        "req_rate_demanded",
+        "replies_per_s_min",
+        "replies_per_s_avg",
+        "replies_per_s_max",
+        "p95_ms",
+        "errors",
+        "loadgen_saturated",
+    ]);
+    for x in &steps {
+        csv.row(&[
+            x.sweep_id.clone(),
+            x.server.clone(),
+            x.route.clone(),
+            x.slow_clients.to_string(),
+            x.caps.clone(),
+            cell(Some(x.req_rate_demanded), 0),
+            cell(x.replies_per_s_min, 2),
+            cell(x.replies_per_s_avg, 2),
+            cell(x.replies_per_s_max, 2),
+            cell(x.p95_ms, 3),
+            cell(x.errors, 0),
+            x.loadgen_saturated
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
+        ]);
+    }
+    let data = csv.finish();
+    let marks = "Cross: a step with errors. Black ring: a step where the load generator saturated (0.9 of a core, \
+                 or a p99 schedule lag of 5 ms), which measures the client as much as the server.";
+    s.push(Block::Figure(Figure {
+        file: "report-sweep-replies.svg".into(),
+        svg: chart::draw(&steps, chart::Metric::Replies)?,
+        alt: "replies per second against the demanded request rate, one line per sweep".into(),
+        caption: text(&format!(
+            "Unit: the step (one sending window). Point: replies per second over the window (complete 200 \
+             responses by completion time); bar: the slowest to the fastest 1-second interval of the window; \
+             grey diagonal: every demanded request answered. {marks}"
+        )),
+        data_csv: data.clone(),
+    }));
+    s.push(Block::Figure(Figure {
+        file: "report-sweep-p95.svg".into(),
+        svg: chart::draw(&steps, chart::Metric::P95)?,
+        alt: "p95 response time against the demanded request rate, one line per sweep".into(),
+        caption: text(&format!(
+            "Unit: the step. Point: the p95 (nearest rank) of the response times of the step's successful \
+             requests, from the request written to the whole body; a step without replies has none. Log axis: \
+             each gridline is ten times the one below. {marks}"
+        )),
+        data_csv: data,
+    }));
+    Ok(())
+}
+
+fn table(rows: &[Summary], s: &mut Section) {
+    let mut rows: Vec<&Summary> = rows.iter().collect();
+    rows.sort_by_key(|r| {
+        (
+            r.caps != "uncapped",
+            r.slow_clients,
+            select::server_rank(&r.server),
+            select::route_rank(&r.route),
+        )
+    });
+    let num = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "–".into());
+    let body = rows
+        .iter()
+        .map(|r| {
+            let calls = r.calls_per_conn.unwrap_or(1.0);
+            let first = match r.first_error_conn_rate {
+                Some(c) => format!("{:.0} ({c:.0} conn/s)", c * calls),
+                None => "none in the range".into(),
+            };
+            vec![
+                stack(&r.server, &r.route),
+                r.slow_clients.to_string(),
+                r.caps.clone(),
+                num(r.calls_per_conn),
+                r.steps.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
+                match r.highest_error_free_req_rate {
+                    Some(q) => format!("{q:.0} ({} conn/s)", num(r.highest_error_free_conn_rate)),
+                    None => "none".into(),
+                },
+                r.highest_error_free_replies_per_s
+                    .map(|v| format!("{v:.1}"))
+                    .unwrap_or_else(|| "–".into()),
+                first,
+                r.loadgen_saturated_steps
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "–".into()),
+                r.ports_exhausted_steps
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect();
+    s.para(
+        "Per sweep: the highest demanded request rate whose step, and every step before it, had no error, and \
+         the first rate with errors (`sweep-summary.csv`). Rates are requests per second (connections per \
+         second in brackets).",
+    );
+    s.push(Block::Table(Table {
+        header: [
+            "stack",
+            "slow",
+            "caps",
+            "calls/conn",
+            "steps",
+            "highest error-free req/s",
+            "replies/s there",
+            "first errors at req/s",
+            "load generator saturated (steps)",
+            "ports exhausted (steps)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: body,
+        numeric: vec![1, 3, 4, 6, 8, 9],
+    }));
+    let saturated: Vec<String> = rows
+        .iter()
+        .filter(|r| r.loadgen_saturated_steps.unwrap_or(0) > 0)
+        .map(|r| {
+            let n = r.loadgen_saturated_steps.unwrap_or(0);
+            format!(
+                "`{}` ({n} step{})",
+                r.sweep_id,
+                if n == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    if !saturated.is_empty() {
+        s.note(&format!(
+            "The load generator saturated in {}: in those steps it used at least 0.9 of a core or started \
+             connections late (p99 schedule lag of 5 ms or more), so they measure the client as much as the \
+             server: where they begin, the server's capacity is only known to be at least what was measured.",
+            saturated.join(", ")
+        ));
+    }
+    let ports: Vec<String> = rows
+        .iter()
+        .filter(|r| r.ports_exhausted_steps.unwrap_or(0) > 0)
+        .map(|r| format!("`{}`", r.sweep_id))
+        .collect();
+    if !ports.is_empty() {
+        s.note(&format!(
+            "Ephemeral ports ran out (`EADDRNOTAVAIL`, usually TIME_WAIT) in {}: those errors are the client's \
+             limit, not the server's (`err_ports_exhausted` in `{SWEEP_CSV}`).",
+            ports.join(", ")
+        ));
+    }
 }

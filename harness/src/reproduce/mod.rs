@@ -6,6 +6,7 @@
 //! - [`matrix`]: presets, load profiles, `--only`.
 //! - [`runner`]: one run, from starting the server to stopping everything.
 //! - [`table`]: CSV reading by column name and appending.
+//! - [`sample_rows`]: the sampler's rows as CSV.
 //! - [`aggregate`]: per-run and per-condition figures.
 //! - [`crosscheck`]: predicted against observed verdicts.
 //! - [`published`]: the original's figures.
@@ -19,6 +20,7 @@ pub mod matrix;
 pub mod published;
 pub mod results;
 pub mod runner;
+pub mod sample_rows;
 pub mod table;
 
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ use super::crosscheck;
 use super::matrix::Condition;
 use super::published;
 use super::runner::{CapPlan, RunData, Status, labels};
+use super::sample_rows;
 use super::table::{Appender, Table, opt, opt_u, write_whole};
 use crate::sample::{ResourceSample, SocketSample};
 use crate::stack::ProxyBuffers;
@@ -146,83 +147,9 @@ impl Results {
         ih: &[String],
         iv: &[String],
     ) -> Result<()> {
-        let mut h = ih.to_vec();
-        h.extend(
-            [
-                "t_s",
-                "component",
-                "procs",
-                "cpu_s",
-                "cpu_source",
-                "throttled_ms",
-                "nr_throttled",
-                "memory_bytes",
-                "rss_bytes",
-                "temp_files",
-                "temp_logical_bytes",
-                "temp_allocated_bytes",
-                "sockets",
-                "send_queue_bytes",
-                "recv_queue_bytes",
-                "accept_backlog",
-            ]
-            .map(String::from),
-        );
-        let rows: Vec<Vec<String>> = resources
-            .iter()
-            .map(|s| {
-                let mut r = iv.to_vec();
-                r.extend([
-                    format!("{:.3}", s.t_unix_s - t0),
-                    s.component.clone(),
-                    s.procs.to_string(),
-                    opt(s.cpu_ns.map(|v| v as f64 / 1e9), 6),
-                    s.cpu_source.to_string(),
-                    opt(s.throttled_ns.map(|v| v as f64 / 1e6), 3),
-                    opt_u(s.nr_throttled),
-                    opt_u(s.memory_bytes),
-                    s.rss_bytes.to_string(),
-                    opt_u(s.temp_files),
-                    opt_u(s.temp_logical_bytes),
-                    opt_u(s.temp_allocated_bytes),
-                    s.sockets.to_string(),
-                    s.send_queue_bytes.to_string(),
-                    s.recv_queue_bytes.to_string(),
-                    s.accept_backlog.to_string(),
-                ]);
-                r
-            })
-            .collect();
+        let (h, rows) = sample_rows::resources(resources, t0, ih, iv);
         self.resources.append(&h, &rows)?;
-        let mut h = ih.to_vec();
-        h.extend(
-            [
-                "t_s",
-                "component",
-                "local",
-                "remote",
-                "state",
-                "tx_queue_bytes",
-                "rx_queue_bytes",
-            ]
-            .map(String::from),
-        );
-        let rows: Vec<Vec<String>> = sockets
-            .iter()
-            .map(|s| {
-                let mut r = iv.to_vec();
-                r.extend([
-                    format!("{:.3}", s.t_unix_s - t0),
-                    s.component.clone(),
-                    s.local.clone(),
-                    s.remote.clone(),
-                    s.state.to_string(),
-                    s.tx_queue_bytes.to_string(),
-                    s.rx_queue_bytes.to_string(),
-                ]);
-                r
-            })
-            .collect();
+        let (h, rows) = sample_rows::sockets(sockets, t0, ih, iv);
         self.sockets.append(&h, &rows)
     }
 

@@ -354,7 +354,11 @@ mod tests {
             .collect();
         // Gunicorn's six runs; NGINX only ever sits in front of Gunicorn here.
         assert_eq!(skipped.len(), 6);
-        assert!(skipped.iter().all(|r| r.contains("gunicorn is not available: no network")));
+        assert!(
+            skipped
+                .iter()
+                .all(|r| r.contains("gunicorn is not available: no network"))
+        );
         let rust = runs
             .iter()
             .filter(|r| !r.condition.server.is_gunicorn())

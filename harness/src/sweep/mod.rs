@@ -117,7 +117,10 @@ pub fn run(args: SweepArgs) -> Result<()> {
     let tools = prepare::prepare(&state_dir());
     if args.server.is_gunicorn() {
         if let Err(e) = &tools.gunicorn {
-            bail!("{} needs gunicorn, which is not available: {e}", args.server);
+            bail!(
+                "{} needs gunicorn, which is not available: {e}",
+                args.server
+            );
         }
     }
     if matches!(args.route, Route::NginxOff | Route::NginxOn) {
@@ -147,7 +150,10 @@ pub fn run(args: SweepArgs) -> Result<()> {
     }
     println!("results: {}", out.display());
     if signals::requested() {
-        bail!("interrupted; partial results in {} (marked INCOMPLETE)", out.display());
+        bail!(
+            "interrupted; partial results in {} (marked INCOMPLETE)",
+            out.display()
+        );
     }
     Ok(())
 }
@@ -164,7 +170,9 @@ fn sweep(
     let dir = unique_dir(&out.join("sweeps"), &id)?;
     let marker = out.join(crate::reproduce::results::INCOMPLETE);
     fs::write(&marker, format!("sweep {id} running\n"))?;
-    let scratch = tempfile::Builder::new().prefix("slowlab-sweep-").tempdir()?;
+    let scratch = tempfile::Builder::new()
+        .prefix("slowlab-sweep-")
+        .tempdir()?;
     let launcher = Launcher {
         exe: std::env::current_exe().context("locating the slowlab binary")?,
         tools,
@@ -258,7 +266,11 @@ fn sweep(
 fn unique_dir(parent: &Path, id: &str) -> Result<PathBuf> {
     fs::create_dir_all(parent)?;
     for n in 1..1000 {
-        let name = if n == 1 { id.to_string() } else { format!("{id}-{n}") };
+        let name = if n == 1 {
+            id.to_string()
+        } else {
+            format!("{id}-{n}")
+        };
         let dir = parent.join(name);
         if fs::create_dir(&dir).is_ok() {
             return Ok(dir);
@@ -290,7 +302,11 @@ fn load_spec(
         "--target".into(),
         format!("http://{target}"),
         "--rates".into(),
-        rates.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+        rates
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
         "--calls-per-conn".into(),
         args.calls_per_conn.to_string(),
         "--step-duration".into(),

@@ -60,12 +60,22 @@ fn throttled_ms(samples: &[ResourceSample], component: &str, start: f64, end: f6
 
 /// Appends the sweep's steps to `out/sweep.csv` and its summary to
 /// `out/sweep-summary.csv`.
-pub fn merge(out: &Path, dir: &Path, args: &SweepArgs, samples: &Samples, caps: CapPlan) -> Result<SweepSummary> {
+pub fn merge(
+    out: &Path,
+    dir: &Path,
+    args: &SweepArgs,
+    samples: &Samples,
+    caps: CapPlan,
+) -> Result<SweepSummary> {
     let steps_path = dir.join("load").join("steps.csv");
     let steps = Table::read(&steps_path)
         .with_context(|| "the load generator wrote no steps".to_string())?;
     let id = args.sweep_id();
-    let capped = if caps.app.is_some() { "capped" } else { "uncapped" };
+    let capped = if caps.app.is_some() {
+        "capped"
+    } else {
+        "uncapped"
+    };
     let mut headers: Vec<String> = ["sweep_id", "server", "route", "slow_clients", "caps"]
         .map(String::from)
         .to_vec();
@@ -114,7 +124,9 @@ pub fn merge(out: &Path, dir: &Path, args: &SweepArgs, samples: &Samples, caps: 
             summary.highest_error_free_req_rate = Some(req_rate);
             summary.highest_error_free_replies_per_s = Some(replies);
         }
-        summary.rows.push((conn_rate, req_rate, replies, p95, errors, saturated));
+        summary
+            .rows
+            .push((conn_rate, req_rate, replies, p95, errors, saturated));
         let mut cells: Vec<String> = vec![
             id.clone(),
             args.server.to_string(),
@@ -183,8 +195,16 @@ pub fn console_summary(s: &SweepSummary) -> String {
         let _ = writeln!(
             out,
             "{c:>10.0} {r:>10.0} {rep:>10.1} {:>9} {err:>7.0}  {}",
-            if p95.is_nan() { "-".into() } else { format!("{p95:.2}") },
-            if sat { "load generator saturated: this step measures the client" } else { "" }
+            if p95.is_nan() {
+                "-".into()
+            } else {
+                format!("{p95:.2}")
+            },
+            if sat {
+                "load generator saturated: this step measures the client"
+            } else {
+                ""
+            }
         );
     }
     let _ = writeln!(
@@ -217,7 +237,11 @@ trait IfEmpty {
 
 impl IfEmpty for String {
     fn if_empty(self, alt: &str) -> String {
-        if self.is_empty() { alt.to_string() } else { self }
+        if self.is_empty() {
+            alt.to_string()
+        } else {
+            self
+        }
     }
 }
 
@@ -233,7 +257,12 @@ mod tests {
             cpu_ns: Some(cpu),
             ..ResourceSample::default()
         };
-        let samples = vec![s(0.0, 0), s(1.0, 500_000_000), s(2.0, 1_000_000_000), s(3.0, 3_000_000_000)];
+        let samples = vec![
+            s(0.0, 0),
+            s(1.0, 500_000_000),
+            s(2.0, 1_000_000_000),
+            s(3.0, 3_000_000_000),
+        ];
         assert_eq!(cpu_cores(&samples, "app", 0.5, 2.5), Some(0.5));
         assert_eq!(cpu_cores(&samples, "app", 1.5, 3.0), Some(2.0));
         assert_eq!(cpu_cores(&samples, "proxy", 0.0, 3.0), None);

@@ -1,0 +1,298 @@
+//! `slowlab sweep-load` and `slowlab sweep` through the real binary: one
+//! line for bad flags, the exit status when nothing succeeds, and short
+//! end-to-end sweeps of the two Rust stacks into one directory with the
+//! harness's columns, the summary and the report.
+//!
+//! Every child is killed and reaped by [`Child`]'s `Drop` (its own children
+//! die with it: the harness gives them a parent-death signal), so a failing
+//! assertion leaves nothing behind.
+
+mod support;
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
+/// Generous: a loaded machine may take a while to run a debug binary.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// A running `slowlab`, killed and reaped when dropped.
+struct Child {
+    child: std::process::Child,
+    stdout: Option<thread::JoinHandle<String>>,
+    stderr: Option<thread::JoinHandle<String>>,
+}
+
+struct Outcome {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Child {
+    fn start(args: &[&str]) -> Child {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .env("SLOWLAB_HOME", support::state_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start slowlab");
+        let drain = |mut r: Box<dyn Read + Send>| {
+            thread::spawn(move || {
+                let mut s = String::new();
+                let _ = r.read_to_string(&mut s);
+                s
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+        let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+        Child {
+            child,
+            stdout: Some(stdout),
+            stderr: Some(stderr),
+        }
+    }
+
+    /// Waits for the exit within [`PATIENCE`], or fails the test (and the
+    /// drop kills the child).
+    fn finish(mut self) -> Outcome {
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "slowlab did not finish in {PATIENCE:?}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        };
+        let take = |h: &mut Option<thread::JoinHandle<String>>| {
+            h.take().expect("once").join().expect("drain")
+        };
+        Outcome {
+            status,
+            stdout: take(&mut self.stdout),
+            stderr: take(&mut self.stderr),
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(args: &[&str]) -> Outcome {
+    Child::start(args).finish()
+}
+
+/// Rows of a CSV file as maps from column to cell, and its header.
+fn csv(path: &Path) -> (Vec<String>, Vec<std::collections::HashMap<String, String>>) {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    let rows = r
+        .records()
+        .map(|rec| {
+            header
+                .iter()
+                .cloned()
+                .zip(rec.expect("row").iter().map(String::from))
+                .collect()
+        })
+        .collect();
+    (header, rows)
+}
+
+#[test]
+fn bad_flags_give_one_line() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("load").to_string_lossy().to_string();
+    let cases: [(&[&str], i32, &str); 5] = [
+        (
+            &[
+                "--target",
+                "http://127.0.0.1:1",
+                "--rates",
+                "abc",
+                "--out",
+                &out,
+            ],
+            2,
+            "rate",
+        ),
+        (
+            &[
+                "--target",
+                "http://127.0.0.1:1",
+                "--rates",
+                "10,0",
+                "--out",
+                &out,
+            ],
+            2,
+            "more than 0",
+        ),
+        (
+            &[
+                "--target",
+                "http://127.0.0.1:1",
+                "--rates",
+                "10",
+                "--calls-per-conn",
+                "0",
+                "--out",
+                &out,
+            ],
+            2,
+            "calls-per-conn",
+        ),
+        (
+            &["--target", "http://127.0.0.1:1", "--rates", "10"],
+            2,
+            "--out",
+        ),
+        (
+            &[
+                "--target",
+                "http://192.0.2.1:80",
+                "--rates",
+                "10",
+                "--out",
+                &out,
+            ],
+            1,
+            "--allow-remote",
+        ),
+    ];
+    for (args, code, says) in cases {
+        let mut words = vec!["sweep-load"];
+        words.extend_from_slice(args);
+        let o = run(&words);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", o.stderr);
+        let lines: Vec<&str> = o.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line, got {:?}", o.stderr);
+        assert!(
+            lines[0].starts_with("slowlab: ") && lines[0].contains(says),
+            "{args:?}: {}",
+            lines[0]
+        );
+    }
+    assert!(
+        !tmp.path().join("load").exists(),
+        "nothing is written for bad input"
+    );
+}
+
+#[test]
+fn a_sweep_without_one_success_fails_after_writing_its_steps() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let target = format!("http://127.0.0.1:{port}");
+    let out = tmp.path().to_string_lossy().to_string();
+    let o = run(&[
+        "sweep-load",
+        "--target",
+        &target,
+        "--rates",
+        "10",
+        "--step-duration",
+        "300ms",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
+    let last = o.stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("slowlab: no request succeeded"), "{last}");
+    assert!(
+        o.stdout.contains("sweep-load: 1 of 1 steps"),
+        "{}",
+        o.stdout
+    );
+    let (_, rows) = csv(&tmp.path().join("steps.csv"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["err_connect_refused"], rows[0]["requests"]);
+}
+
+#[test]
+fn sweeps_of_both_rust_stacks_share_one_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().to_string_lossy().to_string();
+    for server in ["rust-async", "rust-sync2"] {
+        let o = run(&[
+            "sweep",
+            "--server",
+            server,
+            "--route",
+            "direct",
+            "--low",
+            "20",
+            "--high",
+            "60",
+            "--step",
+            "20",
+            "--step-duration",
+            "1s",
+            "--calls-per-conn",
+            "2",
+            "--no-caps",
+            "--out",
+            &out,
+        ]);
+        assert!(o.status.success(), "{server}: {}\n{}", o.stdout, o.stderr);
+        assert!(o.stdout.contains("highest error-free rate"), "{}", o.stdout);
+    }
+    let (header, rows) = csv(&tmp.path().join("sweep.csv"));
+    for col in loadgen::sweep::HEADER.iter().chain(&[
+        "sweep_id",
+        "app_cpu_cores",
+        "loadgen_cpu_cores",
+        "loadgen_saturated",
+    ]) {
+        assert!(header.iter().any(|h| h == col), "sweep.csv lacks {col}");
+    }
+    assert_eq!(rows.len(), 6, "one row per step of each sweep");
+    for (server, steps) in [("rust-async", [20, 40, 60]), ("rust-sync2", [20, 40, 60])] {
+        let mine: Vec<_> = rows.iter().filter(|r| r["server"] == server).collect();
+        let rates: Vec<u32> = mine
+            .iter()
+            .map(|r| r["conn_rate_demanded"].parse().expect("rate"))
+            .collect();
+        assert_eq!(rates, steps, "{server}");
+        for r in mine {
+            assert_eq!(
+                r["errors"], "0",
+                "{server} at {} conn/s",
+                r["conn_rate_demanded"]
+            );
+            assert_eq!(r["replies"], r["requests"]);
+        }
+    }
+    let (_, summary) = csv(&tmp.path().join("sweep-summary.csv"));
+    let ids: Vec<&str> = summary.iter().map(|r| r["sweep_id"].as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "rust-async-direct-s0-uncapped",
+            "rust-sync2-direct-s0-uncapped"
+        ]
+    );
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).expect("report.html");
+    assert!(html.contains("<section id=\"sweep\""));
+    assert!(tmp.path().join("report-sweep-replies.svg").is_file());
+}

@@ -1,0 +1,288 @@
+//! `slowlab sweep-load`: the load generator of one rate sweep (autobench
+//! driving httperf). `slowlab sweep` runs it in its own cgroup and merges
+//! its `steps.csv` with the CPU of every component.
+//!
+//! Each step opens *sessions* at the step's connection rate for
+//! `--step-duration`, open loop: session *i* starts at `t_step + i / rate`
+//! however earlier ones fare. A session makes `--calls-per-conn` sequential
+//! `GET /fast` requests with `Connection: keep-alive`. The experiment's
+//! servers answer every response with `Connection: close` and close, so the
+//! next call of the session opens a new connection: each call then pays
+//! for a connection, like the experiment's `/fast` client, and
+//! `connections` counts them apart from `sessions`. A request not answered
+//! whole within `--timeout` is an error, and a session ends at its first
+//! error; its remaining calls are not made (only issued requests count).
+//!
+//! After its sending window a step waits for its sessions to end before the
+//! next step starts, so steps never overlap; every request is bounded by
+//! the timeout, so this wait is too. `--slow N` keeps N slow readers of
+//! `/large` downloading during the whole sweep.
+//!
+//! What a row counts: a request is *issued* when its call begins (its
+//! connect, or its write on a kept connection), so after the wait
+//! `requests = replies + errors`. A *reply* is a whole 200 response; its
+//! response time runs from the request written to the whole body (the
+//! connect is not in it). Replies per second count replies by completion
+//! time inside the sending window. A connect failing with `EADDRNOTAVAIL`
+//! means this host ran out of ephemeral ports and is counted apart
+//! (`err_ports_exhausted`): the client's limit, never the server's. Nothing
+//! hides TIME_WAIT (no `SO_LINGER`): the servers close first, so it
+//! normally sits on their side; after a timeout it is ours.
+//!
+//! # Layout
+//! - this file: the sweep, step after step, and its summary.
+//! - [`args`]: the command line and the checked [`SweepConfig`].
+//! - [`schedule`]: the thread that starts sessions on time.
+//! - [`session`]: one session's calls, connections and responses.
+//! - [`step`]: a step's live counters, error classes, replies per second
+//!   and the saturation rule.
+//! - [`row`]: the `steps.csv` row (the contract with `slowlab sweep`).
+//! - [`slow`]: slow readers that restart for the whole sweep.
+//! - [`host`]: the TIME_WAIT count and the open-files limit.
+
+pub mod args;
+pub mod host;
+pub mod row;
+pub mod schedule;
+pub mod session;
+pub mod slow;
+pub mod step;
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+pub use args::{SweepConfig, SweepLoadArgs};
+pub use row::{HEADER, StepRow};
+
+use crate::config::VerifyMode;
+use crate::slow::SlowContext;
+use crate::sys;
+use schedule::{Scheduler, Window, sessions_in};
+use session::SessionContext;
+use slow::SlowPool;
+use step::{Saturation, StepStats};
+
+/// How long before the first step the slow readers start, so they hold
+/// their workers when it begins (the experiment's `/fast` start, 250 ms).
+pub const SLOW_HEAD_START: Duration = Duration::from_millis(250);
+/// How far ahead of its start a step is scheduled, so the scheduler thread
+/// is asleep on time when it begins.
+const LEAD: Duration = Duration::from_millis(5);
+/// The most replies a step reserves room for up front.
+const MAX_RESERVED_REPLIES: u64 = 1 << 20;
+
+/// What a sweep did.
+#[derive(Debug, Clone, Default)]
+pub struct SweepOutcome {
+    pub rows: Vec<StepRow>,
+    /// Stopped by `--stop-when-saturated` before the last rate.
+    pub stopped_saturated: bool,
+    pub open_files_limit: Option<u64>,
+    pub slow_completed: u64,
+    pub slow_failed: u64,
+}
+
+impl SweepOutcome {
+    pub fn requests(&self) -> u64 {
+        self.rows.iter().map(|r| r.requests).sum()
+    }
+
+    pub fn replies(&self) -> u64 {
+        self.rows.iter().map(|r| r.replies).sum()
+    }
+
+    /// The load generator's CPU seconds per 1000 requests issued.
+    pub fn cpu_s_per_1000(&self) -> Option<f64> {
+        let cpu: f64 = self.rows.iter().map(|r| r.loadgen_cpu_s).sum();
+        let n = self.requests();
+        (n > 0).then(|| cpu / n as f64 * 1000.0)
+    }
+}
+
+/// Runs `slowlab sweep-load`: the sweep, then its summary on stdout. Fails
+/// on bad input, or when requests were issued and not one succeeded.
+pub fn run(args: SweepLoadArgs) -> anyhow::Result<()> {
+    let config = SweepConfig::from_args(&args)?;
+    let outcome = run_sweep(&config)?;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(summary(&config, &outcome).as_bytes())
+        .and_then(|()| stdout.flush())
+        .context("writing the summary")?;
+    if outcome.requests() > 0 && outcome.replies() == 0 {
+        bail!(
+            "no request succeeded in any step ({} issued, all failed)",
+            outcome.requests()
+        );
+    }
+    Ok(())
+}
+
+/// The request of every call.
+pub fn request(authority: &str, path: &str) -> Vec<u8> {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: slowlab-sweep\r\nAccept: */*\r\nConnection: keep-alive\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// Runs the sweep, writing `steps.csv` as each step ends. Builds its own
+/// runtime and threads: call it from a plain thread, not inside a runtime.
+pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
+    let mut outcome = SweepOutcome {
+        open_files_limit: host::raise_open_files_limit()
+            .inspect_err(|e| tracing::warn!(cause = %e, "cannot raise the open-files limit"))
+            .ok(),
+        ..SweepOutcome::default()
+    };
+    let mut file = row::StepsFile::create(&config.out)?;
+    // Two I/O threads at most: on the 2-core machines of the lab more would
+    // only take CPU from the server being measured.
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("slowlab-sweep-io")
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let authority = &config.target.parsed.authority;
+    let ctx = Arc::new(SessionContext {
+        addr: config.target.addr,
+        request: request(authority, &config.fast_path).into_boxed_slice(),
+        calls: config.calls_per_conn,
+        timeout: config.timeout,
+    });
+    let scheduler = Scheduler::spawn(ctx, runtime.handle().clone())?;
+    let slow = (config.slow > 0).then(|| {
+        let ctx = Arc::new(SlowContext {
+            addr: config.target.addr,
+            request: crate::net::request(authority, &config.large_path),
+            rate: config.slow_rate,
+            rcvbuf: config.rcvbuf,
+            timeout: config.timeout,
+            verify: VerifyMode::Auto,
+        });
+        SlowPool::start(config.slow, ctx, config.read_chunk, runtime.handle())
+    });
+    if slow.is_some() {
+        std::thread::sleep(SLOW_HEAD_START);
+    }
+    let mut saturation = Saturation::default();
+    for (i, &rate) in config.rates.iter().enumerate() {
+        let row = step(config, &scheduler, i + 1, rate, slow.as_deref())?;
+        file.append(&row)?;
+        eprintln!("{}", row.line());
+        let stop = config.stop_when_saturated && saturation.observe(row.requests, row.errors());
+        outcome.rows.push(row);
+        if stop && i + 1 < config.rates.len() {
+            eprintln!(
+                "stopping: more than {:.0}% of requests failed in {} steps in a row",
+                Saturation::ERROR_SHARE * 100.0,
+                Saturation::STEPS
+            );
+            outcome.stopped_saturated = true;
+            break;
+        }
+    }
+    if let Some(pool) = &slow {
+        pool.stop();
+        outcome.slow_completed = pool.completed.load(Ordering::Relaxed);
+        outcome.slow_failed = pool.failed.load(Ordering::Relaxed);
+    }
+    scheduler.stop()?;
+    // Sessions have all ended; what is left are slow-reader slots waiting
+    // for downloads that are abandoned (see `slow`).
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(outcome)
+}
+
+/// One step: its sending window, then the wait for its sessions.
+fn step(
+    config: &SweepConfig,
+    scheduler: &Scheduler,
+    n: usize,
+    rate: f64,
+    slow: Option<&SlowPool>,
+) -> anyhow::Result<StepRow> {
+    let cpu_before = sys::cpu_time();
+    let calls = config.calls_per_conn;
+    let expected =
+        (sessions_in(rate, config.step_duration) * u64::from(calls)).min(MAX_RESERVED_REPLIES);
+    let stats = Arc::new(StepStats::new(
+        Instant::now() + LEAD,
+        usize::try_from(expected).unwrap_or(0),
+    ));
+    let facts = scheduler.window(Window {
+        rate,
+        duration: config.step_duration,
+        stats: stats.clone(),
+    })?;
+    // Each request ends within the timeout, so a session within calls x
+    // timeout; the second of slack covers a busy runtime.
+    let limit = config.timeout * calls + Duration::from_secs(1);
+    let drain_start = Instant::now();
+    while stats.outstanding.load(Ordering::Acquire) > 0 {
+        if drain_start.elapsed() > limit {
+            eprintln!(
+                "step {n}: {} sessions still running {limit:?} after the window; not waiting for them",
+                stats.outstanding.load(Ordering::Acquire)
+            );
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let replies = stats.take_replies();
+    let mut row = StepRow::of(n, rate, calls, &facts, &stats, &replies);
+    row.loadgen_cpu_s = (sys::cpu_time().total_s() - cpu_before.total_s()).max(0.0);
+    row.time_wait_sockets = host::time_wait_sockets();
+    row.slow_active = slow.map_or(0, SlowPool::active);
+    Ok(row)
+}
+
+/// The summary printed on stdout at the end.
+pub fn summary(config: &SweepConfig, o: &SweepOutcome) -> String {
+    let mut s = format!(
+        "sweep-load: {} of {} steps{}; {} requests, {} replies, {} errors\n",
+        o.rows.len(),
+        config.rates.len(),
+        if o.stopped_saturated {
+            " (stopped: saturated)"
+        } else {
+            ""
+        },
+        o.requests(),
+        o.replies(),
+        o.rows.iter().map(StepRow::errors).sum::<u64>(),
+    );
+    let clean = o.rows.iter().take_while(|r| r.errors() == 0).last();
+    s += &match clean {
+        Some(r) => format!(
+            "highest error-free step: {} conn/s ({} req/s demanded), {:.1} replies/s\n",
+            r.conn_rate_demanded,
+            r.req_rate_demanded(),
+            r.replies_per_s.1
+        ),
+        None => "highest error-free step: none (the first step had errors)\n".into(),
+    };
+    if let Some(c) = o.cpu_s_per_1000() {
+        s += &format!("load generator CPU: {c:.3} s per 1000 requests\n");
+    }
+    if config.slow > 0 {
+        s += &format!(
+            "slow readers: {} kept running; {} downloads complete, {} failed\n",
+            config.slow, o.slow_completed, o.slow_failed
+        );
+    }
+    let ports: usize = o.rows.iter().filter(|r| r.err_ports_exhausted > 0).count();
+    if ports > 0 {
+        s += &format!(
+            "WARNING: ephemeral ports ran out in {ports} step(s) (EADDRNOTAVAIL, TIME_WAIT): those errors are the client's, not the server's\n"
+        );
+    }
+    s += &format!("steps: {}\n", config.out.join("steps.csv").display());
+    s
+}

@@ -1,0 +1,282 @@
+//! `slowlab sweep-load` against in-process servers: one row per step with
+//! every column of the contract, achieved rates that follow the demanded
+//! ones below saturation, timeouts counted as such, the early stop, and
+//! slow readers that keep running.
+//!
+//! Margins are wide: these run on a busy 2-core machine beside other tests.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Parser;
+use loadgen::sweep::{self, HEADER, SweepConfig, SweepLoadArgs};
+use server::{Model, ServerConfig};
+use support::{Reply, ScriptedServer};
+
+#[derive(Parser)]
+struct Cmd {
+    #[command(flatten)]
+    args: SweepLoadArgs,
+}
+
+/// Arguments for a sweep of `url` into `out`, plus `extra` words.
+fn args(url: &str, out: &Path, extra: &[&str]) -> SweepLoadArgs {
+    let out = out.to_string_lossy();
+    let mut words = vec!["sweep-load", "--target", url, "--out", &out];
+    words.extend_from_slice(extra);
+    Cmd::try_parse_from(words).expect("arguments parse").args
+}
+
+fn sweep(url: &str, out: &Path, extra: &[&str]) -> sweep::SweepOutcome {
+    let config = SweepConfig::from_args(&args(url, out, extra)).expect("valid config");
+    sweep::run_sweep(&config).expect("the sweep runs")
+}
+
+/// `steps.csv` as maps from column to cell, after checking its header.
+fn steps(out: &Path) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(out.join("steps.csv")).expect("steps.csv");
+    let header: Vec<String> = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(
+        header,
+        HEADER.to_vec(),
+        "the columns of the contract, in order"
+    );
+    r.records()
+        .map(|rec| {
+            let rec = rec.expect("row");
+            header
+                .iter()
+                .cloned()
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+fn num(row: &HashMap<String, String>, col: &str) -> f64 {
+    row[col]
+        .parse()
+        .unwrap_or_else(|_| panic!("{col} = `{}` is not a number", row[col]))
+}
+
+fn async_server() -> server::ServerHandle {
+    server::spawn(ServerConfig::new(Model::Async, Some(2))).expect("server starts")
+}
+
+#[test]
+fn a_short_sweep_writes_one_full_row_per_step() {
+    let server = async_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("http://{}", server.local_addr());
+    let outcome = sweep(
+        &url,
+        dir.path(),
+        &[
+            "--rates",
+            "20,40,60",
+            "--step-duration",
+            "1500ms",
+            "--calls-per-conn",
+            "2",
+            "--timeout",
+            "10s",
+        ],
+    );
+    assert_eq!(outcome.rows.len(), 3);
+    assert!(!outcome.stopped_saturated);
+    let rows = steps(dir.path());
+    assert_eq!(rows.len(), 3);
+    for (i, (row, rate)) in rows.iter().zip([20.0, 40.0, 60.0]).enumerate() {
+        for col in HEADER {
+            assert!(!row[col].is_empty(), "step {}: {col} is empty", i + 1);
+        }
+        assert_eq!(num(row, "step"), (i + 1) as f64);
+        assert_eq!(num(row, "conn_rate_demanded"), rate);
+        assert_eq!(num(row, "req_rate_demanded"), rate * 2.0);
+        let achieved = num(row, "conn_rate_achieved");
+        assert!(
+            (achieved / rate - 1.0).abs() < 0.15,
+            "step {}: {achieved} conn/s for {rate}",
+            i + 1
+        );
+        // Below saturation every request is answered; the server closes
+        // after each answer, so each call has its own connection.
+        assert_eq!(num(row, "errors"), 0.0, "step {}", i + 1);
+        assert_eq!(num(row, "replies"), num(row, "requests"));
+        assert_eq!(num(row, "requests"), num(row, "sessions") * 2.0);
+        assert_eq!(num(row, "connections"), num(row, "requests"));
+        let avg = num(row, "replies_per_s_avg");
+        assert!(
+            (avg / (rate * 2.0) - 1.0).abs() < 0.25,
+            "step {}: {avg} replies/s",
+            i + 1
+        );
+        // Cells are rounded to 0.01.
+        assert!(
+            num(row, "replies_per_s_min") <= avg + 0.01
+                && avg <= num(row, "replies_per_s_max") + 0.01
+        );
+        assert!(
+            num(row, "p50_ms") <= num(row, "p95_ms") && num(row, "p99_ms") <= num(row, "max_ms")
+        );
+        assert!(num(row, "end_unix_s") - num(row, "start_unix_s") > 1.4);
+        assert_eq!(num(row, "slow_active"), 0.0);
+    }
+    // Steps follow each other without overlapping.
+    for pair in rows.windows(2) {
+        assert!(num(&pair[1], "start_unix_s") >= num(&pair[0], "end_unix_s"));
+    }
+}
+
+#[test]
+fn unanswered_requests_are_timeouts() {
+    let silent = ScriptedServer::start(|_| Reply::Silent(Duration::from_secs(3)));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outcome = sweep(
+        &silent.url(),
+        dir.path(),
+        &[
+            "--rates",
+            "10",
+            "--step-duration",
+            "500ms",
+            "--calls-per-conn",
+            "3",
+            "--timeout",
+            "200ms",
+        ],
+    );
+    let row = &steps(dir.path())[0];
+    let requests = num(row, "requests");
+    assert!(requests >= 4.0, "{requests}");
+    // A session ends at its first error: one request each, all timed out.
+    assert_eq!(requests, num(row, "sessions"));
+    assert_eq!(num(row, "err_timeout"), requests);
+    assert_eq!(num(row, "errors"), requests);
+    assert_eq!(num(row, "replies"), 0.0);
+    assert_eq!(row["p95_ms"], "", "no replies, no response time");
+    assert_eq!(outcome.replies(), 0);
+}
+
+#[test]
+fn a_server_that_never_answers_stops_the_sweep_early() {
+    let silent = ScriptedServer::start(|_| Reply::Silent(Duration::from_secs(3)));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = args(
+        &silent.url(),
+        dir.path(),
+        &[
+            "--rates",
+            "10,10,10,10,10",
+            "--step-duration",
+            "300ms",
+            "--calls-per-conn",
+            "2",
+            "--timeout",
+            "200ms",
+            "--stop-when-saturated",
+        ],
+    );
+    // The command's own entry point: it writes the steps it did, then fails
+    // because not one request succeeded.
+    let err = sweep::run(a).expect_err("no request succeeded");
+    assert!(err.to_string().contains("no request succeeded"), "{err}");
+    let rows = steps(dir.path());
+    assert_eq!(rows.len(), 2, "two failing steps in a row end the sweep");
+    assert!(
+        rows.iter()
+            .all(|r| num(r, "err_timeout") == num(r, "requests"))
+    );
+}
+
+#[test]
+fn slow_readers_keep_running_through_the_sweep() {
+    let server = async_server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("http://{}", server.local_addr());
+    // At 1 MiB/s the 16 MiB download outlasts the sweep.
+    let outcome = sweep(
+        &url,
+        dir.path(),
+        &[
+            "--rates",
+            "10,20",
+            "--step-duration",
+            "1s",
+            "--calls-per-conn",
+            "2",
+            "--slow",
+            "1",
+            "--slow-rate",
+            "1MiB",
+        ],
+    );
+    for row in steps(dir.path()) {
+        assert_eq!(num(&row, "slow_active"), 1.0);
+        // An async server serves /fast beside the slow download.
+        assert_eq!(num(&row, "errors"), 0.0);
+    }
+    assert_eq!((outcome.slow_completed, outcome.slow_failed), (0, 0));
+}
+
+#[test]
+fn a_sync_worker_held_by_a_slow_reader_answers_nothing_in_time() {
+    // The experiment's phenomenon at its smallest: one sync worker, one
+    // slow reader holding it, so every /fast request waits past its timeout.
+    let server = server::spawn(ServerConfig::new(Model::Sync, Some(1))).expect("server starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("http://{}", server.local_addr());
+    let outcome = sweep(
+        &url,
+        dir.path(),
+        &[
+            "--rates",
+            "10",
+            "--step-duration",
+            "1s",
+            "--calls-per-conn",
+            "1",
+            "--timeout",
+            "300ms",
+            "--slow",
+            "1",
+            "--slow-rate",
+            "1MiB",
+        ],
+    );
+    let row = &steps(dir.path())[0];
+    assert!(num(row, "requests") >= 8.0);
+    assert_eq!(num(row, "err_timeout"), num(row, "requests"));
+    assert_eq!(num(row, "slow_active"), 1.0);
+    assert_eq!(outcome.replies(), 0);
+}
+
+#[test]
+fn a_refused_target_counts_refusals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("http://127.0.0.1:{}", support::closed_port());
+    sweep(
+        &url,
+        dir.path(),
+        &[
+            "--rates",
+            "10",
+            "--step-duration",
+            "300ms",
+            "--timeout",
+            "1s",
+        ],
+    );
+    let row = &steps(dir.path())[0];
+    assert!(num(row, "requests") >= 2.0);
+    assert_eq!(num(row, "err_connect_refused"), num(row, "requests"));
+    assert_eq!(num(row, "err_ports_exhausted"), 0.0);
+}
