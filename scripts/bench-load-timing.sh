@@ -96,17 +96,24 @@ throttling() {
         END { printf "%d %.1f", n, ms }' "$cgroup/cpu.stat"
 }
 
+# Host CPU time stolen by the hypervisor so far, in ms (/proc/stat "cpu"
+# line, 8th value, in USER_HZ ticks). A stolen vCPU cannot run even a
+# SCHED_FIFO thread, so steal during a run explains lag that no design can.
+steal_ms() {
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.0f", $9 * 1000 / hz }' /proc/stat
+}
+
 # --- the runs ------------------------------------------------------------
-report() { # condition, summary.json, throttling ("" when uncapped)
-    python3 - "$1" "$2" "$3" <<'PY'
+report() { # condition, summary.json, throttling ("" when uncapped), steal ms
+    python3 - "$1" "$2" "$3" "$4" <<'PY'
 import json, sys
-cond, path, thr = sys.argv[1], sys.argv[2], sys.argv[3]
+cond, path, thr, steal = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 s = json.load(open(path))
 f, lag, cpu = s["fast"], s["fast"]["schedule_lag_ms"], s["cpu"]
 thr = thr.split() if thr else ["-", "-"]
 print(f"{cond:<11} {lag['max']:>10.3f} {lag['p99']:>10.3f} {cpu['total_s']:>8.3f} "
       f"{cpu['cores']:>7.4f} {f['ok']:>4}/{f['requests']:<3} {f['latency_ms']['p95'] or float('nan'):>8.3f} "
-      f"{thr[0]:>9} {thr[1]:>11} {s['scheduler']['policy']:>6} {s['scheduler']['spin_us']:>7}")
+      f"{thr[0]:>9} {thr[1]:>11} {steal:>8} {s['scheduler']['policy']:>6} {s['scheduler']['spin_us']:>7}")
 PY
 }
 
@@ -114,24 +121,26 @@ make_cgroup
 sched=$(cat /proc/sys/kernel/osrelease)
 echo "kernel $sched, tcp_wmem $(cat /proc/sys/net/ipv4/tcp_wmem | tr '\t' ' '), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "target http://$addr (slowlab serve --model async), default load, cgroup $cg_kind $cgroup"
-printf '%-11s %10s %10s %8s %7s %8s %8s %9s %11s %6s %7s\n' \
-    condition max_lag_ms p99_lag_ms cpu_s cores ok/req p95_ms throttled throttled_ms policy spin_us
+printf '%-11s %10s %10s %8s %7s %8s %8s %9s %11s %8s %6s %7s\n' \
+    condition max_lag_ms p99_lag_ms cpu_s cores ok/req p95_ms throttled throttled_ms steal_ms policy spin_us
 extra=()
 [[ -n ${REALTIME:-} ]] && extra+=(--realtime)
 [[ -n ${SPIN:-} ]] && extra+=(--spin "$SPIN")
 for i in $(seq "$RUNS"); do
     out=$work/uncapped-$i
+    s0=$(steal_ms)
     "$BIN" load --target "http://$addr" --out "$out" "${extra[@]}" >/dev/null
-    report uncapped "$out/summary.json" ""
+    report uncapped "$out/summary.json" "" $(($(steal_ms) - s0))
 
     out=$work/capped-$i
     before=$(throttling)
+    s0=$(steal_ms)
     # The shell moves itself into the cgroup, then becomes the load generator.
     sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cgroup" \
         "$BIN" load --target "http://$addr" --out "$out" "${extra[@]}" >/dev/null
     after=$(throttling)
     delta=$(echo "$before $after" | awk '{printf "%d %.1f", $3 - $1, $4 - $2}')
-    report "capped0.20" "$out/summary.json" "$delta"
+    report "capped0.20" "$out/summary.json" "$delta" $(($(steal_ms) - s0))
 done
 python3 -c 'import json,sys; print("scheduler thread:", json.load(open(sys.argv[1]))["scheduler"])' \
     "$work/capped-1/summary.json"

@@ -132,6 +132,21 @@ impl Guard {
         }
     }
 
+    /// Waits for the child to end on its own, up to `limit` from `since`,
+    /// and gives up early when the user asked to stop (Ctrl-C, SIGTERM).
+    /// `None` means it is still running; the caller decides why.
+    pub fn wait_or_interrupt(&mut self, since: Instant, limit: Duration) -> Option<ExitStatus> {
+        loop {
+            if let Some(s) = self.try_wait() {
+                return Some(s);
+            }
+            if crate::signals::requested() || since.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Sends SIGTERM to the process group, waits up to `grace`, then
     /// SIGKILLs the group. Idempotent.
     pub fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {

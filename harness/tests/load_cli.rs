@@ -5,10 +5,12 @@
 //! Every child is killed and reaped by [`Child`]'s `Drop`, so a failing
 //! assertion leaves no load generator behind.
 
-use std::io::Read;
-use std::process::{Command, ExitStatus, Stdio};
-use std::thread;
+mod support;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use support::child::{Child, Outcome};
 
 use server::{Model, ServerConfig};
 
@@ -16,83 +18,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
 /// Generous: a loaded machine may take a while to run a debug binary.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// A running `slowlab load`, killed and reaped when dropped.
-struct Child {
-    child: std::process::Child,
-    stdout: Option<thread::JoinHandle<String>>,
-    stderr: Option<thread::JoinHandle<String>>,
-}
-
-/// What a finished child left.
-struct Outcome {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Child {
-    fn start(args: &[&str]) -> Child {
-        let mut child = Command::new(BIN)
-            .arg("load")
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start slowlab");
-        let drain = |mut r: Box<dyn Read + Send>| {
-            thread::spawn(move || {
-                let mut s = String::new();
-                let _ = r.read_to_string(&mut s);
-                s
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().expect("piped")));
-        let stderr = drain(Box::new(child.stderr.take().expect("piped")));
-        Child {
-            child,
-            stdout: Some(stdout),
-            stderr: Some(stderr),
-        }
-    }
-
-    /// Waits for the exit within [`PATIENCE`], or fails the test (and the
-    /// drop kills the child).
-    fn finish(mut self) -> Outcome {
-        let deadline = Instant::now() + PATIENCE;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "slowlab load still running after {PATIENCE:?}"
-            );
-            thread::sleep(Duration::from_millis(20));
-        };
-        let take = |h: &mut Option<thread::JoinHandle<String>>| {
-            h.take().expect("once").join().expect("reader thread")
-        };
-        Outcome {
-            status,
-            stdout: take(&mut self.stdout),
-            stderr: take(&mut self.stderr),
-        }
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 fn run(args: &[&str]) -> Outcome {
-    Child::start(args).finish()
+    let mut cmd = Command::new(BIN);
+    cmd.arg("load").args(args).env("RUST_LOG", "info");
+    Child::spawn(cmd).finish(PATIENCE)
 }
 
 fn assert_one_line_error(out: &Outcome, code: i32, needle: &str) {

@@ -110,6 +110,14 @@ fn quick_reproduction_shows_the_phenomenon_and_cleans_up() {
         }
         assert!(!t.rows.is_empty(), "{file} is empty");
     }
+    // Every CSV of the directory, including those not listed above.
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "csv") {
+            let t = Table::read(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            support::assert_documented(&path.display().to_string(), &t.headers);
+        }
+    }
     assert!(out.join("environment.json").exists());
 
     let runs = Table::read(&out.join("runs.csv")).unwrap();

@@ -9,89 +9,20 @@
 
 mod support;
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use support::child::{Child, Outcome};
 
 const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
 /// Generous: a loaded machine may take a while to run a debug binary.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-/// A running `slowlab`, killed and reaped when dropped.
-struct Child {
-    child: std::process::Child,
-    stdout: Option<thread::JoinHandle<String>>,
-    stderr: Option<thread::JoinHandle<String>>,
-}
-
-struct Outcome {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Child {
-    fn start(args: &[&str]) -> Child {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .env("SLOWLAB_HOME", support::state_dir())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start slowlab");
-        let drain = |mut r: Box<dyn Read + Send>| {
-            thread::spawn(move || {
-                let mut s = String::new();
-                let _ = r.read_to_string(&mut s);
-                s
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().expect("piped")));
-        let stderr = drain(Box::new(child.stderr.take().expect("piped")));
-        Child {
-            child,
-            stdout: Some(stdout),
-            stderr: Some(stderr),
-        }
-    }
-
-    /// Waits for the exit within [`PATIENCE`], or fails the test (and the
-    /// drop kills the child).
-    fn finish(mut self) -> Outcome {
-        let deadline = Instant::now() + PATIENCE;
-        let status = loop {
-            if let Some(s) = self.child.try_wait().expect("wait") {
-                break s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "slowlab did not finish in {PATIENCE:?}"
-            );
-            thread::sleep(Duration::from_millis(50));
-        };
-        let take = |h: &mut Option<thread::JoinHandle<String>>| {
-            h.take().expect("once").join().expect("drain")
-        };
-        Outcome {
-            status,
-            stdout: take(&mut self.stdout),
-            stderr: take(&mut self.stderr),
-        }
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn run(args: &[&str]) -> Outcome {
-    Child::start(args).finish()
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env("SLOWLAB_HOME", support::state_dir());
+    Child::spawn(cmd).finish(PATIENCE)
 }
 
 /// Rows of a CSV file as maps from column to cell, and its header.
@@ -266,6 +197,7 @@ fn sweeps_of_both_rust_stacks_share_one_directory() {
     ]) {
         assert!(header.iter().any(|h| h == col), "sweep.csv lacks {col}");
     }
+    support::assert_documented("sweep.csv", &header);
     assert_eq!(rows.len(), 6, "one row per step of each sweep");
     for (server, steps) in [("rust-async", [20, 40, 60]), ("rust-sync2", [20, 40, 60])] {
         let mine: Vec<_> = rows.iter().filter(|r| r["server"] == server).collect();
@@ -283,7 +215,8 @@ fn sweeps_of_both_rust_stacks_share_one_directory() {
             assert_eq!(r["replies"], r["requests"]);
         }
     }
-    let (_, summary) = csv(&tmp.path().join("sweep-summary.csv"));
+    let (summary_header, summary) = csv(&tmp.path().join("sweep-summary.csv"));
+    support::assert_documented("sweep-summary.csv", &summary_header);
     let ids: Vec<&str> = summary.iter().map(|r| r["sweep_id"].as_str()).collect();
     assert_eq!(
         ids,

@@ -14,7 +14,7 @@ use crate::procfs::HostCpu;
 use crate::sample::{Probe, Sampler, Samples, unix_now};
 use crate::signals;
 use crate::stack::ProxyBuffers;
-use crate::stack::launch::{Launcher, RunPaths, Running};
+use crate::stack::launch::{Launcher, RunPaths};
 
 /// The original's caps per component.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -206,9 +206,9 @@ fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunDat
         .start_proxy(c.route, app.addr, &ctx.buffers, &paths, proxy_cg)?;
     let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app.addr);
 
-    let mut probes = vec![probe("app", &app)];
+    let mut probes = vec![app.probe("app")];
     if let Some(p) = &proxy {
-        probes.push(probe("proxy", p));
+        probes.push(p.probe("proxy"));
     }
     let load_cg = cgroup(ctx, spec, "loadgen", ctx.caps.loadgen)?;
     if let Some(g) = &load_cg {
@@ -228,15 +228,7 @@ fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunDat
     });
 
     let limit = profile.expected_duration(c.slow) + profile.timeout + Duration::from_secs(30);
-    let status = loop {
-        if let Some(s) = load.try_wait() {
-            break Some(s);
-        }
-        if signals::requested() || load_started.elapsed() > limit {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = load.wait_or_interrupt(load_started, limit);
     let load_s = load_started.elapsed().as_secs_f64();
     data.load_s = Some(load_s);
     if let (Some(a), Some(b)) = (host_before, HostCpu::read()) {
@@ -260,15 +252,6 @@ fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunDat
         }
         None if signals::requested() => anyhow::bail!("interrupted"),
         None => anyhow::bail!("slowlab load did not finish within {limit:?}"),
-    }
-}
-
-fn probe(component: &str, r: &Running) -> Probe {
-    Probe {
-        component: component.into(),
-        counters: r.cgroup.as_ref().map(Cgroup::counters),
-        root_pid: r.pid(),
-        temp_dir: r.temp_dir.clone(),
     }
 }
 

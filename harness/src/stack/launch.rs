@@ -51,6 +51,17 @@ impl Running {
     pub fn pid(&self) -> u32 {
         self.guard.pid
     }
+
+    /// What the sampler reads of this component: its cgroup's counters,
+    /// its process tree and its temp files.
+    pub fn probe(&self, component: &str) -> crate::sample::Probe {
+        crate::sample::Probe {
+            component: component.into(),
+            counters: self.cgroup.as_ref().map(crate::cgroup::Cgroup::counters),
+            root_pid: self.pid(),
+            temp_dir: self.temp_dir.clone(),
+        }
+    }
 }
 
 /// Where a run keeps its logs (`logs`) and its scratch files (`scratch`,

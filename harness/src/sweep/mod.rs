@@ -30,7 +30,7 @@ use crate::process::{self, Spec};
 use crate::reproduce::matrix::LoadProfile;
 use crate::reproduce::runner::CapPlan;
 use crate::sample::{Probe, Sampler};
-use crate::stack::launch::{Launcher, RunPaths, Running};
+use crate::stack::launch::{Launcher, RunPaths};
 use crate::stack::{ProxyBuffers, Route, Server};
 use crate::{envinfo, signals};
 
@@ -216,9 +216,9 @@ fn sweep(
         group("proxy", caps.proxy)?,
     )?;
     let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app.addr);
-    let mut probes = vec![probe("app", &app)];
+    let mut probes = vec![app.probe("app")];
     if let Some(p) = &proxy {
-        probes.push(probe("proxy", p));
+        probes.push(p.probe("proxy"));
     }
     let load_cg = group("loadgen", None)?;
     let spec = load_spec(&launcher, args, rates, &dir, target, &profile);
@@ -233,15 +233,7 @@ fn sweep(
     let per_step = args.step_duration + args.timeout * args.calls_per_conn + Duration::from_secs(5);
     let limit = per_step * rates.len() as u32 + Duration::from_secs(60);
     let started = Instant::now();
-    let status = loop {
-        if let Some(s) = load.try_wait() {
-            break Some(s);
-        }
-        if signals::requested() || started.elapsed() > limit {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = load.wait_or_interrupt(started, limit);
     let samples = sampler.stop();
     let load_error = load.last_error_line();
     drop(load);
@@ -277,15 +269,6 @@ fn unique_dir(parent: &Path, id: &str) -> Result<PathBuf> {
         }
     }
     bail!("too many sweeps named {id} in {}", parent.display())
-}
-
-fn probe(component: &str, r: &Running) -> Probe {
-    Probe {
-        component: component.into(),
-        counters: r.cgroup.as_ref().map(Cgroup::counters),
-        root_pid: r.pid(),
-        temp_dir: r.temp_dir.clone(),
-    }
 }
 
 fn load_spec(

@@ -1,6 +1,8 @@
 //! Helpers shared by the harness's integration tests.
 #![allow(dead_code)]
 
+pub mod child;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -107,4 +109,30 @@ pub fn processes_mentioning(needle: &str) -> Vec<(u32, String)> {
         }
     }
     out
+}
+
+/// Fails unless every column of `file`'s header is documented in the
+/// README's "How to read the CSV files" as `` `column` ``, or, for the
+/// per-component columns of `runs.csv`, as `` `<c>_rest` ``.
+pub fn assert_documented(file: &str, header: &[String]) {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let csv_docs = readme
+        .split("<!-- csv:start -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- csv:end -->").next())
+        .expect("README.md has the csv:start/csv:end section");
+    let undocumented: Vec<&String> = header
+        .iter()
+        .filter(|col| {
+            let per_component = ["app_", "proxy_", "loadgen_"]
+                .iter()
+                .filter_map(|c| col.strip_prefix(c))
+                .any(|rest| csv_docs.contains(&format!("`<c>_{rest}`")));
+            !csv_docs.contains(&format!("`{col}`")) && !per_component
+        })
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "README.md does not document these columns of {file}: {undocumented:?}"
+    );
 }
