@@ -13,9 +13,18 @@ use support::{processes_mentioning, slowlab, state_dir};
 fn quick_reproduction_shows_the_phenomenon_and_cleans_up() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
+    // A relative --out, as `scripts/reproduce` gives by default: NGINX must
+    // still find its config and logs.
     let status = Command::new(slowlab())
-        .args(["reproduce", "--preset", "quick", "--no-report", "--out"])
-        .arg(&out)
+        .args([
+            "reproduce",
+            "--preset",
+            "quick",
+            "--no-report",
+            "--out",
+            "results",
+        ])
+        .current_dir(tmp.path())
         .env("SLOWLAB_HOME", state_dir())
         .status()
         .expect("run slowlab reproduce");

@@ -113,6 +113,9 @@ pub fn run(args: SweepArgs) -> Result<()> {
             .replace(':', "");
         PathBuf::from("results").join(format!("{stamp}-sweep"))
     });
+    // Children run elsewhere (Gunicorn in the app's directory, NGINX
+    // against its prefix): every path we hand them is absolute.
+    let out = std::path::absolute(&out).context("resolving --out")?;
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let tools = prepare::prepare(&state_dir());
     if args.server.is_gunicorn() {
