@@ -19,6 +19,9 @@
 #       scheduler thread); a cgroup v1 child then gets cpu.rt_runtime_us
 #       of 50 ms per second so that the policy is allowed inside it
 #   SPIN=3ms scripts/bench-load-timing.sh   # pass --spin 3ms
+#
+# With cyclictest (rt-tests) installed it first prints the machine's floor:
+# the wake-up lateness of a bare SCHED_FIFO timer thread over 10 s.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -117,10 +120,32 @@ print(f"{cond:<11} {lag['max']:>10.3f} {lag['p99']:>10.3f} {cpu['total_s']:>8.3f
 PY
 }
 
+# The machine's own floor: how late a SCHED_FIFO thread that does nothing
+# but sleep 1 ms wakes up here (cyclictest, Debian package rt-tests). No
+# scheduler can start requests more punctually than this.
+machine_floor() {
+    if ! command -v cyclictest >/dev/null; then
+        echo "machine floor: not measured (cyclictest missing; apt-get install rt-tests)"
+        return
+    fi
+    local s0 out
+    s0=$(steal_ms)
+    out=$(cyclictest -m -p 90 -t 1 -i 1000 -D 10 -q -h 20000 2>/dev/null) || {
+        echo "machine floor: cyclictest failed"
+        return
+    }
+    echo "$out" | awk -v steal=$(($(steal_ms) - s0)) '
+        /^# Max Latencies/ { max = $4 + 0 }
+        /^# Avg Latencies/ { avg = $4 + 0 }
+        !/^#/ && $1 + 0 >= 1000 { late += $2 }
+        END { printf "machine floor (cyclictest, SCHED_FIFO, 1 ms sleeps, 10 s): max %.3f ms, avg %.3f ms, %d wake-ups >= 1 ms late, steal %d ms\n", max / 1000, avg / 1000, late, steal }'
+}
+
 make_cgroup
 sched=$(cat /proc/sys/kernel/osrelease)
 echo "kernel $sched, tcp_wmem $(cat /proc/sys/net/ipv4/tcp_wmem | tr '\t' ' '), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "target http://$addr (slowlab serve --model async), default load, cgroup $cg_kind $cgroup"
+machine_floor
 printf '%-11s %10s %10s %8s %7s %8s %8s %9s %11s %8s %6s %7s\n' \
     condition max_lag_ms p99_lag_ms cpu_s cores ok/req p95_ms throttled throttled_ms steal_ms policy spin_us
 extra=()
