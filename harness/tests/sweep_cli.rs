@@ -229,3 +229,59 @@ fn sweeps_of_both_rust_stacks_share_one_directory() {
     assert!(html.contains("<section id=\"sweep\""));
     assert!(tmp.path().join("report-sweep-replies.svg").is_file());
 }
+
+#[test]
+fn a_stack_that_does_not_start_leaves_its_reason() {
+    if std::path::Path::new("/usr/sbin/nginx").exists() {
+        eprintln!("skipped: the system's /usr/sbin/nginx is used, which this test cannot replace");
+        return;
+    }
+    let real = support::state_dir().join("nginx/usr/sbin/nginx");
+    assert!(real.exists(), "scripts/test prepares {}", real.display());
+    // A state directory whose NGINX reports its version but will not run.
+    let home = tempfile::tempdir().expect("tempdir");
+    let sbin = home.path().join("nginx/usr/sbin");
+    std::fs::create_dir_all(&sbin).unwrap();
+    std::os::unix::fs::symlink(support::state_dir().join("venv"), home.path().join("venv"))
+        .unwrap();
+    let fake = sbin.join("nginx");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = -v ] && exec {} -v\necho 'nginx: refused by the test' >&2\nexit 1\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "sweep",
+        "--server",
+        "rust-async",
+        "--route",
+        "nginx-on",
+        "--low",
+        "50",
+        "--high",
+        "50",
+        "--step-duration",
+        "1s",
+        "--no-caps",
+        "--out",
+    ])
+    .arg(tmp.path())
+    .env("SLOWLAB_HOME", home.path());
+    let o = Child::spawn(cmd).finish(PATIENCE);
+    assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
+    assert!(o.stderr.contains("refused by the test"), "{}", o.stderr);
+    let failed = tmp
+        .path()
+        .join("sweeps/rust-async-nginx-on-s0-uncapped/FAILED");
+    let reason = std::fs::read_to_string(&failed).expect("FAILED beside the sweep's logs");
+    assert!(reason.contains("refused by the test"), "{reason}");
+    assert!(!tmp.path().join("INCOMPLETE").exists());
+    assert!(!tmp.path().join("sweep.csv").exists(), "no steps, no rows");
+}

@@ -10,6 +10,9 @@
 //! step, and a step where it ran out of CPU or fell behind its schedule is
 //! flagged.
 //!
+//! Each sweep keeps its logs in `OUT/sweeps/<sweep_id>/`; a sweep whose
+//! stack did not start leaves the reason there in `FAILED`.
+//!
 //! # Layout
 //! - this file: arguments, starting the stack, running the load.
 //! - [`steps`]: merging the load generator's steps with the samples, and
@@ -144,9 +147,27 @@ pub fn run(args: SweepArgs) -> Result<()> {
             ..CapPlan::experiment()
         },
     };
-    let result = sweep(&args, &rates, &out, &tools, &mode, caps);
+    let id = args.sweep_id();
+    let dir = unique_dir(&out.join("sweeps"), &id)?;
+    let marker = out.join(crate::reproduce::results::INCOMPLETE);
+    fs::write(&marker, format!("sweep {id} running\n"))?;
+    let result = sweep(&args, &rates, &out, &dir, &tools, &mode, caps);
     cgroup::remove_base(&mode);
-    let summary = result?;
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            // Say so beside the sweep's logs; the directory's other sweeps
+            // are whole, so it is not marked incomplete for this one.
+            fs::write(dir.join("FAILED"), format!("{e:#}\n")).ok();
+            fs::remove_file(&marker).ok();
+            return Err(e);
+        }
+    };
+    if signals::requested() {
+        fs::write(&marker, format!("sweep {id} interrupted\n"))?;
+    } else {
+        fs::remove_file(&marker).ok();
+    }
     println!("{}", steps::console_summary(&summary));
     if let Err(e) = crate::report::write(&out) {
         eprintln!("slowlab: the report could not be written: {e:#}");
@@ -165,14 +186,12 @@ fn sweep(
     args: &SweepArgs,
     rates: &[u32],
     out: &Path,
+    dir: &Path,
     tools: &prepare::Tools,
     mode: &Mode,
     caps: CapPlan,
 ) -> Result<steps::SweepSummary> {
     let id = args.sweep_id();
-    let dir = unique_dir(&out.join("sweeps"), &id)?;
-    let marker = out.join(crate::reproduce::results::INCOMPLETE);
-    fs::write(&marker, format!("sweep {id} running\n"))?;
     let scratch = tempfile::Builder::new()
         .prefix("slowlab-sweep-")
         .tempdir()?;
@@ -195,12 +214,12 @@ fn sweep(
             "loadgen_capped": false,
         }),
     );
-    envinfo::write(&dir, &env)?;
+    envinfo::write(dir, &env)?;
     if !out.join("environment.json").exists() {
         envinfo::write(out, &env)?;
     }
     let paths = RunPaths {
-        logs: dir.clone(),
+        logs: dir.to_path_buf(),
         scratch: scratch.path().to_path_buf(),
     };
     let group = |name: &str, caps: Option<Caps>| -> Result<Option<Cgroup>> {
@@ -224,7 +243,7 @@ fn sweep(
         probes.push(p.probe("proxy"));
     }
     let load_cg = group("loadgen", None)?;
-    let spec = load_spec(&launcher, args, rates, &dir, target, &profile);
+    let spec = load_spec(&launcher, args, rates, dir, target, &profile);
     let sampler = Sampler::start(probes, Duration::from_millis(200));
     let mut load = process::spawn(&spec, load_cg.as_ref())?;
     sampler.add(Probe {
@@ -242,17 +261,12 @@ fn sweep(
     drop(load);
     drop(proxy);
     drop(app);
-    let summary = steps::merge(out, &dir, args, &samples, caps)?;
+    let summary = steps::merge(out, dir, args, &samples, caps)?;
     match status {
         Some(s) if s.success() => {}
         Some(s) => eprintln!("slowlab: sweep-load exited with {s}: {load_error}"),
         None if signals::requested() => {}
         None => eprintln!("slowlab: sweep-load did not finish within {limit:?}; stopped it"),
-    }
-    if signals::requested() {
-        fs::write(&marker, format!("sweep {id} interrupted\n"))?;
-    } else {
-        fs::remove_file(&marker).ok();
     }
     Ok(summary)
 }
