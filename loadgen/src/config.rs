@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use common::units::Size;
 
 use crate::cli::LoadArgs;
 use crate::latency::TimingOptions;
@@ -53,20 +54,9 @@ impl LoadConfig {
     /// unless allowed). Nothing is sent.
     pub fn from_args(args: &LoadArgs) -> anyhow::Result<LoadConfig> {
         let target = Target::resolve(&args.target, args.allow_remote)?;
-        for (flag, path) in [
-            ("--large-path", &args.large_path),
-            ("--fast-path", &args.fast_path),
-        ] {
-            if !path.starts_with('/') || path.contains(|c: char| c.is_ascii_control() || c == ' ') {
-                bail!("{flag} `{path}` must start with / and contain no spaces");
-            }
-        }
-        if args.slow > 0 && args.slow_rate.bytes() == 0 {
-            bail!("--slow-rate must be more than 0 bytes per second");
-        }
-        if args.read_chunk.bytes() == 0 {
-            bail!("--read-chunk must be at least 1 byte");
-        }
+        check_path("--large-path", &args.large_path)?;
+        check_path("--fast-path", &args.fast_path)?;
+        let rcvbuf = check_slow_readers(args.slow, args.slow_rate, args.rcvbuf, args.read_chunk)?;
         if !args.fast_rate.is_finite() || args.fast_rate < 0.0 {
             bail!("--fast-rate must be a number of requests per second, 0 or more");
         }
@@ -84,10 +74,6 @@ impl LoadConfig {
             }
             labels.push((k, v));
         }
-        let rcvbuf = usize::try_from(args.rcvbuf.bytes())
-            .ok()
-            .filter(|v| i32::try_from(*v).is_ok())
-            .context("--rcvbuf is too large")?;
         Ok(LoadConfig {
             large_path: target.path(&args.large_path),
             fast_path: target.path(&args.fast_path),
@@ -113,6 +99,34 @@ impl LoadConfig {
     pub fn fast_offsets(&self) -> Vec<Duration> {
         fast_offsets(self.fast_start, self.fast_rate, self.fast_duration)
     }
+}
+
+/// A request path flag: starts with `/`, no spaces or control characters.
+pub(crate) fn check_path(flag: &str, path: &str) -> anyhow::Result<()> {
+    if !path.starts_with('/') || path.contains(|c: char| c.is_ascii_control() || c == ' ') {
+        bail!("{flag} `{path}` must start with / and contain no spaces");
+    }
+    Ok(())
+}
+
+/// The slow-reader flags, shared by `load` and `sweep-load`; returns the
+/// `SO_RCVBUF` request as the `int` that `setsockopt` takes.
+pub(crate) fn check_slow_readers(
+    slow: usize,
+    slow_rate: Size,
+    rcvbuf: Size,
+    read_chunk: Size,
+) -> anyhow::Result<usize> {
+    if slow > 0 && slow_rate.bytes() == 0 {
+        bail!("--slow-rate must be more than 0 bytes per second");
+    }
+    if read_chunk.bytes() == 0 {
+        bail!("--read-chunk must be at least 1 byte");
+    }
+    usize::try_from(rcvbuf.bytes())
+        .ok()
+        .filter(|v| i32::try_from(*v).is_ok())
+        .context("--rcvbuf is too large")
 }
 
 /// Request *i* starts at `start + i / rate` for every *i* with

@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use common::units::{Size, parse_duration};
 
+use crate::config::{check_path, check_slow_readers};
 use crate::target::Target;
 
 /// The load generator of one rate sweep: steps of open-loop sessions at
@@ -122,14 +123,8 @@ impl SweepConfig {
     /// unless allowed.
     pub fn from_args(args: &SweepLoadArgs) -> anyhow::Result<SweepConfig> {
         let target = Target::resolve(&args.target, args.allow_remote)?;
-        for (flag, path) in [
-            ("--fast-path", &args.fast_path),
-            ("--large-path", &args.large_path),
-        ] {
-            if !path.starts_with('/') || path.contains(|c: char| c.is_ascii_control() || c == ' ') {
-                bail!("{flag} `{path}` must start with / and contain no spaces");
-            }
-        }
+        check_path("--fast-path", &args.fast_path)?;
+        check_path("--large-path", &args.large_path)?;
         if args.rates.0.is_empty() {
             bail!("--rates needs at least one rate");
         }
@@ -139,16 +134,7 @@ impl SweepConfig {
         if args.timeout.is_zero() {
             bail!("--timeout must be more than 0");
         }
-        if args.slow > 0 && args.slow_rate.bytes() == 0 {
-            bail!("--slow-rate must be more than 0 bytes per second");
-        }
-        if args.read_chunk.bytes() == 0 {
-            bail!("--read-chunk must be at least 1 byte");
-        }
-        let rcvbuf = usize::try_from(args.rcvbuf.bytes())
-            .ok()
-            .filter(|v| i32::try_from(*v).is_ok())
-            .context("--rcvbuf is too large")?;
+        let rcvbuf = check_slow_readers(args.slow, args.slow_rate, args.rcvbuf, args.read_chunk)?;
         Ok(SweepConfig {
             fast_path: target.path(&args.fast_path),
             large_path: target.path(&args.large_path),
