@@ -1,7 +1,8 @@
 //! The report of a sweep directory: the sweep section with its two charts
 //! (well-formed SVG, written beside `report.md`), the summary table, the
 //! warnings for a saturated load generator and exhausted ports, and a note
-//! instead of a failure when `sweep.csv` cannot be read.
+//! instead of a failure when `sweep.csv` cannot be read; no reproduction
+//! sections in a directory of sweeps only.
 
 use std::fs;
 use std::path::Path;
@@ -79,6 +80,23 @@ fn a_sweep_directory_gets_its_charts_and_table() {
     assert!(sec.contains("Ephemeral ports ran out"));
     let md = fs::read_to_string(tmp.path().join("report.md")).unwrap();
     assert!(md.contains("](report-sweep-p95.svg)"));
+    // A sweep directory is not a reproduction with its files missing: no
+    // list of absent CSVs, no empty sections 1-6.
+    assert!(!html.contains("What is missing"), "{html}");
+    assert!(!html.contains("id=\"p95\""));
+    assert!(html.contains("rate sweeps"));
+}
+
+#[test]
+fn an_interrupted_sweep_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_fixture(tmp.path());
+    fs::write(tmp.path().join("INCOMPLETE"), "sweep x interrupted\n").unwrap();
+    harness::report::write(tmp.path()).expect("a report");
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(html.contains("This sweep did not finish"), "{html}");
+    assert!(html.contains("sweep x interrupted"));
+    assert!(html.contains("<section id=\"sweep\""));
 }
 
 #[test]

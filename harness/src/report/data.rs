@@ -144,6 +144,14 @@ impl Results {
         Ok(r)
     }
 
+    /// A directory of `slowlab sweep` results and nothing of a reproduction.
+    pub fn is_sweep_only(&self) -> bool {
+        self.dir.join(super::sweep::SWEEP_CSV).is_file()
+            && !["conditions.csv", "runs.csv", "requests.csv"]
+                .iter()
+                .any(|f| self.dir.join(f).is_file())
+    }
+
     fn used_for(file: &str) -> &'static str {
         FILES
             .iter()

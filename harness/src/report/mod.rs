@@ -92,6 +92,19 @@ type SectionFn = fn(&Results) -> Result<Section>;
 /// its place, so one bad file costs one chart, not the report.
 pub fn build(r: &Results) -> Document {
     let mut sections = Vec::new();
+    if r.is_sweep_only() {
+        // `slowlab sweep` output: no reproduction to miss or to explain.
+        if let Some(why) = &r.incomplete {
+            let mut s = Section::new("missing", "This sweep did not finish");
+            s.note(&format!(
+                "`INCOMPLETE`: {why}. The charts show the steps that were measured."
+            ));
+            sections.push(s);
+        }
+        sections.extend(sweep::section(r));
+        sections.push(notices::machine(r));
+        return document(r, sections);
+    }
     if let Some(s) = notices::missing(r) {
         sections.push(s);
     }
@@ -131,6 +144,10 @@ pub fn build(r: &Results) -> Document {
         sections.push(s);
     }
     sections.push(notices::machine(r));
+    document(r, sections)
+}
+
+fn document(r: &Results, sections: Vec<Section>) -> Document {
     // `slowlab report .` should still be titled by the directory's name.
     let full = std::fs::canonicalize(&r.dir).unwrap_or_else(|_| r.dir.clone());
     let name = full

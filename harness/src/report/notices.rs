@@ -12,8 +12,12 @@ pub fn subtitle(r: &Results) -> String {
     if let Some(p) = r.env_str(&["run", "preset"]) {
         parts.push(format!("preset {p}"));
     }
-    let ok = r.runs.iter().filter(|x| x.ok()).count();
-    parts.push(format!("{} runs ({ok} completed)", r.runs.len()));
+    if r.is_sweep_only() {
+        parts.push("rate sweeps".into());
+    } else {
+        let ok = r.runs.iter().filter(|x| x.ok()).count();
+        parts.push(format!("{} runs ({ok} completed)", r.runs.len()));
+    }
     if let (Some(k), Some(m)) = (r.env_str(&["kernel"]), r.env_str(&["machine"])) {
         parts.push(format!("Linux {k} {m}"));
     }
