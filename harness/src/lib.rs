@@ -25,6 +25,7 @@ pub mod procfs;
 pub mod report;
 pub mod reproduce;
 pub mod sample;
+pub mod scratch;
 pub mod signals;
 pub mod stack;
 pub mod sweep;

@@ -1,5 +1,7 @@
 //! Ctrl-C in the middle of a reproduction: every process of the run stops,
-//! the files written so far stay, and the directory is marked incomplete.
+//! its scratch directories are removed, the files written so far stay, and
+//! the directory is marked incomplete. A scratch directory left by a killed
+//! harness is removed by the next one.
 
 mod support;
 
@@ -12,6 +14,15 @@ use support::{processes_mentioning, slowlab, state_dir};
 fn sigint_mid_run_leaves_no_process_and_marks_the_results() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
+    // The harness's scratch directories go here, so that we can see them go.
+    let scratch = tmp.path().join("tmp");
+    std::fs::create_dir(&scratch).unwrap();
+    // What a harness killed with SIGKILL leaves: a scratch directory whose
+    // process is gone (a child we waited for).
+    let mut gone = Command::new("true").spawn().unwrap();
+    let stale = scratch.join(format!("slowlab-run-{}-zzzz", gone.id()));
+    gone.wait().unwrap();
+    std::fs::create_dir(&stale).unwrap();
     let mut child = Command::new(slowlab())
         .args([
             "reproduce",
@@ -24,6 +35,7 @@ fn sigint_mid_run_leaves_no_process_and_marks_the_results() {
         ])
         .arg(&out)
         .env("SLOWLAB_HOME", state_dir())
+        .env("TMPDIR", &scratch)
         .spawn()
         .expect("start reproduce");
     // Wait until the load generator of the first run is running.
@@ -66,6 +78,11 @@ fn sigint_mid_run_leaves_no_process_and_marks_the_results() {
     assert!(marker.contains("interrupted"), "{marker}");
     let runs = std::fs::read_to_string(out.join("runs.csv")).expect("runs.csv kept");
     assert!(runs.contains("interrupted"), "{runs}");
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "scratch directories left behind: {left:?}");
     // Give orphans a moment to be reaped, then look for survivors.
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {

@@ -103,6 +103,12 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     if reaped > 0 {
         eprintln!("slowlab: removed {reaped} cgroup(s) left by an earlier harness that was killed");
     }
+    let reaped = crate::scratch::reap_stale();
+    if reaped > 0 {
+        eprintln!(
+            "slowlab: removed {reaped} scratch directory(ies) left by an earlier harness that was killed"
+        );
+    }
     let caps = match (&mode, args.no_caps) {
         (Mode::None { reason }, _) => {
             eprintln!("slowlab: running UNCAPPED: no usable cgroups ({reason})");
@@ -148,10 +154,7 @@ fn run_matrix(
     let buffers = ProxyBuffers::EXPERIMENT;
     let mut results = Results::create(out, caps, buffers)?;
     results.mark(Some(&format!("started; 0 of {} runs done", plan.len())))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("slowlab-app-")
-        .tempdir()
-        .context("creating a directory for the WSGI app")?;
+    let scratch = crate::scratch::tempdir("app")?;
     let launcher = Launcher {
         exe: std::env::current_exe().context("locating the slowlab binary")?,
         tools,

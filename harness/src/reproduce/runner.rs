@@ -182,10 +182,7 @@ fn cgroup(
 
 fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunData) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let scratch = tempfile::Builder::new()
-        .prefix("slowlab-run-")
-        .tempdir()
-        .context("creating the run's scratch directory")?;
+    let scratch = crate::scratch::tempdir("run")?;
     let paths = RunPaths {
         logs: dir.to_path_buf(),
         scratch: scratch.path().to_path_buf(),

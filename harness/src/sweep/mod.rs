@@ -136,6 +136,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
     }
     let mode = cgroup::detect();
     cgroup::reap_stale(&mode);
+    crate::scratch::reap_stale();
     let caps = match (&mode, args.no_caps) {
         (Mode::None { reason }, _) => {
             eprintln!("slowlab: running UNCAPPED: no usable cgroups ({reason})");
@@ -192,9 +193,7 @@ fn sweep(
     caps: CapPlan,
 ) -> Result<steps::SweepSummary> {
     let id = args.sweep_id();
-    let scratch = tempfile::Builder::new()
-        .prefix("slowlab-sweep-")
-        .tempdir()?;
+    let scratch = crate::scratch::tempdir("sweep")?;
     let launcher = Launcher {
         exe: std::env::current_exe().context("locating the slowlab binary")?,
         tools,
