@@ -127,6 +127,13 @@ pub async fn run(
     let mut shutdown = p.shutdown;
     let mut rbuf = BytesMut::new();
     let mut read_deadline = tokio::time::Instant::now() + p.read_timeout;
+    // While nothing is being written to the client (the spool is empty and
+    // the origin is slow), a client that goes away would otherwise be
+    // noticed only at the next write. Like NGINX's check for a broken
+    // client connection, peek at its socket now and then.
+    let client_fd = session.as_ref().and_then(|s| s.stream()).map(|s| s.id());
+    let mut idle_check = tokio::time::interval(IDLE_CHECK);
+    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
 
     let outcome: Result<(), PipeError> = loop {
         if write.is_none() {
@@ -229,6 +236,11 @@ pub async fn run(
                     "upstream timed out while reading upstream".into(),
                 ).into());
             }
+            _ = idle_check.tick(), if write.is_none() && client_fd.is_some() => {
+                if let Some(why) = client_fd.and_then(client_gone) {
+                    break Err(PipeError::ClientClosed(why));
+                }
+            }
         }
     };
 
@@ -252,6 +264,38 @@ pub async fn run(
         Err(e) => {
             report.error = Some(e);
             (None, report)
+        }
+    }
+}
+
+/// How often an idle client connection is checked.
+const IDLE_CHECK: Duration = Duration::from_millis(200);
+
+/// Why the client's socket is closed, if it is: a peek that reads the end
+/// of the stream (the client sent FIN) or fails with anything but "no data
+/// yet". Pipelined bytes are only peeked at, never consumed. NGINX treats a
+/// FIN from the client the same way (`proxy_ignore_client_abort off`).
+fn client_gone(fd: i32) -> Option<String> {
+    let mut byte = 0u8;
+    // SAFETY: a one-byte peek into a local buffer on a socket this session
+    // owns and keeps open for the duration of the call.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    match n {
+        0 => Some("client closed the connection while the proxy waited for the upstream".into()),
+        n if n > 0 => None,
+        _ => {
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted => None,
+                _ => Some(e.to_string()),
+            }
         }
     }
 }

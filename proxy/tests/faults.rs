@@ -128,6 +128,52 @@ fn client_abort_mid_spool_releases_file_and_upstream_at_once() {
 }
 
 #[test]
+fn client_gone_while_the_origin_stalls_releases_the_upstream_at_once() {
+    // The origin sends the head and a little of the body, then stalls: the
+    // proxy has nothing to write, so only a look at the client's socket can
+    // tell that the client left.
+    let (closed_tx, closed_rx) = mpsc::channel::<Instant>();
+    let upstream = FakeUpstream::start(move |mut s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+        let _ = s.write_all(&[7u8; 1000]);
+        let mut buf = [0u8; 64];
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        // Ends when the proxy closes this connection (or after 20 s).
+        let _ = s.read(&mut buf);
+        let _ = closed_tx.send(Instant::now());
+    });
+    for buffering in [Buffering::Off, Buffering::On] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = proxy_config(upstream.addr, buffering, dir.path());
+        cfg.read_timeout = Duration::from_secs(30);
+        let proxy = start_proxy(cfg);
+        let mut client = connect(proxy.local_addr(), None);
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while got.len() < 1000 || find(&got, b"\r\n\r\n").is_none() {
+            let n = client.read(&mut buf).unwrap();
+            assert!(n > 0, "{buffering:?}: proxy closed early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        drop(client);
+        let left = Instant::now();
+        let closed = closed_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{buffering:?}: upstream connection kept"));
+        assert!(
+            closed.duration_since(left) < Duration::from_secs(2),
+            "{buffering:?}: released after {:?}",
+            closed.duration_since(left)
+        );
+        let row = &rows(&dir.path().join("stats.csv"), 1)[0];
+        assert_eq!(row.get("error"), "client_closed", "{buffering:?}");
+    }
+}
+
+#[test]
 fn client_that_stops_reading_is_cut_after_the_send_timeout() {
     let upstream = FakeUpstream::start(|mut s| {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 67108864\r\n\r\n");
