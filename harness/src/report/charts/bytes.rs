@@ -9,7 +9,9 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Area, Csv, FONT, INK, Key, cell, height, legend, note, panels, plot_err, svg};
+use super::{
+    Area, Csv, FONT, INK, Key, cell, height, legend, note, panels, plot_err, quiet_mesh, svg,
+};
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
 use crate::report::fmt::{self, MIB};
@@ -221,15 +223,11 @@ fn draw_panel(panel: &Area<'_>, c: &Cond, w: &Whereabouts) -> Result<()> {
         .y_label_area_size(52)
         .build_cartesian_2d(t0..t1, 0.0..top)
         .map_err(plot_err)?;
-    chart
-        .configure_mesh()
+    quiet_mesh(&mut chart.configure_mesh())
         .x_desc("seconds since the slow readers started")
         .y_desc("MiB")
-        .label_style((FONT, 12))
         .axis_desc_style((FONT, 12))
-        .light_line_style(RGBColor(245, 245, 245))
         .max_light_lines(0)
-        .bold_line_style(RGBColor(220, 220, 220))
         .draw()
         .map_err(plot_err)?;
     let n = w.samples.len();

@@ -32,6 +32,16 @@ pub const INK: RGBColor = RGBColor(33, 33, 33);
 pub const PUBLISHED: RGBColor = RGBColor(0, 0, 0);
 pub const GRID: RGBColor = RGBColor(225, 225, 225);
 
+/// The grid every chart shares: 12 px labels, faint light lines, pale bold
+/// lines. Callers add their axis texts and which light lines to drop.
+pub fn quiet_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.label_style((FONT, 12))
+        .light_line_style(RGBColor(245, 245, 245))
+        .bold_line_style(RGBColor(220, 220, 220))
+}
+
 /// The colour of a route, the same in every chart: direct red, buffering
 /// off orange, buffering on blue (pingora a shade apart from NGINX).
 pub fn route_color(route: &str) -> RGBColor {

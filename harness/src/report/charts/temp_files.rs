@@ -5,7 +5,9 @@
 use anyhow::Result;
 use plotters::prelude::*;
 
-use super::{Csv, FONT, Key, PUBLISHED, cell, legend, note, plot_err, route_color, svg};
+use super::{
+    Csv, FONT, Key, PUBLISHED, cell, legend, note, plot_err, quiet_mesh, route_color, svg,
+};
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
 use crate::report::fmt::{self, MIB};
@@ -124,15 +126,11 @@ fn draw(shown: &[(Cond, String, Vec<&ResourceRow>)]) -> Result<String> {
             .y_label_area_size(56)
             .build_cartesian_2d(0.0..t_end, 0.0..top)
             .map_err(plot_err)?;
-        chart
-            .configure_mesh()
+        quiet_mesh(&mut chart.configure_mesh())
             .x_desc("seconds since the slow readers started")
             .y_desc("open temp files, logical size (MiB)")
-            .label_style((FONT, 12))
             .axis_desc_style((FONT, 13))
-            .light_line_style(RGBColor(245, 245, 245))
             .max_light_lines(0)
-            .bold_line_style(RGBColor(220, 220, 220))
             .draw()
             .map_err(plot_err)?;
         for (c, _, rows) in shown {

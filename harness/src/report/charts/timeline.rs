@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::{
     Area, Csv, FONT, INK, Key, cell, decade_label, decades, height, legend, panels, plot_err,
-    route_color, svg,
+    quiet_mesh, route_color, svg,
 };
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
@@ -193,16 +193,12 @@ fn draw_panel(area: &Area<'_>, p: &Panel, (lo, hi): (f64, f64)) -> Result<()> {
         .y_label_area_size(56)
         .build_cartesian_2d(0.0..t_end * 1.02, (lo..hi).log_scale())
         .map_err(plot_err)?;
-    chart
-        .configure_mesh()
+    quiet_mesh(&mut chart.configure_mesh())
         .x_desc("sent at (s since the slow readers started)")
         .y_desc("latency (ms, log)")
         .y_label_formatter(&|v| decade_label(*v))
-        .label_style((FONT, 12))
         .axis_desc_style((FONT, 12))
-        .light_line_style(RGBColor(245, 245, 245))
         .x_max_light_lines(0)
-        .bold_line_style(RGBColor(220, 220, 220))
         .draw()
         .map_err(plot_err)?;
     for (a, b) in &p.spans {

@@ -8,7 +8,8 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::{
-    Area, Csv, FONT, INK, Key, PUBLISHED, cell, height, legend, panels, plot_err, route_color, svg,
+    Area, Csv, FONT, INK, Key, PUBLISHED, cell, height, legend, panels, plot_err, quiet_mesh,
+    route_color, svg,
 };
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
@@ -188,17 +189,13 @@ fn draw_panel(panel: &Area<'_>, server: &str, gs: &[&Group], top: f64) -> Result
             String::new()
         }
     };
-    chart
-        .configure_mesh()
+    quiet_mesh(&mut chart.configure_mesh())
         .x_labels(n.max(2))
         .x_label_formatter(&label_x)
         .disable_x_mesh()
         .y_desc("seconds")
-        .label_style((FONT, 12))
         .axis_desc_style((FONT, 13))
-        .light_line_style(RGBColor(245, 245, 245))
         .max_light_lines(0)
-        .bold_line_style(RGBColor(220, 220, 220))
         .draw()
         .map_err(plot_err)?;
     for (i, g) in gs.iter().enumerate() {
