@@ -24,10 +24,7 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
         tools: &tools,
         app_dir,
     };
-    let paths = RunPaths {
-        logs: dir.path().to_path_buf(),
-        scratch: dir.path().to_path_buf(),
-    };
+    let paths = RunPaths::new(dir.path(), dir.path()).unwrap();
     let body = Body {
         large_bytes: 16 << 20,
         chunk_bytes: 64 << 10,

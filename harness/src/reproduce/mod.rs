@@ -82,9 +82,6 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         Some(o) => o,
         None => PathBuf::from("results").join(format!("{}-{preset_name}", utc_stamp())),
     };
-    // Children run elsewhere (Gunicorn in the app's directory, NGINX
-    // against its prefix): every path we hand them is absolute.
-    let out = std::path::absolute(&out).context("resolving --out")?;
     if out.exists()
         && out
             .read_dir()

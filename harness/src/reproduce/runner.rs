@@ -183,10 +183,7 @@ fn cgroup(
 fn run_inner(ctx: &RunContext<'_>, spec: &RunSpec, dir: &Path, data: &mut RunData) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let scratch = crate::scratch::tempdir("run")?;
-    let paths = RunPaths {
-        logs: dir.to_path_buf(),
-        scratch: scratch.path().to_path_buf(),
-    };
+    let paths = RunPaths::new(dir, scratch.path())?;
     let c = spec.condition;
     let profile = spec.profile;
 

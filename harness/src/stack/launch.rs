@@ -65,11 +65,22 @@ impl Running {
 }
 
 /// Where a run keeps its logs (`logs`) and its scratch files (`scratch`,
-/// removed after the run).
+/// removed after the run). Both are absolute: Gunicorn runs in the app's
+/// directory and NGINX resolves relative paths against its prefix, so a
+/// relative path handed to them would point elsewhere.
 #[derive(Debug, Clone)]
 pub struct RunPaths {
-    pub logs: PathBuf,
-    pub scratch: PathBuf,
+    logs: PathBuf,
+    scratch: PathBuf,
+}
+
+impl RunPaths {
+    pub fn new(logs: &Path, scratch: &Path) -> Result<RunPaths> {
+        Ok(RunPaths {
+            logs: std::path::absolute(logs).context("resolving the run's directory")?,
+            scratch: std::path::absolute(scratch).context("resolving the scratch directory")?,
+        })
+    }
 }
 
 impl Launcher<'_> {
@@ -89,8 +100,7 @@ impl Launcher<'_> {
         paths: &RunPaths,
         cgroup: Option<Cgroup>,
     ) -> Result<Running> {
-        // Absolute: Gunicorn runs in the app directory, not ours.
-        let send_log = std::path::absolute(paths.logs.join("send-log.csv"))?;
+        let send_log = paths.logs.join("send-log.csv");
         if server.is_gunicorn() {
             let g = self
                 .tools
@@ -207,7 +217,7 @@ impl Launcher<'_> {
         let Some((kind, buffering)) = route.proxy() else {
             return Ok(None);
         };
-        let temp_dir = std::path::absolute(paths.scratch.join("proxy-temp"))?;
+        let temp_dir = paths.scratch.join("proxy-temp");
         fs::create_dir_all(&temp_dir)?;
         let (guard, addr) = match kind {
             ProxyKind::Nginx => {
@@ -216,19 +226,16 @@ impl Launcher<'_> {
                     .nginx
                     .as_ref()
                     .map_err(|e| anyhow::anyhow!("nginx is not available: {e}"))?;
-                // NGINX resolves relative paths against its prefix, not
-                // our working directory: hand it absolute ones only.
-                let prefix = std::path::absolute(paths.scratch.join("nginx"))?;
+                let prefix = paths.scratch.join("nginx");
                 fs::create_dir_all(&prefix)?;
-                let logs = std::path::absolute(&paths.logs)?;
-                let error_log = logs.join("nginx-error.log");
+                let error_log = paths.logs.join("nginx-error.log");
                 retry_port(|| {
                     let port = free_port()?;
                     let addr = SocketAddr::from(([127, 0, 0, 1], port));
                     let conf = nginx::config(
                         addr, upstream, buffering, buffers, &prefix, &temp_dir, &error_log,
                     );
-                    let conf_path = logs.join("nginx.conf");
+                    let conf_path = paths.logs.join("nginx.conf");
                     fs::write(&conf_path, conf)?;
                     let spec = Spec {
                         name: format!("proxy ({route})"),

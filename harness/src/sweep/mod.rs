@@ -116,9 +116,6 @@ pub fn run(args: SweepArgs) -> Result<()> {
             .replace(':', "");
         PathBuf::from("results").join(format!("{stamp}-sweep"))
     });
-    // Children run elsewhere (Gunicorn in the app's directory, NGINX
-    // against its prefix): every path we hand them is absolute.
-    let out = std::path::absolute(&out).context("resolving --out")?;
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let tools = prepare::prepare(&state_dir());
     if args.server.is_gunicorn() {
@@ -217,10 +214,7 @@ fn sweep(
     if !out.join("environment.json").exists() {
         envinfo::write(out, &env)?;
     }
-    let paths = RunPaths {
-        logs: dir.to_path_buf(),
-        scratch: scratch.path().to_path_buf(),
-    };
+    let paths = RunPaths::new(dir, scratch.path())?;
     let group = |name: &str, caps: Option<Caps>| -> Result<Option<Cgroup>> {
         if matches!(mode, Mode::None { .. }) {
             return Ok(None);
