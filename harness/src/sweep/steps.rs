@@ -39,23 +39,30 @@ pub struct SweepSummary {
 /// CPU cores used by `component` between `start` and `end` (Unix seconds),
 /// from the cumulative counter of the samples inside the window.
 pub fn cpu_cores(samples: &[ResourceSample], component: &str, start: f64, end: f64) -> Option<f64> {
-    let inside: Vec<&ResourceSample> = samples
-        .iter()
-        .filter(|s| s.component == component && s.t_unix_s >= start && s.t_unix_s <= end)
-        .collect();
-    let (a, b) = (inside.first()?, inside.last()?);
+    let (a, b) = first_and_last(samples, component, start, end)?;
     let dt = b.t_unix_s - a.t_unix_s;
     let (ca, cb) = (a.cpu_ns?, b.cpu_ns?);
     (dt > 0.0 && cb >= ca).then(|| (cb - ca) as f64 / 1e9 / dt)
 }
 
 fn throttled_ms(samples: &[ResourceSample], component: &str, start: f64, end: f64) -> Option<f64> {
-    let inside: Vec<&ResourceSample> = samples
-        .iter()
-        .filter(|s| s.component == component && s.t_unix_s >= start && s.t_unix_s <= end)
-        .collect();
-    let (a, b) = (inside.first()?.throttled_ns?, inside.last()?.throttled_ns?);
+    let (a, b) = first_and_last(samples, component, start, end)?;
+    let (a, b) = (a.throttled_ns?, b.throttled_ns?);
     (b >= a).then(|| (b - a) as f64 / 1e6)
+}
+
+/// The first and last sample of `component` inside `[start, end]`.
+fn first_and_last<'s>(
+    samples: &'s [ResourceSample],
+    component: &str,
+    start: f64,
+    end: f64,
+) -> Option<(&'s ResourceSample, &'s ResourceSample)> {
+    let mut inside = samples
+        .iter()
+        .filter(|s| s.component == component && s.t_unix_s >= start && s.t_unix_s <= end);
+    let first = inside.next()?;
+    Some((first, inside.next_back().unwrap_or(first)))
 }
 
 /// Appends the sweep's steps to `out/sweep.csv` and its summary to
