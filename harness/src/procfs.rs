@@ -1,20 +1,43 @@
 //! What procfs tells about a component: its processes, their RSS and CPU
 //! time, the proxy temp files they hold open (unlinked ones included), and
 //! the send and receive queues of their TCP sockets.
+//!
+//! The `procfs` crate parses the files; what is ours is the selection (a
+//! process tree, a process group), the sums, and the temp-file accounting,
+//! which the crate has no notion of.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+
+use procfs::net::{TcpNetEntry, TcpState};
+use procfs::process::{FDInfo, FDTarget, Process, Stat, all_processes};
+use procfs::{CpuTime, CurrentSI, FromReadSI, KernelStats};
+
+fn process(pid: u32) -> Option<Process> {
+    Process::new(i32::try_from(pid).ok()?).ok()
+}
+
+fn stat(pid: u32) -> Option<Stat> {
+    process(pid)?.stat().ok()
+}
+
+/// The `stat` of every process that can still be read.
+fn all_stats() -> Vec<Stat> {
+    all_processes()
+        .map(|procs| procs.flatten().filter_map(|p| p.stat().ok()).collect())
+        .unwrap_or_default()
+}
 
 /// `pid` and all its descendants, found through `/proc/*/stat`.
 pub fn process_tree(root: u32) -> Vec<u32> {
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    for pid in all_pids() {
-        if let Some(ppid) = stat_fields(pid).and_then(|f| f.get(1)?.parse().ok()) {
-            children.entry(ppid).or_default().push(pid);
-        }
+    for s in all_stats() {
+        children
+            .entry(s.ppid as u32)
+            .or_default()
+            .push(s.pid as u32);
     }
     let mut out = vec![root];
     let mut i = 0;
@@ -28,39 +51,18 @@ pub fn process_tree(root: u32) -> Vec<u32> {
     out
 }
 
-/// The fields of `/proc/PID/stat` after the command name, starting with the
-/// state (field 3 of proc(5) is index 0 here).
-fn stat_fields(pid: u32) -> Option<Vec<String>> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may itself contain spaces or
-    // parentheses, so split after the last `)`.
-    let rest = &text[text.rfind(')')? + 1..];
-    Some(rest.split_whitespace().map(str::to_string).collect())
-}
-
 /// Every process whose process group is `pgid`.
 pub fn process_group_members(pgid: u32) -> Vec<u32> {
-    all_pids()
+    all_stats()
         .into_iter()
-        // The process group is field 5 of proc(5): index 2 here.
-        .filter(|&pid| stat_fields(pid).and_then(|f| f.get(2)?.parse::<u32>().ok()) == Some(pgid))
+        .filter(|s| s.pgrp as u32 == pgid)
+        .map(|s| s.pid as u32)
         .collect()
 }
 
 /// Whether `pid` has exited and waits to be reaped.
 pub fn is_zombie(pid: u32) -> bool {
-    stat_fields(pid).is_some_and(|f| f.first().map(String::as_str) == Some("Z"))
-}
-
-fn all_pids() -> Vec<u32> {
-    fs::read_dir("/proc")
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    stat(pid).is_some_and(|s| s.state == 'Z')
 }
 
 /// Machine-wide CPU time from the first line of `/proc/stat`, in clock
@@ -75,13 +77,22 @@ pub struct HostCpu {
 
 impl HostCpu {
     pub fn read() -> Option<HostCpu> {
-        parse_host_cpu(&fs::read_to_string("/proc/stat").ok()?)
+        HostCpu::from_total(&KernelStats::current().ok()?.total)
+    }
+
+    /// `None` for a kernel too old to report steal time (before 2.6.11).
+    fn from_total(t: &CpuTime) -> Option<HostCpu> {
+        Some(HostCpu {
+            busy: t.user + t.nice + t.system + t.irq? + t.softirq?,
+            idle: t.idle + t.iowait?,
+            steal: t.steal?,
+        })
     }
 
     /// Busy cores and stolen milliseconds between two readings over
     /// `elapsed_s`.
     pub fn delta(&self, later: &HostCpu, elapsed_s: f64) -> (f64, f64) {
-        let tick = clock_ticks() as f64;
+        let tick = procfs::ticks_per_second() as f64;
         let busy = later.busy.saturating_sub(self.busy) as f64 / tick;
         let steal = later.steal.saturating_sub(self.steal) as f64 / tick;
         let cores = if elapsed_s > 0.0 {
@@ -93,49 +104,29 @@ impl HostCpu {
     }
 }
 
+/// Parses the text of `/proc/stat`.
 pub fn parse_host_cpu(stat: &str) -> Option<HostCpu> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal ...
-    if v.len() < 8 {
-        return None;
-    }
-    Some(HostCpu {
-        busy: v[0] + v[1] + v[2] + v[5] + v[6],
-        idle: v[3] + v[4],
-        steal: v[7],
-    })
+    let stats = KernelStats::from_read(stat.as_bytes(), procfs::current_system_info()).ok()?;
+    HostCpu::from_total(&stats.total)
 }
 
 /// Resident set size in bytes.
 pub fn rss_bytes(pid: u32) -> Option<u64> {
-    let statm = fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * page_size())
+    Some(process(pid)?.statm().ok()?.resident * procfs::page_size())
 }
 
 /// User plus system CPU time in nanoseconds.
 pub fn cpu_time_ns(pid: u32) -> Option<u64> {
-    let f = stat_fields(pid)?;
-    // utime and stime are fields 14 and 15 of proc(5): indices 11 and 12.
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(ticks * 1_000_000_000 / clock_ticks())
+    let s = stat(pid)?;
+    Some((s.utime + s.stime) * 1_000_000_000 / procfs::ticks_per_second())
 }
 
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 { v as u64 } else { 4096 }
-}
-
-fn clock_ticks() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if v > 0 { v as u64 } else { 100 }
+/// The open file descriptors of `pid`, or none when it is gone.
+fn fds(pid: u32) -> Vec<FDInfo> {
+    process(pid)
+        .and_then(|p| p.fd().ok())
+        .map(|fds| fds.flatten().collect())
+        .unwrap_or_default()
 }
 
 /// Open temp files, de-duplicated by device and inode.
@@ -153,24 +144,22 @@ pub struct TempFiles {
 /// proxy) unlink their temp files right after creating them, so a directory
 /// listing never shows them.
 pub fn temp_files(pids: &[u32], dir: &Path) -> TempFiles {
-    let dir = dir.to_string_lossy().to_string();
     let mut seen = HashSet::new();
     let mut out = TempFiles::default();
     for &pid in pids {
-        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let Ok(target) = fs::read_link(fd.path()) else {
+        for fd in fds(pid) {
+            // An unlinked file's target reads `<path> (deleted)`, still below
+            // `dir`.
+            let FDTarget::Path(target) = &fd.target else {
                 continue;
             };
-            let target = target.to_string_lossy();
-            if !target.starts_with(&dir) {
+            if !target.starts_with(dir) {
                 continue;
             }
-            // metadata() follows the magic link to the open file, which works
-            // even when its name is gone.
-            let Ok(meta) = fs::metadata(fd.path()) else {
+            // The crate gives the link's target but not the open file's
+            // size; metadata() follows the magic link to the open file, which
+            // works even when its name is gone.
+            let Ok(meta) = fs::metadata(format!("/proc/{pid}/fd/{}", fd.fd)) else {
                 continue;
             };
             if !meta.is_file() || !seen.insert((meta.dev(), meta.ino())) {
@@ -186,145 +175,118 @@ pub fn temp_files(pids: &[u32], dir: &Path) -> TempFiles {
 
 /// The inodes of the sockets `pid` holds.
 pub fn socket_inodes(pid: u32) -> Vec<u64> {
-    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
-    };
-    fds.flatten()
-        .filter_map(|fd| {
-            let t = fs::read_link(fd.path()).ok()?;
-            let t = t.to_str()?;
-            t.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+    fds(pid)
+        .into_iter()
+        .filter_map(|fd| match fd.target {
+            FDTarget::Socket(inode) => Some(inode),
+            _ => None,
         })
         .collect()
 }
 
-/// One row of `/proc/net/tcp` or `/proc/net/tcp6`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpEntry {
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-    /// The kernel's TCP state number (1 ESTABLISHED, 10 LISTEN, ...).
-    pub state: u8,
-    /// Bytes written but not yet acknowledged by the peer.
-    pub tx_queue: u64,
-    /// Bytes received but not yet read by the application (for a listening
-    /// socket: connections waiting in the accept queue).
-    pub rx_queue: u64,
-    pub inode: u64,
-}
-
-impl TcpEntry {
-    pub const LISTEN: u8 = 0x0A;
-
-    pub fn state_name(&self) -> &'static str {
-        match self.state {
-            1 => "ESTABLISHED",
-            2 => "SYN_SENT",
-            3 => "SYN_RECV",
-            4 => "FIN_WAIT1",
-            5 => "FIN_WAIT2",
-            6 => "TIME_WAIT",
-            7 => "CLOSE",
-            8 => "CLOSE_WAIT",
-            9 => "LAST_ACK",
-            10 => "LISTEN",
-            11 => "CLOSING",
-            _ => "UNKNOWN",
-        }
+/// The kernel's name of a TCP state, as `ss` and the samples spell it.
+pub fn tcp_state_name(state: &TcpState) -> &'static str {
+    match state {
+        TcpState::Established => "ESTABLISHED",
+        TcpState::SynSent => "SYN_SENT",
+        TcpState::SynRecv => "SYN_RECV",
+        TcpState::FinWait1 => "FIN_WAIT1",
+        TcpState::FinWait2 => "FIN_WAIT2",
+        TcpState::TimeWait => "TIME_WAIT",
+        TcpState::Close => "CLOSE",
+        TcpState::CloseWait => "CLOSE_WAIT",
+        TcpState::LastAck => "LAST_ACK",
+        TcpState::Listen => "LISTEN",
+        TcpState::Closing => "CLOSING",
+        // The kernel lists a pending connection as SYN_RECV, so this one
+        // does not show in `/proc/net/tcp`.
+        TcpState::NewSynRecv => "NEW_SYN_RECV",
     }
 }
 
-/// Reads both TCP tables, keyed by socket inode.
-pub fn tcp_table() -> HashMap<u64, TcpEntry> {
+/// Reads both TCP tables (`/proc/net/tcp` and `tcp6`), keyed by socket
+/// inode. A table the crate cannot read or parse is left out.
+pub fn tcp_table() -> HashMap<u64, TcpNetEntry> {
     let mut map = HashMap::new();
-    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        if let Ok(text) = fs::read_to_string(file) {
-            for e in parse_tcp_table(&text) {
-                map.insert(e.inode, e);
-            }
+    for table in [procfs::net::tcp(), procfs::net::tcp6()] {
+        for e in table.unwrap_or_default() {
+            map.insert(e.inode, e);
         }
     }
     map
 }
 
-/// Parses the text of `/proc/net/tcp` or `/proc/net/tcp6`.
-pub fn parse_tcp_table(text: &str) -> Vec<TcpEntry> {
-    text.lines()
-        .skip(1)
-        .filter_map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 10 {
-                return None;
-            }
-            let (tx, rx) = f[4].split_once(':')?;
-            Some(TcpEntry {
-                local: parse_addr(f[1])?,
-                remote: parse_addr(f[2])?,
-                state: u8::from_str_radix(f[3], 16).ok()?,
-                tx_queue: u64::from_str_radix(tx, 16).ok()?,
-                rx_queue: u64::from_str_radix(rx, 16).ok()?,
-                inode: f[9].parse().ok()?,
-            })
-        })
-        .collect()
-}
-
-/// `0100007F:1F40` → 127.0.0.1:8000. The kernel prints each 32-bit word of
-/// the address as the hex of its in-memory value, so the word's native byte
-/// order gives back the network-order bytes.
-fn parse_addr(s: &str) -> Option<SocketAddr> {
-    let (ip, port) = s.split_once(':')?;
-    let port = u16::from_str_radix(port, 16).ok()?;
-    if ip.len() % 8 != 0 {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(16);
-    for i in 0..ip.len() / 8 {
-        let word = u32::from_str_radix(&ip[i * 8..i * 8 + 8], 16).ok()?;
-        bytes.extend_from_slice(&word.to_ne_bytes());
-    }
-    let ip = match bytes.len() {
-        4 => IpAddr::V4(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3])),
-        16 => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(bytes).ok()?)),
-        _ => return None,
-    };
-    Some(SocketAddr::new(ip, port))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use procfs::net::TcpNetEntries;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
 
+    fn parse_tcp(text: &str) -> Vec<TcpNetEntry> {
+        TcpNetEntries::from_read(text.as_bytes(), procfs::current_system_info())
+            .unwrap()
+            .0
+    }
+
+    /// The byte order of the hex addresses and the hex queues, as the
+    /// sampler relies on them.
     #[test]
     fn tcp_lines_parse() {
         let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:1F40 0100007F:D431 01 00001000:00000200 00:00000000 00000000     0        0 12345 1 0000000000000000 20 4 30 10 -1\n";
-        let e = parse_tcp_table(text);
+        let e = parse_tcp(text);
         assert_eq!(e.len(), 1);
-        assert_eq!(e[0].local, "127.0.0.1:8000".parse().unwrap());
-        assert_eq!(e[0].remote, "127.0.0.1:54321".parse().unwrap());
+        assert_eq!(e[0].local_address, "127.0.0.1:8000".parse().unwrap());
+        assert_eq!(e[0].remote_address, "127.0.0.1:54321".parse().unwrap());
         assert_eq!(e[0].tx_queue, 4096);
         assert_eq!(e[0].rx_queue, 512);
         assert_eq!(e[0].inode, 12345);
-        assert_eq!(e[0].state_name(), "ESTABLISHED");
-    }
-
-    #[test]
-    fn host_cpu_parses() {
-        let h = parse_host_cpu("cpu  800054 677 158020 327626 7900 0 12291 6892 0 0\ncpu0 1 2 3\n")
-            .unwrap();
-        assert_eq!(h.busy, 800054 + 677 + 158020 + 12291);
-        assert_eq!(h.idle, 327626 + 7900);
-        assert_eq!(h.steal, 6892);
-        assert!(HostCpu::read().is_some());
+        assert_eq!(tcp_state_name(&e[0].state), "ESTABLISHED");
     }
 
     #[test]
     fn tcp6_loopback_parses() {
-        let text = "header\n 0: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:C350 01 00000000:00000000 00:00000000 00000000 0 0 777 1\n";
-        let e = parse_tcp_table(text);
-        assert_eq!(e[0].local, "[::1]:8080".parse().unwrap());
+        let text = "header\n 0: 00000000000000000000000001000000:1F90 0000000000000000FFFF00000100007F:C350 0A 00000000:00000003 00:00000000 00000000 0 0 777 1\n";
+        let e = parse_tcp(text);
+        assert_eq!(e[0].local_address, "[::1]:8080".parse().unwrap());
+        assert_eq!(
+            e[0].remote_address,
+            "[::ffff:127.0.0.1]:50000".parse().unwrap()
+        );
+        assert_eq!(tcp_state_name(&e[0].state), "LISTEN");
+        assert_eq!(e[0].rx_queue, 3);
+    }
+
+    #[test]
+    fn host_cpu_parses() {
+        let stat = "cpu  800054 677 158020 327626 7900 0 12291 6892 0 0\n\
+                    cpu0 400027 338 79010 163813 3950 0 6145 3446 0 0\n\
+                    intr 1 2 3\nctxt 4521\nbtime 1764570000\nprocesses 990\n\
+                    procs_running 2\nprocs_blocked 0\n";
+        let h = parse_host_cpu(stat).unwrap();
+        assert_eq!(h.busy, 800054 + 677 + 158020 + 12291);
+        assert_eq!(h.idle, 327626 + 7900);
+        assert_eq!(h.steal, 6892);
+        // Without steal time there is no reading rather than a wrong one.
+        let old = "cpu  1 2 3 4 5 6 7\nctxt 1\nbtime 1\nprocesses 1\n";
+        assert_eq!(parse_host_cpu(old), None);
+        let now = HostCpu::read().expect("this machine's /proc/stat");
+        assert!(now.busy > 0 && now.idle > 0);
+    }
+
+    #[test]
+    fn host_cpu_delta_is_in_cores_and_milliseconds() {
+        let tick = procfs::ticks_per_second();
+        let a = HostCpu::default();
+        let b = HostCpu {
+            busy: 3 * tick,
+            idle: 0,
+            steal: tick / 2,
+        };
+        let (cores, steal_ms) = a.delta(&b, 2.0);
+        assert!((cores - 1.5).abs() < 1e-9, "{cores}");
+        assert!((steal_ms - 500.0).abs() < 1e-6, "{steal_ms}");
+        assert_eq!(a.delta(&b, 0.0).0, 0.0);
     }
 
     #[test]
@@ -343,16 +305,26 @@ mod tests {
             found = inodes
                 .iter()
                 .filter_map(|i| table.get(i))
-                .find(|e| e.local == server.local_addr().unwrap() && e.rx_queue > 0)
-                .copied();
-            if found.map(|e| e.rx_queue) == Some(3000) {
+                .find(|e| e.local_address == server.local_addr().unwrap() && e.rx_queue > 0)
+                .cloned();
+            if found.as_ref().map(|e| e.rx_queue) == Some(3000) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         let entry = found.expect("server socket with unread bytes");
         assert_eq!(entry.rx_queue, 3000);
-        assert_eq!(entry.remote, client.local_addr().unwrap());
+        assert_eq!(entry.remote_address, client.local_addr().unwrap());
+        // The listener shares its local address with the accepted socket;
+        // its accept queue is empty again.
+        let listening = tcp_table()
+            .into_values()
+            .find(|e| {
+                e.local_address == listener.local_addr().unwrap() && e.state == TcpState::Listen
+            })
+            .expect("the listener");
+        assert_eq!(listening.remote_address, "0.0.0.0:0".parse().unwrap());
+        assert_eq!(listening.rx_queue, 0);
         let mut buf = [0u8; 3000];
         (&server).read_exact(&mut buf).unwrap();
     }
@@ -368,6 +340,10 @@ mod tests {
         let dup = f.try_clone().unwrap();
         fs::remove_file(&path).unwrap();
         assert!(!path.exists());
+        // A file in a sibling whose name extends the directory's is not in it.
+        let sibling = format!("{}-other", dir.path().display());
+        fs::create_dir(&sibling).unwrap();
+        let other = fs::File::create(Path::new(&sibling).join("x")).unwrap();
         let found = temp_files(&[std::process::id()], dir.path());
         assert_eq!(found.count, 1);
         assert_eq!(found.logical_bytes, 100_000);
@@ -375,18 +351,35 @@ mod tests {
         drop(dup);
         drop(f);
         assert_eq!(temp_files(&[std::process::id()], dir.path()).count, 0);
+        drop(other);
+        fs::remove_dir_all(&sibling).unwrap();
     }
 
     #[test]
-    fn process_tree_contains_children() {
+    fn process_tree_and_group_contain_children() {
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .spawn()
             .unwrap();
         let tree = process_tree(std::process::id());
+        // SAFETY: getpgrp has no preconditions.
+        let pgid = unsafe { libc::getpgrp() } as u32;
+        let group = process_group_members(pgid);
+        let zombie_before = is_zombie(child.id());
         child.kill().unwrap();
+        // Killed but not yet waited for: a zombie.
+        let mut zombie = false;
+        for _ in 0..100 {
+            zombie = is_zombie(child.id());
+            if zombie {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         child.wait().unwrap();
         assert!(tree.contains(&child.id()));
+        assert!(group.contains(&child.id()) && group.contains(&std::process::id()));
+        assert!(!zombie_before && zombie);
         assert!(rss_bytes(std::process::id()).unwrap() > 0);
         assert!(cpu_time_ns(std::process::id()).is_some());
     }

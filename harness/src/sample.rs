@@ -9,7 +9,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cgroup::Counters;
-use crate::procfs::{self, TcpEntry};
+use ::procfs::net::TcpState;
+
+use crate::procfs;
 
 /// What to watch of one component.
 #[derive(Debug, Clone)]
@@ -201,21 +203,22 @@ pub fn sample_once(probes: &[Probe], out: &mut Samples) {
             let Some(e) = table.get(&inode) else {
                 continue;
             };
-            if e.state == TcpEntry::LISTEN {
-                s.accept_backlog += e.rx_queue;
+            let (tx, rx) = (u64::from(e.tx_queue), u64::from(e.rx_queue));
+            if e.state == TcpState::Listen {
+                s.accept_backlog += rx;
             } else {
                 s.sockets += 1;
-                s.send_queue_bytes += e.tx_queue;
-                s.recv_queue_bytes += e.rx_queue;
+                s.send_queue_bytes += tx;
+                s.recv_queue_bytes += rx;
             }
             out.sockets.push(SocketSample {
                 t_unix_s: t,
                 component: probe.component.clone(),
-                local: e.local.to_string(),
-                remote: e.remote.to_string(),
-                state: e.state_name(),
-                tx_queue_bytes: e.tx_queue,
-                rx_queue_bytes: e.rx_queue,
+                local: e.local_address.to_string(),
+                remote: e.remote_address.to_string(),
+                state: procfs::tcp_state_name(&e.state),
+                tx_queue_bytes: tx,
+                rx_queue_bytes: rx,
             });
         }
         out.resources.push(s);
