@@ -197,7 +197,8 @@ fn transfer(
     let mut stream = TcpStream::from(socket);
     stream
         .write_all(&ctx.request)
-        .map_err(|e| stalled(ctx, Failure::transfer("write", &e)))?;
+        .map_err(|e| Failure::transfer("write", &e))
+        .map_err(stalled(ctx, "write"))?;
     // Each read is followed by a sleep to the paced deadline of every byte
     // read so far; at EOF everything read has been consumed at that rate.
     response::read_blocking(&mut stream, buf, &mut p.reader, sink, |reader| {
@@ -206,21 +207,21 @@ fn transfer(
         latency::sleep_until(start + pacing::due(bytes, ctx.rate));
         gauge.consumed.store(bytes, Ordering::Relaxed);
     })
-    .map_err(|f| stalled(ctx, f))?;
+    .map_err(stalled(ctx, "read"))?;
     p.consumed_all = Some(Instant::now());
     Ok(())
 }
 
-/// Says how long a socket timeout (EAGAIN under `SO_RCVTIMEO`) waited.
-fn stalled(ctx: &SlowContext, f: Failure) -> Failure {
-    if f.kind != ErrorKind::Timeout {
-        return f;
+/// Says how long a socket timeout (EAGAIN under `SO_RCVTIMEO`) of `what`
+/// waited; other failures pass unchanged.
+fn stalled<'a>(ctx: &'a SlowContext, what: &'a str) -> impl FnOnce(Failure) -> Failure + 'a {
+    move |f| match f.kind {
+        ErrorKind::Timeout => Failure::new(
+            ErrorKind::Timeout,
+            format!("{what}: nothing for {:?}", ctx.timeout),
+        ),
+        _ => f,
     }
-    let what = f.detail.split(':').next().unwrap_or_default();
-    Failure::new(
-        ErrorKind::Timeout,
-        format!("{what}: nothing for {:?}", ctx.timeout),
-    )
 }
 
 fn io_failure(what: &str, e: &io::Error) -> Failure {
