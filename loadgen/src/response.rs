@@ -54,11 +54,6 @@ struct Parsed {
 }
 
 /// Parses a head from the start of `buf`. `Ok(None)`: not complete yet.
-/// On success also returns the head's length in bytes.
-pub fn parse_head(buf: &[u8]) -> Result<Option<(ResponseHead, usize)>, Failure> {
-    Ok(parse(buf)?.map(|p| (p.head, p.len)))
-}
-
 fn parse(buf: &[u8]) -> Result<Option<Parsed>, Failure> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut headers);
@@ -130,11 +125,6 @@ pub enum Framing {
 }
 
 impl Framing {
-    /// The framing of a response to a GET.
-    pub fn of(head: &ResponseHead) -> Framing {
-        Framing::answering(Method::Get, head)
-    }
-
     /// The framing of a response to `method` (RFC 9112 6.3): no body for a
     /// HEAD, a 1xx, 204 or 304; then chunked, which overrides any
     /// `Content-Length`; then the length; else up to EOF.
