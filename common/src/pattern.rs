@@ -6,6 +6,11 @@
 //! every byte depends only on its offset inside the block, a reader can check
 //! each byte it receives without holding the whole body.
 
+/// The response header in which a server announces the block size of its
+/// `/large` body (`X-Slowlab-Block: 65536`), so that a reader can verify
+/// every byte. Lower case, as HTTP/2 and the `http` crate spell names;
+/// readers compare it without regard to case.
+pub const BLOCK_HEADER: &str = "x-slowlab-block";
 /// The experiment's block size, 64 KiB.
 pub const DEFAULT_BLOCK: usize = 64 * 1024;
 /// The experiment's body size, 16 MiB = 256 blocks.

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::error::{ErrorKind, Failure};
 use crate::net;
 use crate::record::FastRecord;
-use crate::response::{BodySink, ResponseHead, ResponseReader};
+use crate::response::{self, Discard, ResponseReader};
 
 /// What every request shares.
 #[derive(Debug)]
@@ -31,26 +31,19 @@ pub struct Launch {
     pub socket: Result<Socket, Failure>,
 }
 
-/// Instants seen on the way; kept outside the timed future so that a
-/// timeout still records how far the request got.
-#[derive(Debug, Default)]
-struct Progress {
-    connected: Option<Instant>,
-    first_byte: Option<Instant>,
-    done: Option<Instant>,
-    status: Option<u16>,
-    bytes: u64,
-}
-
 /// Completes a launched request and records it; never fails, every outcome
 /// is a row.
 pub async fn complete(launch: Launch, ctx: Arc<FastContext>) -> FastRecord {
-    let mut p = Progress::default();
+    // Outside the timed future, so that a timeout still records how far
+    // the request got.
+    let mut connected = None;
+    let mut reader = ResponseReader::default();
     let outcome = match launch.socket {
         Err(f) => Err(f),
         Ok(socket) => {
             let deadline = tokio::time::Instant::from_std(launch.started + ctx.timeout);
-            match tokio::time::timeout_at(deadline, exchange(socket, &ctx.request, &mut p)).await {
+            let call = exchange(socket, &ctx.request, &mut connected, &mut reader);
+            match tokio::time::timeout_at(deadline, call).await {
                 Ok(r) => r,
                 Err(_) => Err(Failure::new(
                     ErrorKind::Timeout,
@@ -59,69 +52,46 @@ pub async fn complete(launch: Launch, ctx: Arc<FastContext>) -> FastRecord {
             }
         }
     };
+    let (done, error) = match outcome {
+        Ok(done) => (Some(done), Failure::of_status(reader.status())),
+        Err(f) => (None, Some(f.in_load())),
+    };
     let since_start = |t: Option<Instant>| t.map(|t| ms(launch.started, t));
-    let error = outcome.err();
     FastRecord {
         seq: launch.seq,
         scheduled_s: secs(launch.t0, launch.scheduled),
         started_s: secs(launch.t0, launch.started),
         schedule_lag_ms: ms(launch.scheduled, launch.started),
-        connect_ms: since_start(p.connected),
-        first_byte_ms: since_start(p.first_byte),
-        latency_ms: since_start(p.done).filter(|_| {
+        connect_ms: since_start(connected),
+        first_byte_ms: since_start(reader.first_byte()),
+        latency_ms: since_start(done).filter(|_| {
             error
                 .as_ref()
                 .is_none_or(|e| e.kind == ErrorKind::BadStatus)
         }),
-        status: p.status,
-        bytes: p.bytes,
+        status: reader.status(),
+        bytes: reader.body_bytes(),
         error,
     }
 }
 
-struct StatusSink(Option<u16>);
-
-impl BodySink for StatusSink {
-    fn head(&mut self, head: &ResponseHead) -> Result<(), Failure> {
-        self.0 = Some(head.status);
-        Ok(())
-    }
-    fn data(&mut self, _payload: &[u8]) {}
-}
-
-async fn exchange(socket: Socket, request: &[u8], p: &mut Progress) -> Result<(), Failure> {
+/// Connects, sends and reads the whole response, whatever its status;
+/// returns when it ended.
+async fn exchange(
+    socket: Socket,
+    request: &[u8],
+    connected: &mut Option<Instant>,
+    reader: &mut ResponseReader,
+) -> Result<Instant, Failure> {
     let mut stream = net::finish_connect(socket).await?;
-    p.connected = Some(Instant::now());
+    *connected = Some(Instant::now());
     stream
         .write_all(request)
         .await
         .map_err(|e| Failure::transfer("write", &e))?;
-    let mut reader = ResponseReader::default();
-    let mut sink = StatusSink(None);
     let mut buf = vec![0u8; 4096];
-    loop {
-        let n = stream
-            .read(&mut buf)
-            .await
-            .map_err(|e| Failure::transfer("read", &e))?;
-        if n == 0 {
-            reader.eof()?;
-            break;
-        }
-        p.first_byte.get_or_insert_with(Instant::now);
-        let fed = reader.feed(&buf[..n], &mut sink);
-        p.status = sink.0;
-        p.bytes = reader.body_bytes();
-        if fed? {
-            break;
-        }
-    }
-    p.done = Some(Instant::now());
-    match p.status {
-        Some(200) => Ok(()),
-        Some(s) => Err(Failure::new(ErrorKind::BadStatus, format!("status {s}"))),
-        None => Err(Failure::new(ErrorKind::Malformed, "no status")),
-    }
+    response::read_async(&mut stream, &mut buf, reader, &mut Discard).await?;
+    Ok(Instant::now())
 }
 
 /// Seconds from `from` to `to` (0 if `to` is earlier).

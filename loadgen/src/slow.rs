@@ -10,7 +10,7 @@
 //! `/fast` schedule too. The thread also sleeps with nanosecond resolution,
 //! so pacing and `receive_s` are not rounded to tokio's millisecond.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,7 +29,7 @@ use crate::latency;
 use crate::net;
 use crate::pacing;
 use crate::record::{LargeRecord, Verified};
-use crate::response::{Framing, ResponseReader};
+use crate::response::{self, Framing, ResponseReader};
 use crate::verify::VerifySink;
 
 /// What every slow reader shares.
@@ -127,10 +127,8 @@ impl SlowReader {
 struct Progress {
     granted: Option<usize>,
     connected: Option<Instant>,
-    first_byte: Option<Instant>,
     consumed_all: Option<Instant>,
-    framing: Option<Framing>,
-    bytes: u64,
+    reader: ResponseReader,
 }
 
 /// Downloads once and records it; never fails, every outcome is a row.
@@ -145,20 +143,23 @@ fn download(
     let mut p = Progress::default();
     let mut sink = VerifySink::new(ctx.verify);
     let outcome = transfer(ctx, gauge, buf, &mut p, &mut sink);
-    let error = outcome.err().or_else(|| sink.verdict());
+    let error = outcome
+        .err()
+        .or_else(|| sink.verdict())
+        .map(Failure::in_load);
     let since = |t: Option<Instant>| t.map(|t| ms(began, t));
     LargeRecord {
         client,
         started_s: secs(t0, began),
         connect_ms: since(p.connected),
-        first_byte_ms: since(p.first_byte),
+        first_byte_ms: since(p.reader.first_byte()),
         status: sink.status,
-        bytes: p.bytes,
+        bytes: p.reader.body_bytes(),
         content_length: sink.content_length,
         receive_s: p.connected.zip(p.consumed_all).map(|(a, b)| secs(a, b)),
         rcvbuf_requested_bytes: ctx.rcvbuf,
         rcvbuf_granted_bytes: p.granted,
-        verified: match (&error, sink.checks_pattern(), p.framing) {
+        verified: match (&error, sink.checks_pattern(), p.reader.framing()) {
             (Some(_), _, _) => Verified::No,
             (None, true, _) => Verified::Pattern,
             (None, false, Some(Framing::UntilEof)) => Verified::Unchecked,
@@ -196,45 +197,30 @@ fn transfer(
     let mut stream = TcpStream::from(socket);
     stream
         .write_all(&ctx.request)
-        .map_err(|e| stalled_or(ctx, "write", &e))?;
-    let mut reader = ResponseReader::default();
-    loop {
-        let n = match stream.read(buf) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(stalled_or(ctx, "read", &e)),
-        };
-        if n == 0 {
-            // Everything read so far has been consumed at the paced rate.
-            reader.eof()?;
-            p.framing = reader.framing();
-            p.consumed_all = Some(Instant::now());
-            return Ok(());
-        }
-        p.first_byte.get_or_insert_with(Instant::now);
-        let fed = reader.feed(&buf[..n], sink);
-        p.bytes = reader.body_bytes();
-        p.framing = reader.framing();
-        let done = fed?;
-        gauge.received.store(p.bytes, Ordering::Relaxed);
-        latency::sleep_until(start + pacing::due(p.bytes, ctx.rate));
-        gauge.consumed.store(p.bytes, Ordering::Relaxed);
-        if done {
-            p.consumed_all = Some(Instant::now());
-            return Ok(());
-        }
-    }
+        .map_err(|e| Failure::transfer("write", &e))
+        .map_err(stalled(ctx, "write"))?;
+    // Each read is followed by a sleep to the paced deadline of every byte
+    // read so far; at EOF everything read has been consumed at that rate.
+    response::read_blocking(&mut stream, buf, &mut p.reader, sink, |reader| {
+        let bytes = reader.body_bytes();
+        gauge.received.store(bytes, Ordering::Relaxed);
+        latency::sleep_until(start + pacing::due(bytes, ctx.rate));
+        gauge.consumed.store(bytes, Ordering::Relaxed);
+    })
+    .map_err(stalled(ctx, "read"))?;
+    p.consumed_all = Some(Instant::now());
+    Ok(())
 }
 
-/// A socket timeout (EAGAIN under `SO_RCVTIMEO`) is a timeout; anything else
-/// is classified as a transfer error.
-fn stalled_or(ctx: &SlowContext, what: &str, e: &io::Error) -> Failure {
-    match e.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Failure::new(
+/// Says how long a socket timeout (EAGAIN under `SO_RCVTIMEO`) of `what`
+/// waited; other failures pass unchanged.
+fn stalled<'a>(ctx: &'a SlowContext, what: &'a str) -> impl FnOnce(Failure) -> Failure + 'a {
+    move |f| match f.kind {
+        ErrorKind::Timeout => Failure::new(
             ErrorKind::Timeout,
             format!("{what}: nothing for {:?}", ctx.timeout),
         ),
-        _ => Failure::transfer(what, e),
+        _ => f,
     }
 }
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use common::pattern::BLOCK_HEADER;
 use http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{Either, Full};
@@ -25,8 +26,6 @@ use crate::send_log::SendLog;
 pub const FAST_BODY: &[u8] = br#"{"ok": true}"#;
 pub const NOT_FOUND: &[u8] = b"not found\n";
 pub const NOT_ALLOWED: &[u8] = b"method not allowed\n";
-/// The header that tells a reader the block size of the `/large` pattern.
-pub const BLOCK_HEADER: &str = "x-slowlab-block";
 
 /// A response body: small and fixed, or the streamed `/large` pattern.
 pub type AppBody = Either<Full<Bytes>, LargeBody>;

@@ -14,8 +14,11 @@ use anyhow::Context as _;
 
 use crate::meter::LargeSend;
 
+/// The header line with its newline, as it starts the file. The harness
+/// writes it too, before Gunicorn's workers append their rows.
+pub const HEADER_LINE: &str = "start_unix_s,start_s,app_send_s,bytes,worker,complete\n";
 /// The header line, without its newline.
-pub const HEADER: &str = "start_unix_s,start_s,app_send_s,bytes,worker,complete";
+pub const HEADER: &str = HEADER_LINE.trim_ascii_end();
 
 /// An open send log shared by every worker of one server.
 #[derive(Debug)]
@@ -63,8 +66,7 @@ impl SendLog {
         // by hand while the server runs gets its header back.
         let mut text = String::new();
         if file.metadata()?.len() == 0 {
-            text.push_str(HEADER);
-            text.push('\n');
+            text.push_str(HEADER_LINE);
         }
         text.push_str(rows);
         if text.is_empty() {

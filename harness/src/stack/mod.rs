@@ -14,7 +14,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The header of the send log both servers write (ARCHITECTURE.md).
-pub const SEND_LOG_HEADER: &str = "start_unix_s,start_s,app_send_s,bytes,worker,complete\n";
+pub use server::send_log::HEADER_LINE as SEND_LOG_HEADER;
 
 /// A server of the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]

@@ -88,7 +88,7 @@ impl SweepArgs {
             bail!("--low {} is above --high {}", self.low, self.high);
         }
         let rates: Vec<u32> = (self.low..=self.high).step_by(self.step as usize).collect();
-        if rates.len() > 1000 {
+        if rates.len() > loadgen::sweep::args::MAX_STEPS {
             bail!("{} steps is too many; raise --step", rates.len());
         }
         Ok(rates)

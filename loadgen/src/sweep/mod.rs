@@ -34,7 +34,7 @@
 //! - [`args`]: the command line and the checked [`SweepConfig`].
 //! - [`schedule`]: the thread that starts sessions on time.
 //! - [`session`]: one session's calls, connections and responses.
-//! - [`step`]: a step's live counters, error classes, replies per second
+//! - [`step`]: a step's live counters (errors by `err_*` column), replies per second
 //!   and the saturation rule.
 //! - [`row`]: the `steps.csv` row (the contract with `slowlab sweep`).
 //! - [`slow`]: slow readers that restart for the whole sweep.

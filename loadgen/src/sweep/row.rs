@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::step::{ErrorClass, Reply, StepStats, reply_rates};
+use super::step::{Reply, StepStats, reply_rates};
+use crate::error::SweepColumn;
 
 /// The columns of `steps.csv`, in order. Pinned by a test against
 /// ARCHITECTURE.md.
@@ -127,11 +128,11 @@ impl StepRow {
             replies: replies.len() as u64,
             replies_per_s: reply_rates(replies.iter().map(|r| r.done_s), window.duration_s),
             response_ms,
-            err_timeout: stats.errors(ErrorClass::Timeout),
-            err_connect_refused: stats.errors(ErrorClass::ConnectRefused),
-            err_reset: stats.errors(ErrorClass::Reset),
-            err_ports_exhausted: stats.errors(ErrorClass::PortsExhausted),
-            err_other: stats.errors(ErrorClass::Other),
+            err_timeout: stats.errors(SweepColumn::Timeout),
+            err_connect_refused: stats.errors(SweepColumn::ConnectRefused),
+            err_reset: stats.errors(SweepColumn::Reset),
+            err_ports_exhausted: stats.errors(SweepColumn::PortsExhausted),
+            err_other: stats.errors(SweepColumn::Other),
             schedule_lag_ms: lag(100.0).zip(lag(99.0)),
             ..StepRow::default()
         }

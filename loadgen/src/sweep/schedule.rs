@@ -20,7 +20,8 @@ use tokio::runtime::Handle;
 
 use super::row::WindowFacts;
 use super::session::{self, Launched, Running, SessionContext};
-use super::step::{ErrorClass, StepStats};
+use super::step::StepStats;
+use crate::error::{ErrorKind, Phase};
 use crate::latency;
 
 /// One step's sending window, as the driver asks for it.
@@ -144,7 +145,7 @@ fn launch(started: Instant, w: &Window, ctx: &Arc<SessionContext>, runtime: &Han
         // first request fails and it ends here.
         Err(e) => {
             StepStats::add(&stats.requests);
-            stats.error(ErrorClass::of_io(&e));
+            stats.error(ErrorKind::of_io(&e, Phase::Connect));
         }
     }
 }

@@ -11,8 +11,10 @@
 //! side, as with the experiment's client.
 //!
 //! Per request the work is the few system calls it needs and nothing
-//! allocated: the request bytes are shared, the response is parsed in a
-//! fixed buffer inside the task, and a new connection's request is sent
+//! allocated: the request bytes are shared, the response is read into a
+//! fixed buffer inside the task and parsed there by the crate's one
+//! [`ResponseReader`] (which copies only a head split across reads), and a
+//! new connection's request is sent
 //! with a plain `send` before the socket is registered with tokio, which
 //! saves a reactor round trip when (as on loopback) the handshake is
 //! already done.
@@ -27,14 +29,14 @@ use socket2::Socket;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::step::{ErrorClass, StepStats};
-use crate::chunked::ChunkedDecoder;
+use super::step::StepStats;
+use crate::error::{ErrorKind, Failure, Phase};
 use crate::net;
+use crate::response::{self, BodySink, ResponseHead, ResponseReader};
 
-/// The response buffer of a session. A `/fast` answer is about 150 bytes;
-/// a head that does not fit is malformed for our purposes.
+/// The response buffer of a session, the size of each read. A `/fast`
+/// answer is about 150 bytes.
 const BUF: usize = 2048;
-const MAX_HEADERS: usize = 32;
 
 /// What every session shares.
 #[derive(Debug)]
@@ -89,7 +91,7 @@ pub async fn run(first: Launched, ctx: Arc<SessionContext>, running: Running) {
         let call = exchange(&mut conn, &mut fresh, &ctx, stats, &mut buf);
         let outcome = match tokio::time::timeout_at(deadline, call).await {
             Ok(r) => r,
-            Err(_) => Err(ErrorClass::Timeout),
+            Err(_) => Err(ErrorKind::Timeout),
         };
         match outcome {
             Ok(answer) => {
@@ -100,8 +102,8 @@ pub async fn run(first: Launched, ctx: Arc<SessionContext>, running: Running) {
                     }
                 }
             }
-            Err(class) => {
-                stats.error(class);
+            Err(kind) => {
+                stats.error(kind);
                 return;
             }
         }
@@ -122,13 +124,13 @@ async fn exchange(
     ctx: &SessionContext,
     stats: &StepStats,
     buf: &mut [u8; BUF],
-) -> Result<Answer, ErrorClass> {
+) -> Result<Answer, ErrorKind> {
     let (stream, written) = match conn {
         Some(stream) => {
             stream
                 .write_all(&ctx.request)
                 .await
-                .map_err(|e| ErrorClass::of_io(&e))?;
+                .map_err(|e| ErrorKind::of_io(&e, Phase::Transfer))?;
             (stream, Instant::now())
         }
         None => {
@@ -136,18 +138,21 @@ async fn exchange(
                 Some(s) => s,
                 None => {
                     StepStats::add(&stats.connections);
-                    connect(ctx.addr).map_err(|e| ErrorClass::of_io(&e))?
+                    connect(ctx.addr).map_err(|e| ErrorKind::of_io(&e, Phase::Connect))?
                 }
             };
             let (stream, written) = send_on_new(socket, &ctx.request).await?;
             (conn.insert(stream), written)
         }
     };
-    let (close, done) = read_answer(stream, buf).await?;
+    let mut reader = ResponseReader::default();
+    response::read_async(stream, buf, &mut reader, &mut OnlyOk)
+        .await
+        .map_err(|f| f.kind)?;
     Ok(Answer {
         written,
-        done,
-        close,
+        done: Instant::now(),
+        close: !reader.keeps_alive(),
     })
 }
 
@@ -160,148 +165,38 @@ pub fn connect(addr: SocketAddr) -> io::Result<Socket> {
 
 /// Sends the request on a connecting socket: at once when the handshake is
 /// done, else after tokio reports the socket writable.
-async fn send_on_new(socket: Socket, request: &[u8]) -> Result<(TcpStream, Instant), ErrorClass> {
+async fn send_on_new(socket: Socket, request: &[u8]) -> Result<(TcpStream, Instant), ErrorKind> {
+    let connecting = |e: io::Error| ErrorKind::of_io(&e, Phase::Connect);
     let sent = match socket.send(request) {
         Ok(n) => n,
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => 0,
-        Err(e) => return Err(ErrorClass::of_io(&e)),
+        Err(e) => return Err(connecting(e)),
     };
-    let mut stream = TcpStream::from_std(socket.into()).map_err(|e| ErrorClass::of_io(&e))?;
+    let mut stream = TcpStream::from_std(socket.into()).map_err(connecting)?;
     if sent < request.len() {
         // Still connecting: writable means the handshake ended either way,
         // and SO_ERROR says which.
-        stream.writable().await.map_err(|e| ErrorClass::of_io(&e))?;
-        if let Some(e) = stream.take_error().map_err(|e| ErrorClass::of_io(&e))? {
-            return Err(ErrorClass::of_io(&e));
+        stream.writable().await.map_err(connecting)?;
+        if let Some(e) = stream.take_error().map_err(connecting)? {
+            return Err(connecting(e));
         }
         stream
             .write_all(&request[sent..])
             .await
-            .map_err(|e| ErrorClass::of_io(&e))?;
+            .map_err(|e| ErrorKind::of_io(&e, Phase::Transfer))?;
     }
     Ok((stream, Instant::now()))
 }
 
-/// How the body of an answer ends.
-enum Framing {
-    Length(u64),
-    Chunked(ChunkedDecoder),
-    UntilEof,
-}
+/// Only a 200 is a reply: any other status fails the call at its head,
+/// without waiting for its body.
+struct OnlyOk;
 
-/// The facts of a response head that the session needs.
-struct Head {
-    len: usize,
-    status: u16,
-    framing: Framing,
-    close: bool,
-}
-
-fn parse_head(bytes: &[u8]) -> Result<Option<Head>, ErrorClass> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut resp = httparse::Response::new(&mut headers);
-    let len = match resp.parse(bytes) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(_) => return Err(ErrorClass::Other),
-    };
-    let status = resp.code.ok_or(ErrorClass::Other)?;
-    // HTTP/1.0 closes unless asked not to; HTTP/1.1 keeps unless told.
-    let mut close = resp.version != Some(1);
-    let (mut length, mut chunked) = (None, false);
-    for h in resp.headers.iter() {
-        let value = std::str::from_utf8(h.value)
-            .map_err(|_| ErrorClass::Other)?
-            .trim();
-        if h.name.eq_ignore_ascii_case("content-length") {
-            length = Some(value.parse::<u64>().map_err(|_| ErrorClass::Other)?);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            let last = value.rsplit(',').next().unwrap_or_default().trim();
-            chunked = last.eq_ignore_ascii_case("chunked");
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',').map(str::trim) {
-                if token.eq_ignore_ascii_case("close") {
-                    close = true;
-                } else if token.eq_ignore_ascii_case("keep-alive") {
-                    close = false;
-                }
-            }
-        }
+impl BodySink for OnlyOk {
+    fn head(&mut self, head: &ResponseHead) -> Result<(), Failure> {
+        Failure::of_status(Some(head.status)).map_or(Ok(()), Err)
     }
-    let framing = match (chunked, length) {
-        (true, _) => Framing::Chunked(ChunkedDecoder::default()),
-        (false, Some(n)) => Framing::Length(n),
-        (false, None) => Framing::UntilEof,
-    };
-    close |= matches!(framing, Framing::UntilEof);
-    Ok(Some(Head {
-        len,
-        status,
-        framing,
-        close,
-    }))
-}
-
-/// Reads one whole response; `(close, done)` when it is a 200.
-async fn read_answer(
-    stream: &mut TcpStream,
-    buf: &mut [u8; BUF],
-) -> Result<(bool, Instant), ErrorClass> {
-    let io = |e: io::Error| ErrorClass::of_io(&e);
-    let mut filled = 0;
-    let head = loop {
-        if filled == buf.len() {
-            return Err(ErrorClass::Other);
-        }
-        let n = stream.read(&mut buf[filled..]).await.map_err(io)?;
-        if n == 0 {
-            // Closed before a whole head: httperf's "connection reset".
-            return Err(ErrorClass::Reset);
-        }
-        filled += n;
-        if let Some(head) = parse_head(&buf[..filled])? {
-            break head;
-        }
-    };
-    if head.status != 200 {
-        return Err(ErrorClass::Other);
-    }
-    let close = head.close;
-    let mut framing = head.framing;
-    let mut start = head.len;
-    loop {
-        let data = &buf[start..filled];
-        let done = match &mut framing {
-            Framing::Length(left) => {
-                let n = data.len() as u64;
-                if n > *left {
-                    // More than announced: not a response we understand.
-                    return Err(ErrorClass::Other);
-                }
-                *left -= n;
-                *left == 0
-            }
-            Framing::Chunked(dec) => {
-                let used = dec.feed(data, &mut |_| {}).map_err(|_| ErrorClass::Other)?;
-                if used < data.len() {
-                    return Err(ErrorClass::Other);
-                }
-                dec.is_done()
-            }
-            Framing::UntilEof => false,
-        };
-        if done {
-            return Ok((close, Instant::now()));
-        }
-        let n = stream.read(&mut buf[..]).await.map_err(io)?;
-        if n == 0 {
-            return match framing {
-                Framing::UntilEof => Ok((true, Instant::now())),
-                _ => Err(ErrorClass::Reset),
-            };
-        }
-        (start, filled) = (0, n);
-    }
+    fn data(&mut self, _payload: &[u8]) {}
 }
 
 /// Waits (until `deadline` at most) for the server to close a connection it
@@ -320,35 +215,124 @@ async fn wait_for_close(mut s: TcpStream, deadline: tokio::time::Instant, buf: &
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
 
-    fn head(raw: &str) -> Head {
-        parse_head(raw.as_bytes())
-            .expect("valid")
-            .expect("complete")
+    use super::*;
+    use crate::error::SweepColumn;
+
+    /// A server on loopback that answers each request with `answer`, then
+    /// closes the connection if `close`.
+    fn serve(answer: &'static [u8], close: bool) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        std::thread::spawn(move || {
+            for mut s in listener.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 4096];
+                    let mut pending = Vec::new();
+                    while let Ok(n @ 1..) = s.read(&mut buf) {
+                        pending.extend_from_slice(&buf[..n]);
+                        while let Some(i) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                            pending.drain(..i + 4);
+                            if s.write_all(answer).is_err() || close {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    /// Runs one session of `calls` calls against `addr`; its step's counts.
+    fn session(addr: SocketAddr, calls: u32) -> Arc<StepStats> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let ctx = Arc::new(SessionContext {
+            addr,
+            request: super::super::request("test", "/fast").into_boxed_slice(),
+            calls,
+            timeout: Duration::from_secs(5),
+        });
+        let stats = Arc::new(StepStats::new(Instant::now(), 8));
+        let first = Launched {
+            started: Instant::now(),
+            socket: connect(addr).expect("connect starts"),
+        };
+        rt.block_on(run(first, ctx, Running::new(stats.clone())));
+        assert_eq!(stats.outstanding.load(Ordering::Acquire), 0);
+        stats
+    }
+
+    fn load(c: &std::sync::atomic::AtomicU64) -> u64 {
+        c.load(Ordering::Relaxed)
+    }
+
+    fn errors(stats: &StepStats) -> Vec<(&'static str, u64)> {
+        SweepColumn::ALL
+            .into_iter()
+            .map(|c| (c.name(), stats.errors(c)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
     }
 
     #[test]
-    fn heads_say_how_the_connection_goes_on() {
-        let h = head("HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\n");
-        assert!(h.close && h.status == 200 && matches!(h.framing, Framing::Length(12)));
-        let h = head("HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nabc");
-        assert!(!h.close);
-        assert_eq!(h.len, 38);
-        let h = head("HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\n");
-        assert!(h.close);
-        let h = head("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 3\r\n\r\n");
-        assert!(!h.close);
-        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
-        assert!(!h.close && matches!(h.framing, Framing::Chunked(_)));
-        let h = head("HTTP/1.1 503 Busy\r\n\r\n");
-        assert!(h.close && h.status == 503 && matches!(h.framing, Framing::UntilEof));
-        assert!(
-            parse_head(b"HTTP/1.1 200 OK\r\nContent-")
-                .expect("valid")
-                .is_none()
+    fn a_kept_connection_carries_every_call() {
+        let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", false);
+        let stats = session(addr, 3);
+        assert_eq!(stats.take_replies().len(), 3);
+        assert_eq!(load(&stats.requests), 3);
+        assert_eq!(load(&stats.connections), 0, "no connection but the first");
+        assert_eq!(errors(&stats), []);
+    }
+
+    #[test]
+    fn a_closing_server_gets_a_new_connection_per_call() {
+        let close = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+        let stats = session(serve(close, true), 3);
+        assert_eq!(stats.take_replies().len(), 3);
+        assert_eq!(load(&stats.connections), 2, "two more than the first");
+        // HTTP/1.0 without keep-alive, and a body up to EOF, close too.
+        let old = session(
+            serve(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", true),
+            2,
         );
-        assert!(parse_head(b"garbage\r\n\r\n").is_err());
-        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").is_err());
+        assert_eq!((old.take_replies().len(), load(&old.connections)), (2, 1));
+        let eof = session(serve(b"HTTP/1.1 200 OK\r\n\r\nuntil eof", true), 2);
+        assert_eq!((eof.take_replies().len(), load(&eof.connections)), (2, 1));
+    }
+
+    #[test]
+    fn failed_calls_are_counted_in_their_column_and_end_the_session() {
+        for (answer, column) in [
+            (
+                &b"HTTP/1.1 503 Busy\r\nContent-Length: 4\r\n\r\nbusy"[..],
+                "err_other",
+            ),
+            (b"HTTP/1.1 204 No Content\r\n\r\n", "err_other"),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+                "err_other",
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+                "err_reset",
+            ),
+            (b"", "err_reset"),
+            (b"SSH-2.0-OpenSSH\r\n\r\n", "err_other"),
+        ] {
+            let stats = session(serve(answer, true), 3);
+            assert_eq!(errors(&stats), [(column, 1)], "{answer:?}");
+            assert_eq!(
+                load(&stats.requests),
+                1,
+                "the session ends at its first error"
+            );
+            assert!(stats.take_replies().is_empty());
+        }
     }
 }

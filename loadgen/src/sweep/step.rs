@@ -1,66 +1,14 @@
 //! One step's counters while it runs ([`StepStats`], shared by the
-//! scheduler thread and the session tasks), and the arithmetic that turns
-//! them into a row: replies per 1-second interval, nearest-rank
-//! percentiles, the saturation rule.
+//! scheduler thread and the session tasks; errors counted by their
+//! `err_*` column, [`crate::error::ErrorKind::sweep_column`]), and the
+//! arithmetic that turns them into a row: replies per 1-second interval,
+//! nearest-rank percentiles, the saturation rule.
 
-use std::io;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
-/// Why a request failed: the `err_*` columns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// Not answered whole within `--timeout`.
-    Timeout,
-    /// The target refused the connection (nothing listening, or a full
-    /// backlog answered with RST).
-    ConnectRefused,
-    /// The connection was reset, or closed before the whole response.
-    Reset,
-    /// `connect` failed with `EADDRNOTAVAIL`: this host ran out of ephemeral
-    /// ports (typically held by TIME_WAIT). The client's limit, not the
-    /// server's.
-    PortsExhausted,
-    /// Anything else: a status other than 200, a malformed response, a
-    /// local error such as running out of file descriptors.
-    Other,
-}
-
-impl ErrorClass {
-    pub const ALL: [ErrorClass; 5] = [
-        ErrorClass::Timeout,
-        ErrorClass::ConnectRefused,
-        ErrorClass::Reset,
-        ErrorClass::PortsExhausted,
-        ErrorClass::Other,
-    ];
-
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    /// Classifies an error of `socket`, `connect`, `send` or `recv`.
-    pub fn of_io(e: &io::Error) -> ErrorClass {
-        match e.raw_os_error() {
-            Some(libc::EADDRNOTAVAIL) => return ErrorClass::PortsExhausted,
-            Some(libc::ECONNREFUSED) => return ErrorClass::ConnectRefused,
-            Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => return ErrorClass::Reset,
-            Some(libc::ETIMEDOUT) => return ErrorClass::Timeout,
-            _ => {}
-        }
-        match e.kind() {
-            io::ErrorKind::AddrNotAvailable => ErrorClass::PortsExhausted,
-            io::ErrorKind::ConnectionRefused => ErrorClass::ConnectRefused,
-            io::ErrorKind::ConnectionReset
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::BrokenPipe
-            | io::ErrorKind::UnexpectedEof => ErrorClass::Reset,
-            io::ErrorKind::TimedOut => ErrorClass::Timeout,
-            _ => ErrorClass::Other,
-        }
-    }
-}
+use crate::error::{ErrorKind, SweepColumn};
 
 /// One reply's times, in the step's terms.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,7 +28,8 @@ pub struct StepStats {
     pub sessions: AtomicU64,
     pub connections: AtomicU64,
     pub requests: AtomicU64,
-    errors: [AtomicU64; 5],
+    /// Failed requests, by `err_*` column.
+    errors: [AtomicU64; SweepColumn::ALL.len()],
     /// Sessions launched and not yet ended.
     pub outstanding: AtomicUsize,
     replies: Mutex<Vec<Reply>>,
@@ -105,12 +54,13 @@ impl StepStats {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn error(&self, class: ErrorClass) {
-        Self::add(&self.errors[class.index()]);
+    /// Counts a failed request in its kind's column.
+    pub fn error(&self, kind: ErrorKind) {
+        Self::add(&self.errors[kind.sweep_column().index()]);
     }
 
-    pub fn errors(&self, class: ErrorClass) -> u64 {
-        self.errors[class.index()].load(Ordering::Relaxed)
+    pub fn errors(&self, column: SweepColumn) -> u64 {
+        self.errors[column.index()].load(Ordering::Relaxed)
     }
 
     /// Records a complete 200 response.
@@ -249,33 +199,19 @@ mod tests {
     }
 
     #[test]
-    fn io_errors_are_classified() {
-        let os = io::Error::from_raw_os_error;
-        assert_eq!(
-            ErrorClass::of_io(&os(libc::EADDRNOTAVAIL)),
-            ErrorClass::PortsExhausted
-        );
-        assert_eq!(
-            ErrorClass::of_io(&os(libc::ECONNREFUSED)),
-            ErrorClass::ConnectRefused
-        );
-        assert_eq!(ErrorClass::of_io(&os(libc::EPIPE)), ErrorClass::Reset);
-        assert_eq!(ErrorClass::of_io(&os(libc::ECONNRESET)), ErrorClass::Reset);
-        assert_eq!(ErrorClass::of_io(&os(libc::EMFILE)), ErrorClass::Other);
-        let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
-        assert_eq!(ErrorClass::of_io(&eof), ErrorClass::Reset);
-    }
-
-    #[test]
     fn replies_are_timed_from_the_step_start() {
         let t0 = Instant::now();
         let s = StepStats::new(t0, 4);
         s.reply(t0, t0 + std::time::Duration::from_millis(1500));
-        s.error(ErrorClass::Reset);
+        s.error(ErrorKind::ShortBody);
+        s.error(ErrorKind::Reset);
+        s.error(ErrorKind::BadStatus);
         let r = s.take_replies();
         assert_eq!(r.len(), 1);
         assert!((r[0].done_s - 1.5).abs() < 1e-9 && (r[0].response_ms - 1500.0).abs() < 1e-6);
-        assert_eq!(s.errors(ErrorClass::Reset), 1);
+        assert_eq!(s.errors(SweepColumn::Reset), 2);
+        assert_eq!(s.errors(SweepColumn::Other), 1);
+        assert_eq!(s.errors(SweepColumn::Timeout), 0);
         assert!(s.take_replies().is_empty());
     }
 }
