@@ -97,7 +97,11 @@ impl ProxyArgs {
             return Ok(());
         }
         let checks = [
-            ("listen", self.listen, "to accept connections from other hosts"),
+            (
+                "listen",
+                self.listen,
+                "to accept connections from other hosts",
+            ),
             ("upstream", self.upstream, "to proxy to that host"),
         ];
         match checks.into_iter().find(|(_, a, _)| !is_loopback(a.ip())) {
@@ -237,13 +241,7 @@ mod tests {
             let e = args.to_config().expect_err("to_config refuses too");
             assert!(e.downcast_ref::<RemoteRefused>().is_some(), "{e}");
 
-            let allowed = parse(&[
-                "--listen",
-                listen,
-                "--upstream",
-                upstream,
-                "--allow-remote",
-            ]);
+            let allowed = parse(&["--listen", listen, "--upstream", upstream, "--allow-remote"]);
             assert!(allowed.allow_remote);
             assert_eq!(allowed.check_loopback(), Ok(()));
             // Parsed and checked, never started: no socket is made here.

@@ -176,7 +176,11 @@ fn client_gone_while_the_origin_stalls_releases_the_upstream_at_once() {
 
 /// An upstream that reads whatever the proxy sends and never answers;
 /// reports when its request head arrived, then when the proxy let go.
-fn mute_upstream() -> (FakeUpstream, mpsc::Receiver<Instant>, mpsc::Receiver<Instant>) {
+fn mute_upstream() -> (
+    FakeUpstream,
+    mpsc::Receiver<Instant>,
+    mpsc::Receiver<Instant>,
+) {
     let (arrived_tx, arrived_rx) = mpsc::channel::<Instant>();
     let (closed_tx, closed_rx) = mpsc::channel::<Instant>();
     let upstream = FakeUpstream::start(move |mut s| {
