@@ -1,6 +1,6 @@
 //! `slowlab proxy` through the real binary: the ready line, stopping on
-//! SIGTERM/SIGINT with downloads in flight, one-line errors for bad flags and
-//! a port in use. Children are killed from a `Drop` guard, so a failing test
+//! SIGTERM/SIGINT with downloads in flight, one-line errors for bad flags,
+//! a port in use and addresses outside loopback. Children are killed from a `Drop` guard, so a failing test
 //! leaves nothing behind.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -224,4 +224,69 @@ fn port_in_use_is_one_line() {
     assert_one_line_error(&out, 1, &addr);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("in use"), "{stderr}");
+}
+
+/// Runs `slowlab proxy` with `args`, killing it if it has not exited within
+/// 5 s (today's refusal takes milliseconds; a proxy that starts instead
+/// would run until stopped).
+fn run_briefly(args: &[&str]) -> Output {
+    let child = Command::new(BIN)
+        .arg("proxy")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn slowlab");
+    let mut guard = Guard(Some(child));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while guard.child().try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "{args:?}: still running");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let child = guard.0.take().expect("child");
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn addresses_outside_loopback_are_refused_with_exit_2() {
+    // Refused before any socket exists: 192.0.2.1 (TEST-NET-1) is never
+    // connected to, 0.0.0.0 never bound.
+    for (listen, upstream, flag) in [
+        ("127.0.0.1:0", "192.0.2.1:80", "--upstream 192.0.2.1:80"),
+        ("0.0.0.0:0", "127.0.0.1:1", "--listen 0.0.0.0:0"),
+        ("[::]:0", "127.0.0.1:1", "--listen [::]:0"),
+    ] {
+        let out = run_briefly(&[
+            "--listen",
+            listen,
+            "--upstream",
+            upstream,
+            "--buffering",
+            "on",
+        ]);
+        assert_one_line_error(&out, 2, flag);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("outside 127.0.0.0/8"), "{stderr}");
+        assert!(stderr.contains("--allow-remote"), "{stderr}");
+    }
+}
+
+#[test]
+fn allow_remote_is_a_flag_of_proxy() {
+    // Parse level only: --help stops before anything starts, and clap would
+    // reject an unknown --allow-remote before reaching it.
+    let out = Command::new(BIN)
+        .args(["proxy", "--allow-remote", "--help"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run slowlab");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("--allow-remote"), "{stdout}");
 }

@@ -3,8 +3,10 @@
 //!
 //! pingora parses the request and writes the response head and body to the
 //! client ([`ServerSession`]); this module decides what to send: 400 for a
-//! malformed request, 502/504 when the upstream fails before its head
-//! arrived, otherwise the upstream's head (minus hop-by-hop headers and
+//! malformed request or a request body that ends short, 502/504 when the
+//! upstream fails before its head arrived, nothing when the client left
+//! before it (noticed by a peek every 200 ms while the head is awaited),
+//! otherwise the upstream's head (minus hop-by-hop headers and
 //! `X-Accel-Buffering`, plus `Connection: close`) and the body through
 //! [`pipe::run`].
 
@@ -23,7 +25,7 @@ use crate::config::{Buffering, ProxyConfig};
 use crate::pipe::{self, PipeParams};
 use crate::spool::Spool;
 use crate::stats::{Gauges, StatsLog, StatsRow, unix_s};
-use crate::upstream::{self, UpstreamError};
+use crate::upstream::{self, NoHead};
 
 /// The proxy as a pingora [`HttpServerApp`].
 pub struct ProxyApp {
@@ -60,19 +62,23 @@ impl ProxyApp {
         }
     }
 
-    /// Answers with a pingora-made error page and records it.
+    /// Answers with a pingora-made error page (none when `status` is
+    /// `None`: the client is gone) and records it.
     async fn fail(
         &self,
         session: &mut ServerSession,
         started: &Started,
-        status: u16,
+        status: Option<u16>,
         label: &'static str,
     ) {
-        let sent = session.respond_error(status).await.is_ok();
+        let sent = match status {
+            Some(status) => session.respond_error(status).await.is_ok(),
+            None => false,
+        };
         self.record(StatsRow {
             start_unix_s: started.unix_s,
             mode: started.mode.name(),
-            status: sent.then_some(status),
+            status: status.filter(|_| sent),
             bytes: 0,
             mem_peak_bytes: 0,
             spilled_bytes: 0,
@@ -102,7 +108,8 @@ impl ProxyApp {
                     tracing::debug!(conn, cause = %e, "client left while sending its request");
                 } else {
                     tracing::info!(conn, cause = %e, "malformed request");
-                    self.fail(&mut session, &started, 400, "bad_request").await;
+                    self.fail(&mut session, &started, Some(400), "bad_request")
+                        .await;
                 }
                 return;
             }
@@ -117,7 +124,7 @@ impl ProxyApp {
         {
             // An HTTP/1.0 upstream needs a length; buffering whole chunked
             // request bodies is beyond this lab.
-            self.fail(&mut session, &started, 411, "length_required")
+            self.fail(&mut session, &started, Some(411), "length_required")
                 .await;
             return;
         }
@@ -127,7 +134,17 @@ impl ProxyApp {
         let (up, head) = match opened {
             Ok(v) => v,
             Err(e) => {
-                tracing::warn!(conn, cause = %e, "upstream failed before its response head");
+                match &e {
+                    NoHead::Upstream(_) => {
+                        tracing::warn!(conn, cause = %e, "upstream failed before its response head")
+                    }
+                    NoHead::ClientBodyShort(_) => {
+                        tracing::info!(conn, cause = %e, "client request body ended short")
+                    }
+                    NoHead::ClientClosed(_) => {
+                        tracing::debug!(conn, cause = %e, "client gone before the response head")
+                    }
+                }
                 self.fail(&mut session, &started, e.status(), e.label())
                     .await;
                 return;
@@ -189,12 +206,13 @@ impl ProxyApp {
     }
 
     /// Connects, sends the request (and its body, if any) and reads the
-    /// response head.
+    /// response head. On any error the upstream connection is dropped here,
+    /// before the client is answered.
     async fn open_upstream(
         &self,
         session: &mut ServerSession,
         head_request: bool,
-    ) -> Result<(pingora_core::protocols::Stream, upstream::ResponseHead), UpstreamError> {
+    ) -> Result<(pingora_core::protocols::Stream, upstream::ResponseHead), NoHead> {
         let t = self.cfg.read_timeout;
         let mut up = upstream::connect(&self.connector, self.cfg.upstream, t).await?;
         upstream::send(&mut up, &upstream::request_wire(session.req_header()), t).await?;
@@ -203,16 +221,21 @@ impl ProxyApp {
                 match session.read_request_body().await {
                     Ok(Some(chunk)) => upstream::send(&mut up, &chunk, t).await?,
                     Ok(None) => break,
-                    // Not the upstream's fault, but the request cannot be
-                    // completed either; NGINX answers 400 here, we close.
-                    Err(e) => {
-                        return Err(UpstreamError::Closed(format!("client request body: {e}")));
-                    }
+                    // The client's fault, not the upstream's: NGINX answers
+                    // 400 and logs the client.
+                    Err(e) => return Err(NoHead::ClientBodyShort(e.to_string())),
                 }
             }
         }
-        let head =
-            upstream::read_head(&mut up, self.cfg.buffers.buffer_size, t, head_request).await?;
+        let client = session.stream().map(|s| s.id());
+        let head = upstream::read_head(
+            &mut up,
+            self.cfg.buffers.buffer_size,
+            t,
+            head_request,
+            client,
+        )
+        .await?;
         Ok((up, head))
     }
 }

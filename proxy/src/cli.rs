@@ -2,7 +2,8 @@
 //!
 //! Prints exactly one line to stdout once the socket accepts connections,
 //! `listening on <ip:port> (buffering on, ...)`, logs everything else through
-//! `tracing` on stderr, and stops on SIGTERM or SIGINT.
+//! `tracing` on stderr, and stops on SIGTERM or SIGINT. Addresses outside
+//! loopback are refused (exit status 2) unless `--allow-remote`.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -65,11 +66,57 @@ pub struct ProxyArgs {
     /// Sampling interval of --gauge-log.
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub gauge_interval: Duration,
+    /// Allow --listen and --upstream addresses outside 127.0.0.0/8 and ::1.
+    #[arg(long)]
+    pub allow_remote: bool,
+}
+
+/// A `--listen` or `--upstream` address outside loopback without
+/// `--allow-remote`: bad input (exit status 2), refused before any socket
+/// exists.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "refusing --{flag} {addr}: it is outside 127.0.0.0/8 and ::1; pass --allow-remote if you really mean {meaning}"
+)]
+pub struct RemoteRefused {
+    pub flag: &'static str,
+    pub addr: SocketAddr,
+    meaning: &'static str,
+}
+
+/// Whether `ip` is in 127.0.0.0/8 or is ::1 (also as an IPv4-mapped address).
+fn is_loopback(ip: std::net::IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
 }
 
 impl ProxyArgs {
+    /// The lab's loopback-only rule for both addresses, unless
+    /// `--allow-remote`.
+    pub fn check_loopback(&self) -> Result<(), RemoteRefused> {
+        if self.allow_remote {
+            return Ok(());
+        }
+        let checks = [
+            (
+                "listen",
+                self.listen,
+                "to accept connections from other hosts",
+            ),
+            ("upstream", self.upstream, "to proxy to that host"),
+        ];
+        match checks.into_iter().find(|(_, a, _)| !is_loopback(a.ip())) {
+            Some((flag, addr, meaning)) => Err(RemoteRefused {
+                flag,
+                addr,
+                meaning,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Checks what clap cannot and names the flag at fault.
     pub fn to_config(&self) -> anyhow::Result<ProxyConfig> {
+        self.check_loopback()?;
         let (buffers, buffer_bytes) = parse_buffers(&self.buffers)?;
         let temp_path = self.temp_path.clone().unwrap_or_else(std::env::temp_dir);
         let config = ProxyConfig {
@@ -99,7 +146,15 @@ impl ProxyArgs {
 }
 
 /// Runs `slowlab proxy` until SIGTERM or SIGINT.
+///
+/// A refused address ends the process with status 2 (bad input) after one
+/// `slowlab: ...` line on stderr, as a bad flag does; other errors are
+/// returned.
 pub fn run(args: ProxyArgs) -> anyhow::Result<()> {
+    if let Err(refused) = args.check_loopback() {
+        eprintln!("slowlab: {refused}");
+        std::process::exit(2);
+    }
     let config = args.to_config()?;
     // Signals are watched from this thread, on a runtime of their own, and
     // registered before the ready line so that a stop sent right after it
@@ -141,4 +196,58 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<()> {
     tracing::info!(signal, "stopping");
     handle.shutdown();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        proxy: ProxyArgs,
+    }
+
+    fn parse(args: &[&str]) -> ProxyArgs {
+        let argv = ["proxy", "--buffering", "on"].iter().chain(args);
+        Cli::try_parse_from(argv).expect("flags parse").proxy
+    }
+
+    #[test]
+    fn loopback_addresses_pass_and_others_need_allow_remote() {
+        for (listen, upstream) in [
+            ("127.0.0.1:0", "127.0.0.1:8000"),
+            ("127.3.4.5:0", "[::1]:8000"),
+            ("[::ffff:127.0.0.1]:0", "127.0.0.1:1"),
+        ] {
+            let args = parse(&["--listen", listen, "--upstream", upstream]);
+            assert_eq!(args.check_loopback(), Ok(()), "{listen} {upstream}");
+        }
+        for (listen, upstream, flag) in [
+            ("127.0.0.1:0", "10.1.2.3:80", "upstream"),
+            ("0.0.0.0:8080", "127.0.0.1:8000", "listen"),
+            ("[::]:8080", "127.0.0.1:8000", "listen"),
+            ("127.0.0.1:0", "[2001:db8::1]:80", "upstream"),
+            ("192.168.1.1:0", "8.8.8.8:80", "listen"),
+        ] {
+            let args = parse(&["--listen", listen, "--upstream", upstream]);
+            let err = args.check_loopback().expect_err(upstream);
+            assert_eq!(err.flag, flag, "{listen} {upstream}");
+            let text = err.to_string();
+            assert!(text.starts_with(&format!("refusing --{flag} ")), "{text}");
+            assert!(text.contains("--allow-remote"), "{text}");
+            let e = args.to_config().expect_err("to_config refuses too");
+            assert!(e.downcast_ref::<RemoteRefused>().is_some(), "{e}");
+
+            let allowed = parse(&["--listen", listen, "--upstream", upstream, "--allow-remote"]);
+            assert!(allowed.allow_remote);
+            assert_eq!(allowed.check_loopback(), Ok(()));
+            // Parsed and checked, never started: no socket is made here.
+            let config = allowed.to_config().expect("accepted with --allow-remote");
+            assert_eq!(config.upstream, upstream.parse().unwrap());
+            assert_eq!(config.listen, listen.parse().unwrap());
+        }
+    }
 }

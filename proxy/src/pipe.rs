@@ -269,13 +269,13 @@ pub async fn run(
 }
 
 /// How often an idle client connection is checked.
-const IDLE_CHECK: Duration = Duration::from_millis(200);
+pub(crate) const IDLE_CHECK: Duration = Duration::from_millis(200);
 
 /// Why the client's socket is closed, if it is: a peek that reads the end
 /// of the stream (the client sent FIN) or fails with anything but "no data
 /// yet". Pipelined bytes are only peeked at, never consumed. NGINX treats a
 /// FIN from the client the same way (`proxy_ignore_client_abort off`).
-fn client_gone(fd: i32) -> Option<String> {
+pub(crate) fn client_gone(fd: i32) -> Option<String> {
     let mut byte = 0u8;
     // SAFETY: a one-byte peek into a local buffer on a socket this session
     // owns and keeps open for the duration of the call.

@@ -12,6 +12,7 @@
 //! pieces into a buffer of its own.
 
 use std::net::SocketAddr;
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -21,8 +22,10 @@ use pingora_core::upstreams::peer::HttpPeer;
 use pingora_error::ErrorType;
 use pingora_http::{RequestHeader, ResponseHeader};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
 
 use crate::config::Buffering;
+use crate::pipe::{IDLE_CHECK, client_gone};
 
 /// Why talking to the upstream failed; decides between 502 and 504.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +56,41 @@ impl UpstreamError {
             UpstreamError::Timeout(_) => "upstream_timeout",
             UpstreamError::Closed(_) => "upstream_closed",
             UpstreamError::Invalid(_) => "upstream_invalid",
+        }
+    }
+}
+
+/// Why a request got no response head: the upstream failed, or the client
+/// did its part wrong or left. Decides what (if anything) the client is sent.
+#[derive(Debug, thiserror::Error)]
+pub enum NoHead {
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    /// The request body ended before its `Content-Length` (NGINX: "client
+    /// prematurely closed connection", 400).
+    #[error("client request body ended short: {0}")]
+    ClientBodyShort(String),
+    /// The client left while the proxy waited for the upstream's head.
+    #[error("{0}")]
+    ClientClosed(String),
+}
+
+impl NoHead {
+    /// The status to answer with; `None` when the client is gone.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            NoHead::Upstream(e) => Some(e.status()),
+            NoHead::ClientBodyShort(_) => Some(400),
+            NoHead::ClientClosed(_) => None,
+        }
+    }
+
+    /// The short name in the stats log's `error` column.
+    pub fn label(&self) -> &'static str {
+        match self {
+            NoHead::Upstream(e) => e.label(),
+            NoHead::ClientBodyShort(_) => "client_body_short",
+            NoHead::ClientClosed(_) => "client_closed",
         }
     }
 }
@@ -142,12 +180,19 @@ pub async fn send(
 
 /// Reads and parses the response head. `buffer_size` bounds the head, as
 /// NGINX's "upstream sent too big header"; `head_request` means no body.
+///
+/// `timeout` runs from each read, as `proxy_read_timeout` does. While it
+/// runs, the socket `client` is peeked at every [`IDLE_CHECK`] so that a
+/// client that leaves is noticed at once (NGINX's broken-connection check).
+/// The wait is cut into slices of one timer each, so a head that arrives
+/// within the first slice costs what a plain timeout costs.
 pub async fn read_head(
     stream: &mut Stream,
     buffer_size: usize,
     timeout: Duration,
     head_request: bool,
-) -> Result<ResponseHead, UpstreamError> {
+    client: Option<RawFd>,
+) -> Result<ResponseHead, NoHead> {
     let mut buf = BytesMut::with_capacity(buffer_size);
     loop {
         if let Some(head) = parse_head(&mut buf, head_request)? {
@@ -156,26 +201,49 @@ pub async fn read_head(
         if buf.len() >= buffer_size {
             return Err(UpstreamError::Invalid(format!(
                 "upstream sent too big header (more than {buffer_size} bytes)"
-            )));
+            ))
+            .into());
         }
         let room = (buffer_size - buf.len()) as u64;
-        let mut limited = (&mut *stream).take(room);
-        match tokio::time::timeout(timeout, limited.read_buf(&mut buf)).await {
-            Ok(Ok(0)) => {
+        let start = Instant::now();
+        // A timeout too large to add is as good as none (tokio's `timeout`
+        // does the same).
+        let deadline = start
+            .checked_add(timeout)
+            .unwrap_or_else(|| start + Duration::from_secs(86_400 * 365 * 30));
+        let mut slice_end = match client {
+            Some(_) => deadline.min(start + IDLE_CHECK),
+            None => deadline,
+        };
+        let read = loop {
+            // Reads are cancel-safe: a slice that ends loses no bytes.
+            let mut limited = (&mut *stream).take(room);
+            match tokio::time::timeout_at(slice_end, limited.read_buf(&mut buf)).await {
+                Ok(read) => break read,
+                Err(_) if slice_end >= deadline => {
+                    return Err(UpstreamError::Timeout(
+                        "upstream timed out while reading response header".into(),
+                    )
+                    .into());
+                }
+                Err(_) => {
+                    if let Some(why) = client.and_then(client_gone) {
+                        return Err(NoHead::ClientClosed(why));
+                    }
+                    slice_end = deadline.min(slice_end + IDLE_CHECK);
+                }
+            }
+        };
+        match read {
+            Ok(0) => {
                 return Err(UpstreamError::Closed(
                     "upstream prematurely closed connection while reading response header".into(),
-                ));
+                )
+                .into());
             }
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => {
-                return Err(UpstreamError::Closed(format!(
-                    "reading response header: {e}"
-                )));
-            }
-            Err(_) => {
-                return Err(UpstreamError::Timeout(
-                    "upstream timed out while reading response header".into(),
-                ));
+            Ok(_) => {}
+            Err(e) => {
+                return Err(UpstreamError::Closed(format!("reading response header: {e}")).into());
             }
         }
     }

@@ -1,5 +1,6 @@
-//! Faults: upstream down, silent or cut; a client that aborts or stops
-//! reading; a malformed request; `X-Accel-Buffering`.
+//! Faults: upstream down, silent or cut; a client that aborts, leaves before
+//! the head, stops reading or sends a short body; a malformed request;
+//! `X-Accel-Buffering`.
 
 mod support;
 
@@ -170,6 +171,108 @@ fn client_gone_while_the_origin_stalls_releases_the_upstream_at_once() {
         );
         let row = &rows(&dir.path().join("stats.csv"), 1)[0];
         assert_eq!(row.get("error"), "client_closed", "{buffering:?}");
+    }
+}
+
+/// An upstream that reads whatever the proxy sends and never answers; it
+/// reports when a request head arrived and when the proxy let go.
+struct MuteUpstream {
+    upstream: FakeUpstream,
+    arrived: mpsc::Receiver<Instant>,
+    closed: mpsc::Receiver<Instant>,
+}
+
+impl MuteUpstream {
+    fn start() -> MuteUpstream {
+        let (arrived_tx, arrived) = mpsc::channel::<Instant>();
+        let (closed_tx, closed) = mpsc::channel::<Instant>();
+        let upstream = FakeUpstream::start(move |mut s| {
+            let _ = arrived_tx.send(Instant::now());
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut buf = [0u8; 4096];
+            // Ends when the proxy closes this connection (or after 20 s).
+            while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            let _ = closed_tx.send(Instant::now());
+        });
+        MuteUpstream {
+            upstream,
+            arrived,
+            closed,
+        }
+    }
+
+    /// A proxy in front of it whose read timeout (30 s) is far away.
+    fn proxy(&self, buffering: Buffering, dir: &std::path::Path) -> proxy::ProxyHandle {
+        let mut cfg = proxy_config(self.upstream.addr, buffering, dir);
+        cfg.read_timeout = Duration::from_secs(30);
+        start_proxy(cfg)
+    }
+
+    fn wait_for_request(&self) {
+        self.arrived
+            .recv_timeout(PATIENCE)
+            .expect("request head not forwarded");
+    }
+
+    /// Asserts that the proxy closed the connection within 1 s of `since`.
+    fn assert_released(&self, since: Instant, what: Buffering) {
+        let released = self
+            .closed
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{what:?}: upstream connection kept"));
+        let after = released.duration_since(since);
+        assert!(
+            after < Duration::from_secs(1),
+            "{what:?}: released after {after:?}"
+        );
+    }
+}
+
+#[test]
+fn short_request_body_is_400_for_the_client_and_releases_the_upstream() {
+    let upstream = MuteUpstream::start();
+    for buffering in [Buffering::On, Buffering::Off] {
+        let dir = tempfile::tempdir().unwrap();
+        let proxy = upstream.proxy(buffering, dir.path());
+        let mut client = connect(proxy.local_addr(), None);
+        let started = Instant::now();
+        client
+            .write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nhello")
+            .unwrap();
+        upstream.wait_for_request();
+        // 5 of 1000 bytes, then the client's side of the stream ends.
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        let shut = Instant::now();
+        let reply = read_reply(&mut client, &Reader::fast(), started);
+        assert_eq!(reply.status, 400, "{buffering:?}: the client's fault");
+        upstream.assert_released(shut, buffering);
+        let row = &rows(&dir.path().join("stats.csv"), 1)[0];
+        assert_eq!(row.get("status"), "400", "{buffering:?}");
+        assert_eq!(row.get("error"), "client_body_short", "{buffering:?}");
+    }
+}
+
+#[test]
+fn client_gone_while_waiting_for_the_head_releases_the_upstream_at_once() {
+    // The origin accepts and never answers: nothing is written to the
+    // client, so only the peek at its socket can tell that it left.
+    let upstream = MuteUpstream::start();
+    for buffering in [Buffering::Off, Buffering::On] {
+        let dir = tempfile::tempdir().unwrap();
+        let proxy = upstream.proxy(buffering, dir.path());
+        let mut client = connect(proxy.local_addr(), None);
+        client
+            .write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        upstream.wait_for_request();
+        // Past the first check, as `curl -m 1` would be.
+        std::thread::sleep(Duration::from_millis(300));
+        drop(client);
+        upstream.assert_released(Instant::now(), buffering);
+        let row = &rows(&dir.path().join("stats.csv"), 1)[0];
+        assert_eq!(row.get("error"), "client_closed", "{buffering:?}");
+        assert_eq!(row.get("status"), "", "{buffering:?}: nothing was sent");
+        assert_eq!(row.get("client_done_s"), "", "{buffering:?}");
     }
 }
 
