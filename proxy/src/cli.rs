@@ -4,13 +4,14 @@
 //! `listening on <ip:port> (buffering on, ...)`, logs everything else through
 //! `tracing` on stderr, and stops on SIGTERM or SIGINT.
 
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::units::{Size, parse_duration};
+use common::units::{Size, format_duration, parse_duration};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::{BufferConfig, ProxyConfig, parse_buffers};
@@ -18,7 +19,7 @@ use crate::config::{BufferConfig, ProxyConfig, parse_buffers};
 pub use crate::config::Buffering;
 
 /// Reverse-proxy HTTP/1.1 to one upstream, buffering like NGINX.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct ProxyArgs {
     /// Address to listen on (IP:port); port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -68,6 +69,65 @@ pub struct ProxyArgs {
 }
 
 impl ProxyArgs {
+    /// The flags that parse back into these arguments, for a harness that
+    /// starts `slowlab proxy`. Every field is named, so a field added or
+    /// renamed here fails to compile until it is written too.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let ProxyArgs {
+            listen,
+            upstream,
+            buffering,
+            buffer_size,
+            buffers,
+            busy_buffers_size,
+            max_temp_file_size,
+            temp_file_write_size,
+            temp_path,
+            threads,
+            read_timeout,
+            send_timeout,
+            stats_log,
+            gauge_log,
+            gauge_interval,
+        } = self;
+        let mut a: Vec<OsString> = vec![
+            "--listen".into(),
+            listen.to_string().into(),
+            "--upstream".into(),
+            upstream.to_string().into(),
+            "--buffering".into(),
+            buffering.name().into(),
+            "--buffer-size".into(),
+            buffer_size.to_string().into(),
+            "--buffers".into(),
+            buffers.into(),
+            "--busy-buffers-size".into(),
+            busy_buffers_size.to_string().into(),
+            "--max-temp-file-size".into(),
+            max_temp_file_size.to_string().into(),
+            "--temp-file-write-size".into(),
+            temp_file_write_size.to_string().into(),
+            "--threads".into(),
+            threads.to_string().into(),
+            "--read-timeout".into(),
+            format_duration(*read_timeout).into(),
+            "--send-timeout".into(),
+            format_duration(*send_timeout).into(),
+            "--gauge-interval".into(),
+            format_duration(*gauge_interval).into(),
+        ];
+        for (flag, path) in [
+            ("--temp-path", temp_path),
+            ("--stats-log", stats_log),
+            ("--gauge-log", gauge_log),
+        ] {
+            if let Some(path) = path {
+                a.extend([flag.into(), path.into()]);
+            }
+        }
+        a
+    }
+
     /// Checks what clap cannot and names the flag at fault.
     pub fn to_config(&self) -> anyhow::Result<ProxyConfig> {
         let (buffers, buffer_bytes) = parse_buffers(&self.buffers)?;
@@ -141,4 +201,52 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<()> {
     tracing::info!(signal, "stopping");
     handle.shutdown();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: ProxyArgs,
+    }
+
+    fn parse(words: Vec<OsString>) -> ProxyArgs {
+        Cmd::try_parse_from(std::iter::once(OsString::from("proxy")).chain(words))
+            .expect("parses")
+            .args
+    }
+
+    #[test]
+    fn to_args_parses_back_into_the_same_arguments() {
+        let defaults = parse(vec![
+            "--upstream".into(),
+            "127.0.0.1:8000".into(),
+            "--buffering".into(),
+            "off".into(),
+        ]);
+        let all = ProxyArgs {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: "127.0.0.1:8001".parse().unwrap(),
+            buffering: Buffering::On,
+            buffer_size: Size(16 << 10),
+            buffers: "8x4KiB".into(),
+            busy_buffers_size: Size(32 << 10),
+            max_temp_file_size: Size(32 << 20),
+            temp_file_write_size: Size(65537),
+            temp_path: Some(PathBuf::from("/tmp/a run/proxy-temp")),
+            threads: 3,
+            read_timeout: Duration::from_millis(2500),
+            send_timeout: Duration::from_secs(61),
+            stats_log: Some(PathBuf::from("stats.csv")),
+            gauge_log: Some(PathBuf::from("gauge.csv")),
+            gauge_interval: Duration::from_micros(100_250),
+        };
+        for args in [defaults, all] {
+            assert_eq!(parse(args.to_args()), args);
+        }
+    }
 }
