@@ -232,7 +232,7 @@ impl Route {
     /// buffers plus temp-file cap hold it (the experiment's 64 KiB + 16 KiB
     /// + 32 MiB do).
     pub fn absorbs(self, body_bytes: u64, proxy_capacity_bytes: u64) -> bool {
-        matches!(self, Route::NginxOn | Route::PingoraOn) && proxy_capacity_bytes >= body_bytes
+        matches!(self.proxy(), Some((_, true))) && proxy_capacity_bytes >= body_bytes
     }
 }
 
