@@ -129,7 +129,7 @@ pub enum RunError {
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RunError::MissingTool(m) => m.fmt(f),
+            RunError::MissingTool(m) => fmt::Display::fmt(m, f),
             RunError::Start(e) => write!(f, "{e:#}"),
         }
     }
