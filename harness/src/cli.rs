@@ -2,6 +2,10 @@
 //!
 //! `serve`, `proxy` and `load` belong to their crates; this module only
 //! dispatches to them, so each crate owns its own command-line contract.
+//! [`Child`] goes the other way: the command line of a verb the harness
+//! starts, written from the same clap structs the child parses.
+
+use std::ffi::OsString;
 
 use clap::{Parser, Subcommand};
 
@@ -44,5 +48,99 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Report(args) => crate::report::run(args),
         Command::Sweep(args) => crate::sweep::run(args),
         Command::SweepLoad(args) => loadgen::sweep::run(args),
+    }
+}
+
+/// A verb the harness runs as a child process of the `slowlab` binary, with
+/// the arguments the child will parse.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Child {
+    Serve(server::ServeArgs),
+    Proxy(proxy::ProxyArgs),
+    Load(loadgen::LoadArgs),
+    SweepLoad(loadgen::sweep::SweepLoadArgs),
+}
+
+impl Child {
+    /// The arguments after the program name: the subcommand of [`Command`],
+    /// then the flags of its args struct's `to_args`.
+    pub fn argv(&self) -> Vec<OsString> {
+        let (verb, flags) = match self {
+            Child::Serve(a) => ("serve", a.to_args()),
+            Child::Proxy(a) => ("proxy", a.to_args()),
+            Child::Load(a) => ("load", a.to_args()),
+            Child::SweepLoad(a) => ("sweep-load", a.to_args()),
+        };
+        std::iter::once(OsString::from(verb)).chain(flags).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(argv: &[&str]) -> Command {
+        Cli::try_parse_from(std::iter::once("slowlab").chain(argv.iter().copied()))
+            .expect("parses")
+            .command
+    }
+
+    /// What the `slowlab` command line makes of a child's argv.
+    fn reparse(child: &Child) -> Child {
+        let argv = std::iter::once(OsString::from("slowlab")).chain(child.argv());
+        match Cli::try_parse_from(argv).expect("argv parses").command {
+            Command::Serve(a) => Child::Serve(a),
+            Command::Proxy(a) => Child::Proxy(a),
+            Command::Load(a) => Child::Load(a),
+            Command::SweepLoad(a) => Child::SweepLoad(a),
+            other => panic!("a child verb parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_child_verb_round_trips_through_the_slowlab_command_line() {
+        let Command::Serve(serve) = parse(&["serve", "--model", "async"]) else {
+            unreachable!()
+        };
+        let Command::Proxy(proxy) = parse(&[
+            "proxy",
+            "--upstream",
+            "127.0.0.1:9",
+            "--buffering",
+            "on",
+            "--temp-path",
+            "/tmp",
+        ]) else {
+            unreachable!()
+        };
+        let Command::Load(load) = parse(&[
+            "load",
+            "--target",
+            "http://127.0.0.1:9",
+            "--label",
+            "run_id=001",
+            "--realtime",
+        ]) else {
+            unreachable!()
+        };
+        let Command::SweepLoad(sweep) = parse(&[
+            "sweep-load",
+            "--target",
+            "http://127.0.0.1:9",
+            "--rates",
+            "50,100",
+            "--out",
+            "/tmp/x",
+        ]) else {
+            unreachable!()
+        };
+        for child in [
+            Child::Serve(serve),
+            Child::Proxy(proxy),
+            Child::Load(load),
+            Child::SweepLoad(sweep),
+        ] {
+            assert_eq!(reparse(&child), child);
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! when the harness dies (parent-death signal), joined to its cgroup before
 //! it executes anything, and stopped from a guard's `Drop`.
 
-use std::ffi::CString;
+use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpStream};
@@ -29,6 +29,17 @@ pub struct Spec {
     /// drain.
     pub stdout: PathBuf,
     pub stderr: PathBuf,
+}
+
+/// `argv` as [`Spec::args`]; an argument that is not UTF-8 (a path) is
+/// refused rather than altered.
+pub fn utf8_args(argv: Vec<OsString>) -> Result<Vec<String>> {
+    argv.into_iter()
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| anyhow::anyhow!("argument {a:?} is not UTF-8"))
+        })
+        .collect()
 }
 
 /// A running child. Dropping it stops the child's whole process group.
@@ -320,6 +331,15 @@ mod tests {
             Some("[::1]:9".parse().unwrap())
         );
         assert_eq!(parse_ready_line("ready"), None);
+    }
+
+    #[test]
+    fn arguments_must_be_utf8() {
+        use std::os::unix::ffi::OsStringExt;
+        let ok = utf8_args(vec!["--out".into(), "/tmp/a b".into()]).unwrap();
+        assert_eq!(ok, ["--out", "/tmp/a b"]);
+        let bad = OsString::from_vec(vec![b'/', 0xff]);
+        assert!(utf8_args(vec![bad]).is_err());
     }
 
     #[test]

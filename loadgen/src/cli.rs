@@ -1,19 +1,21 @@
 //! `slowlab load`: the command-line contract.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use common::units::{Size, parse_duration};
+use clap::ValueEnum as _;
+use common::units::{format_duration, parse_duration};
 
-use crate::config::{LoadConfig, VerifyMode, label_arg};
+use crate::config::{LoadConfig, SlowReaderArgs, VerifyMode, label_arg};
 use crate::output;
 use crate::runner::run_load;
 use crate::summary::Summary;
 
 /// Open slow readers of /large and an open-loop /fast client against a target.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct LoadArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000.
     #[arg(long)]
@@ -21,18 +23,8 @@ pub struct LoadArgs {
     /// Number of slow readers of the large path.
     #[arg(long, default_value_t = 2)]
     pub slow: usize,
-    /// Read rate of each slow reader, bytes per second.
-    #[arg(long, default_value = "2MiB")]
-    pub slow_rate: Size,
-    /// SO_RCVBUF requested for slow readers before connect.
-    #[arg(long, default_value = "8KiB")]
-    pub rcvbuf: Size,
-    /// Largest single read of a slow reader.
-    #[arg(long, default_value = "16KiB")]
-    pub read_chunk: Size,
-    /// Path the slow readers download.
-    #[arg(long, default_value = "/large")]
-    pub large_path: String,
+    #[command(flatten)]
+    pub slow_reader: SlowReaderArgs,
     /// /fast requests per second.
     #[arg(long, default_value_t = 8.0)]
     pub fast_rate: f64,
@@ -78,6 +70,73 @@ pub struct LoadArgs {
     pub spin: Duration,
 }
 
+impl LoadArgs {
+    /// The flags that parse back into these arguments, for a harness that
+    /// starts `slowlab load`. Every field is named, so a field added or
+    /// renamed here fails to compile until it is written too.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let LoadArgs {
+            target,
+            slow,
+            slow_reader,
+            fast_rate,
+            fast_duration,
+            fast_start,
+            fast_path,
+            timeout,
+            out,
+            labels,
+            json,
+            allow_remote,
+            verify,
+            realtime,
+            spin,
+        } = self;
+        let verify = verify
+            .to_possible_value()
+            .expect("every VerifyMode has a name (none is skipped)");
+        let mut a: Vec<OsString> = vec![
+            "--target".into(),
+            target.into(),
+            "--slow".into(),
+            slow.to_string().into(),
+        ];
+        a.extend(slow_reader.to_args());
+        a.extend([
+            "--fast-rate".into(),
+            fast_rate.to_string().into(),
+            "--fast-duration".into(),
+            format_duration(*fast_duration).into(),
+            "--fast-start".into(),
+            format_duration(*fast_start).into(),
+            "--fast-path".into(),
+            fast_path.into(),
+            "--timeout".into(),
+            format_duration(*timeout).into(),
+            "--verify".into(),
+            verify.get_name().into(),
+            "--spin".into(),
+            format_duration(*spin).into(),
+        ]);
+        if let Some(out) = out {
+            a.extend(["--out".into(), out.into()]);
+        }
+        for label in labels {
+            a.extend(["--label".into(), label.into()]);
+        }
+        for (flag, on) in [
+            ("--json", json),
+            ("--allow-remote", allow_remote),
+            ("--realtime", realtime),
+        ] {
+            if *on {
+                a.push(flag.into());
+            }
+        }
+        a
+    }
+}
+
 /// Runs `slowlab load`: the load, then the files, then the summary on
 /// stdout. Fails (exit 1) when `/fast` requests were scheduled and none
 /// succeeded, after writing everything.
@@ -113,4 +172,53 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use common::units::Size;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: LoadArgs,
+    }
+
+    fn parse(words: Vec<OsString>) -> LoadArgs {
+        Cmd::try_parse_from(std::iter::once(OsString::from("load")).chain(words))
+            .expect("parses")
+            .args
+    }
+
+    #[test]
+    fn to_args_parses_back_into_the_same_arguments() {
+        let defaults = parse(vec!["--target".into(), "http://127.0.0.1:1".into()]);
+        let all = LoadArgs {
+            target: "http://127.0.0.1:8000/base".into(),
+            slow: 3,
+            slow_reader: SlowReaderArgs {
+                slow_rate: Size(4 << 20),
+                rcvbuf: Size(8191),
+                read_chunk: Size(16 << 10),
+                large_path: "/big".into(),
+            },
+            fast_rate: 7.25,
+            fast_duration: Duration::from_millis(3250),
+            fast_start: Duration::from_micros(1500),
+            fast_path: "/quick".into(),
+            timeout: Duration::from_secs(90),
+            out: Some(PathBuf::from("/tmp/a dir/load")),
+            labels: vec!["run_id=001".into(), "note=a=b".into()],
+            json: true,
+            allow_remote: true,
+            verify: VerifyMode::Length,
+            realtime: true,
+            spin: Duration::from_micros(200),
+        };
+        for args in [defaults, all] {
+            assert_eq!(parse(args.to_args()), args);
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! A validated load: what `run_load` needs, built from the command line or
 //! directly by a caller.
 
+use std::ffi::OsString;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -54,9 +55,10 @@ impl LoadConfig {
     /// unless allowed). Nothing is sent.
     pub fn from_args(args: &LoadArgs) -> anyhow::Result<LoadConfig> {
         let target = Target::resolve(&args.target, args.allow_remote)?;
-        check_path("--large-path", &args.large_path)?;
+        let reader = &args.slow_reader;
+        check_path("--large-path", &reader.large_path)?;
         check_path("--fast-path", &args.fast_path)?;
-        let rcvbuf = check_slow_readers(args.slow, args.slow_rate, args.rcvbuf, args.read_chunk)?;
+        let rcvbuf = reader.check(args.slow)?;
         if !args.fast_rate.is_finite() || args.fast_rate < 0.0 {
             bail!("--fast-rate must be a number of requests per second, 0 or more");
         }
@@ -75,13 +77,13 @@ impl LoadConfig {
             labels.push((k, v));
         }
         Ok(LoadConfig {
-            large_path: target.path(&args.large_path),
+            large_path: target.path(&reader.large_path),
             fast_path: target.path(&args.fast_path),
             target,
             slow: args.slow,
-            slow_rate: args.slow_rate.bytes(),
+            slow_rate: reader.slow_rate.bytes(),
             rcvbuf,
-            read_chunk: args.read_chunk.as_usize(),
+            read_chunk: reader.read_chunk.as_usize(),
             fast_rate: args.fast_rate,
             fast_duration: args.fast_duration,
             fast_start: args.fast_start,
@@ -109,24 +111,63 @@ pub(crate) fn check_path(flag: &str, path: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The slow-reader flags, shared by `load` and `sweep-load`; returns the
-/// `SO_RCVBUF` request as the `int` that `setsockopt` takes.
-pub(crate) fn check_slow_readers(
-    slow: usize,
-    slow_rate: Size,
-    rcvbuf: Size,
-    read_chunk: Size,
-) -> anyhow::Result<usize> {
-    if slow > 0 && slow_rate.bytes() == 0 {
-        bail!("--slow-rate must be more than 0 bytes per second");
+/// How each slow reader downloads: the flags `slowlab load` and `slowlab
+/// sweep-load` share, declared once and flattened into both. The number of
+/// readers, `--slow`, stays each verb's own because its default differs (2
+/// for a run of the experiment, 0 for a sweep).
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct SlowReaderArgs {
+    /// Read rate of each slow reader, bytes per second.
+    #[arg(long, default_value = "2MiB")]
+    pub slow_rate: Size,
+    /// SO_RCVBUF requested for slow readers before connect.
+    #[arg(long, default_value = "8KiB")]
+    pub rcvbuf: Size,
+    /// Largest single read of a slow reader.
+    #[arg(long, default_value = "16KiB")]
+    pub read_chunk: Size,
+    /// Path the slow readers download.
+    #[arg(long, default_value = "/large")]
+    pub large_path: String,
+}
+
+impl SlowReaderArgs {
+    /// Checks the flags for `slow` readers (the one check for `load` and
+    /// `sweep-load`; `--large-path` goes through [`check_path`] with the
+    /// other paths); returns the `SO_RCVBUF` request as the `int` that
+    /// `setsockopt` takes.
+    pub(crate) fn check(&self, slow: usize) -> anyhow::Result<usize> {
+        if slow > 0 && self.slow_rate.bytes() == 0 {
+            bail!("--slow-rate must be more than 0 bytes per second");
+        }
+        if self.read_chunk.bytes() == 0 {
+            bail!("--read-chunk must be at least 1 byte");
+        }
+        usize::try_from(self.rcvbuf.bytes())
+            .ok()
+            .filter(|v| i32::try_from(*v).is_ok())
+            .context("--rcvbuf is too large")
     }
-    if read_chunk.bytes() == 0 {
-        bail!("--read-chunk must be at least 1 byte");
+
+    /// The flags that parse back into these arguments.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let SlowReaderArgs {
+            slow_rate,
+            rcvbuf,
+            read_chunk,
+            large_path,
+        } = self;
+        vec![
+            "--slow-rate".into(),
+            slow_rate.to_string().into(),
+            "--rcvbuf".into(),
+            rcvbuf.to_string().into(),
+            "--read-chunk".into(),
+            read_chunk.to_string().into(),
+            "--large-path".into(),
+            large_path.into(),
+        ]
     }
-    usize::try_from(rcvbuf.bytes())
-        .ok()
-        .filter(|v| i32::try_from(*v).is_ok())
-        .context("--rcvbuf is too large")
 }
 
 /// Request *i* starts at `start + i / rate` for every *i* with

@@ -5,13 +5,14 @@
 //! `tracing` on stderr, and stops on SIGTERM or SIGINT. Addresses outside
 //! loopback are refused (exit status 2) unless `--allow-remote`.
 
+use std::ffi::OsString;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::units::{Size, parse_duration};
+use common::units::{Size, format_duration, parse_duration};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::{BufferConfig, ProxyConfig, parse_buffers};
@@ -19,7 +20,7 @@ use crate::config::{BufferConfig, ProxyConfig, parse_buffers};
 pub use crate::config::Buffering;
 
 /// Reverse-proxy HTTP/1.1 to one upstream, buffering like NGINX.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct ProxyArgs {
     /// Address to listen on (IP:port); port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8080")]
@@ -114,6 +115,69 @@ impl ProxyArgs {
         }
     }
 
+    /// The flags that parse back into these arguments, for a harness that
+    /// starts `slowlab proxy`. Every field is named, so a field added or
+    /// renamed here fails to compile until it is written too.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let ProxyArgs {
+            listen,
+            upstream,
+            buffering,
+            buffer_size,
+            buffers,
+            busy_buffers_size,
+            max_temp_file_size,
+            temp_file_write_size,
+            temp_path,
+            threads,
+            read_timeout,
+            send_timeout,
+            stats_log,
+            gauge_log,
+            gauge_interval,
+            allow_remote,
+        } = self;
+        let mut a: Vec<OsString> = vec![
+            "--listen".into(),
+            listen.to_string().into(),
+            "--upstream".into(),
+            upstream.to_string().into(),
+            "--buffering".into(),
+            buffering.name().into(),
+            "--buffer-size".into(),
+            buffer_size.to_string().into(),
+            "--buffers".into(),
+            buffers.into(),
+            "--busy-buffers-size".into(),
+            busy_buffers_size.to_string().into(),
+            "--max-temp-file-size".into(),
+            max_temp_file_size.to_string().into(),
+            "--temp-file-write-size".into(),
+            temp_file_write_size.to_string().into(),
+            "--threads".into(),
+            threads.to_string().into(),
+            "--read-timeout".into(),
+            format_duration(*read_timeout).into(),
+            "--send-timeout".into(),
+            format_duration(*send_timeout).into(),
+            "--gauge-interval".into(),
+            format_duration(*gauge_interval).into(),
+        ];
+        for (flag, path) in [
+            ("--temp-path", temp_path),
+            ("--stats-log", stats_log),
+            ("--gauge-log", gauge_log),
+        ] {
+            if let Some(path) = path {
+                a.extend([flag.into(), path.into()]);
+            }
+        }
+        if *allow_remote {
+            a.push("--allow-remote".into());
+        }
+        a
+    }
+
     /// Checks what clap cannot and names the flag at fault.
     pub fn to_config(&self) -> anyhow::Result<ProxyConfig> {
         self.check_loopback()?;
@@ -200,19 +264,24 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser as _;
-
     use super::*;
+    use clap::Parser;
 
-    #[derive(clap::Parser)]
-    struct Cli {
+    #[derive(Parser)]
+    struct Cmd {
         #[command(flatten)]
-        proxy: ProxyArgs,
+        args: ProxyArgs,
     }
 
-    fn parse(args: &[&str]) -> ProxyArgs {
-        let argv = ["proxy", "--buffering", "on"].iter().chain(args);
-        Cli::try_parse_from(argv).expect("flags parse").proxy
+    fn parse(words: Vec<OsString>) -> ProxyArgs {
+        Cmd::try_parse_from(std::iter::once(OsString::from("proxy")).chain(words))
+            .expect("parses")
+            .args
+    }
+
+    fn parse_with(args: &[&str]) -> ProxyArgs {
+        let words = ["--buffering", "on"].iter().chain(args);
+        parse(words.map(OsString::from).collect())
     }
 
     #[test]
@@ -222,7 +291,7 @@ mod tests {
             ("127.3.4.5:0", "[::1]:8000"),
             ("[::ffff:127.0.0.1]:0", "127.0.0.1:1"),
         ] {
-            let args = parse(&["--listen", listen, "--upstream", upstream]);
+            let args = parse_with(&["--listen", listen, "--upstream", upstream]);
             assert_eq!(args.check_loopback(), Ok(()), "{listen} {upstream}");
         }
         for (listen, upstream, flag) in [
@@ -232,7 +301,7 @@ mod tests {
             ("127.0.0.1:0", "[2001:db8::1]:80", "upstream"),
             ("192.168.1.1:0", "8.8.8.8:80", "listen"),
         ] {
-            let args = parse(&["--listen", listen, "--upstream", upstream]);
+            let args = parse_with(&["--listen", listen, "--upstream", upstream]);
             let err = args.check_loopback().expect_err(upstream);
             assert_eq!(err.flag, flag, "{listen} {upstream}");
             let text = err.to_string();
@@ -241,13 +310,44 @@ mod tests {
             let e = args.to_config().expect_err("to_config refuses too");
             assert!(e.downcast_ref::<RemoteRefused>().is_some(), "{e}");
 
-            let allowed = parse(&["--listen", listen, "--upstream", upstream, "--allow-remote"]);
+            let allowed = parse_with(&["--listen", listen, "--upstream", upstream, "--allow-remote"]);
             assert!(allowed.allow_remote);
             assert_eq!(allowed.check_loopback(), Ok(()));
             // Parsed and checked, never started: no socket is made here.
             let config = allowed.to_config().expect("accepted with --allow-remote");
             assert_eq!(config.upstream, upstream.parse().unwrap());
             assert_eq!(config.listen, listen.parse().unwrap());
+        }
+    }
+
+    #[test]
+    fn to_args_parses_back_into_the_same_arguments() {
+        let defaults = parse(vec![
+            "--upstream".into(),
+            "127.0.0.1:8000".into(),
+            "--buffering".into(),
+            "off".into(),
+        ]);
+        let all = ProxyArgs {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: "127.0.0.1:8001".parse().unwrap(),
+            buffering: Buffering::On,
+            buffer_size: Size(16 << 10),
+            buffers: "8x4KiB".into(),
+            busy_buffers_size: Size(32 << 10),
+            max_temp_file_size: Size(32 << 20),
+            temp_file_write_size: Size(65537),
+            temp_path: Some(PathBuf::from("/tmp/a run/proxy-temp")),
+            threads: 3,
+            read_timeout: Duration::from_millis(2500),
+            send_timeout: Duration::from_secs(61),
+            stats_log: Some(PathBuf::from("stats.csv")),
+            gauge_log: Some(PathBuf::from("gauge.csv")),
+            gauge_interval: Duration::from_micros(100_250),
+            allow_remote: true,
+        };
+        for args in [defaults, all] {
+            assert_eq!(parse(args.to_args()), args);
         }
     }
 }

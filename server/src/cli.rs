@@ -4,6 +4,7 @@
 //! `listening on <ip:port> (model <m>, <n> workers)`, logs everything else
 //! through `tracing` on stderr, and stops on SIGTERM or SIGINT.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,7 +38,7 @@ impl Model {
 }
 
 /// Serve the replica of the experiment's app: `GET /fast` and `GET /large`.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on (IP:port); port 0 picks a free one.
     #[arg(long, default_value = "127.0.0.1:8000")]
@@ -61,6 +62,37 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The flags that parse back into these arguments, for a harness that
+    /// starts `slowlab serve`. Every field is named, so a field added or
+    /// renamed here fails to compile until it is written too.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let ServeArgs {
+            listen,
+            model,
+            workers,
+            large_bytes,
+            chunk_bytes,
+            send_log,
+        } = self;
+        let mut a: Vec<OsString> = vec![
+            "--listen".into(),
+            listen.to_string().into(),
+            "--model".into(),
+            model.name().into(),
+            "--large-bytes".into(),
+            large_bytes.to_string().into(),
+            "--chunk-bytes".into(),
+            chunk_bytes.to_string().into(),
+        ];
+        if let Some(w) = workers {
+            a.extend(["--workers".into(), w.to_string().into()]);
+        }
+        if let Some(path) = send_log {
+            a.extend(["--send-log".into(), path.into()]);
+        }
+        a
+    }
+
     /// Checks what clap cannot and names the flag at fault.
     pub fn to_config(&self) -> anyhow::Result<ServerConfig> {
         anyhow::ensure!(self.workers != Some(0), "--workers must be at least 1");
@@ -120,4 +152,43 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     server.shutdown();
     tracing::info!("stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn parse(words: Vec<OsString>) -> ServeArgs {
+        Cmd::try_parse_from(std::iter::once(OsString::from("serve")).chain(words))
+            .expect("parses")
+            .args
+    }
+
+    #[test]
+    fn to_args_parses_back_into_the_same_arguments() {
+        let defaults = parse(vec![]);
+        let all = ServeArgs {
+            listen: "[::1]:0".parse().unwrap(),
+            model: Model::Threads,
+            workers: Some(4),
+            large_bytes: Size(16 << 20),
+            chunk_bytes: Size(1000),
+            send_log: Some(PathBuf::from("/tmp/a run/send-log.csv")),
+        };
+        for model in [Model::Sync, Model::Threads, Model::Async] {
+            let args = ServeArgs {
+                model,
+                ..all.clone()
+            };
+            assert_eq!(parse(args.to_args()), args);
+        }
+        assert_eq!(parse(defaults.to_args()), defaults);
+    }
 }

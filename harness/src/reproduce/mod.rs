@@ -4,7 +4,7 @@
 //!
 //! # Layout
 //! - [`matrix`]: presets, load profiles, `--only`.
-//! - [`runner`]: one run, from starting the server to stopping everything.
+//! - [`runner`]: one run: its stack and load, through [`crate::stack::run`].
 //! - [`table`]: CSV reading by column name and appending.
 //! - [`sample_rows`]: the sampler's rows as CSV.
 //! - [`aggregate`]: per-run and per-condition figures.
@@ -33,10 +33,12 @@ use crate::cgroup::{self, Mode};
 use crate::prepare::{self, state_dir};
 use crate::stack::ProxyBuffers;
 use crate::stack::launch::Launcher;
+use crate::stack::policy::{CapChoice, CapPlan, LoadgenCaps, cap_plan};
+use crate::stack::run::Lab;
 use crate::{envinfo, signals};
 use matrix::{Filter, Preset};
 use results::Results;
-use runner::{CapPlan, Status};
+use runner::Status;
 
 /// `slowlab reproduce` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -106,26 +108,19 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
             "slowlab: removed {reaped} scratch directory(ies) left by an earlier harness that was killed"
         );
     }
-    let caps = match (&mode, args.no_caps) {
-        (Mode::None { reason }, _) => {
-            eprintln!("slowlab: running UNCAPPED: no usable cgroups ({reason})");
-            CapPlan::none()
-        }
-        (_, true) => {
-            eprintln!(
-                "slowlab: running uncapped (--no-caps); cgroup {} accounting only",
-                mode.name()
-            );
-            CapPlan::none()
-        }
-        (m, false) => {
-            eprintln!(
-                "slowlab: caps through cgroup {}: app 0.25 core/128 MiB, proxy 0.20/96 MiB, loadgen 0.20/128 MiB, period 10 ms",
-                m.name()
-            );
-            CapPlan::experiment()
-        }
-    };
+    let (caps, choice) = cap_plan(&mode, args.no_caps, LoadgenCaps::Capped);
+    match choice {
+        // cap_plan has said so.
+        CapChoice::NoCgroups { .. } => {}
+        CapChoice::NoCapsFlag => eprintln!(
+            "slowlab: running uncapped (--no-caps); cgroup {} accounting only",
+            mode.name()
+        ),
+        CapChoice::Experiment => eprintln!(
+            "slowlab: caps through cgroup {}: app 0.25 core/128 MiB, proxy 0.20/96 MiB, loadgen 0.20/128 MiB, period 10 ms",
+            mode.name()
+        ),
+    }
     let result = run_matrix(
         &plan,
         &out,
@@ -173,11 +168,13 @@ fn run_matrix(
     envinfo::write(out, &env)?;
     eprintln!("slowlab: {} runs into {}", plan.len(), out.display());
     let ctx = runner::RunContext {
-        launcher: &launcher,
-        cgroups: mode,
+        lab: Lab {
+            launcher: &launcher,
+            cgroups: mode,
+            sample_interval: Duration::from_millis(200),
+        },
         caps,
         buffers,
-        sample_interval: Duration::from_millis(200),
     };
     let mut bar = console::Progress::new(plan.len() as u64);
     let mut skipped = Vec::new();

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use common::units::Size;
 
-use super::{ProxyBuffers, ProxyKind, Route, Server, nginx};
+use super::{ProxyBuffers, ProxyKind, Recipe, Route, Server, Tool, nginx};
 use crate::cgroup::Cgroup;
+use crate::cli::Child;
 use crate::prepare::Tools;
 use crate::process::{self, Guard, Spec, free_port};
 
@@ -81,6 +83,11 @@ impl RunPaths {
             scratch: std::path::absolute(scratch).context("resolving the scratch directory")?,
         })
     }
+
+    /// The run's directory, where its logs and the load generator's files go.
+    pub fn logs(&self) -> &Path {
+        &self.logs
+    }
 }
 
 impl Launcher<'_> {
@@ -91,8 +98,8 @@ impl Launcher<'_> {
         Ok(dir.to_path_buf())
     }
 
-    /// Starts `server` and waits until `GET /fast` answers 200. The send log
-    /// goes to `paths.logs/send-log.csv`.
+    /// Starts `server` by its [`Recipe`] and waits until `GET /fast`
+    /// answers 200. The send log goes to `paths.logs/send-log.csv`.
     pub fn start_server(
         &self,
         server: Server,
@@ -101,108 +108,84 @@ impl Launcher<'_> {
         cgroup: Option<Cgroup>,
     ) -> Result<Running> {
         let send_log = paths.logs.join("send-log.csv");
-        if server.is_gunicorn() {
-            let g = self
-                .tools
-                .gunicorn
-                .as_ref()
-                .map_err(|e| anyhow::anyhow!("gunicorn is not available: {e}"))?;
-            // The header goes in before any worker exists, so that workers
-            // and threads only ever append rows.
-            fs::write(&send_log, crate::stack::SEND_LOG_HEADER)
-                .with_context(|| format!("creating {}", send_log.display()))?;
-            // Gunicorn cannot report a port it picked, so pick one; another
-            // program may take it first, hence the retries.
-            retry_port(|| {
-                let port = free_port()?;
-                let addr = SocketAddr::from(([127, 0, 0, 1], port));
-                let mut args = vec![
-                    "--bind".to_string(),
-                    addr.to_string(),
-                    "--chdir".into(),
-                    self.app_dir.to_string_lossy().into(),
-                    "--log-level".into(),
-                    "warning".into(),
-                    "--error-logfile".into(),
-                    "-".into(),
-                ];
-                match server {
-                    Server::GunicornSync2 => {
-                        args.extend(["--worker-class", "sync", "--workers", "2"].map(String::from))
+        let spec = |program: PathBuf, args: Vec<String>| Spec {
+            name: format!("app ({server})"),
+            program,
+            args,
+            env: vec![],
+            cwd: None,
+            stdout: paths.logs.join("app.out"),
+            stderr: paths.logs.join("app.err"),
+        };
+        let (guard, addr) = match server.recipe() {
+            Recipe::Gunicorn {
+                worker_class,
+                workers,
+                threads,
+            } => {
+                let g = self
+                    .tools
+                    .gunicorn
+                    .as_ref()
+                    .map_err(|e| Tool::Gunicorn.error(e))?;
+                // The header goes in before any worker exists, so that workers
+                // and threads only ever append rows.
+                fs::write(&send_log, crate::stack::SEND_LOG_HEADER)
+                    .with_context(|| format!("creating {}", send_log.display()))?;
+                // Gunicorn cannot report a port it picked, so pick one; another
+                // program may take it first, hence the retries.
+                retry_port(|| {
+                    let port = free_port()?;
+                    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+                    let mut args = vec![
+                        "--bind".to_string(),
+                        addr.to_string(),
+                        "--chdir".into(),
+                        self.app_dir.to_string_lossy().into(),
+                        "--log-level".into(),
+                        "warning".into(),
+                        "--error-logfile".into(),
+                        "-".into(),
+                        "--worker-class".into(),
+                        worker_class.into(),
+                        "--workers".into(),
+                        workers.to_string(),
+                    ];
+                    if let Some(t) = threads {
+                        args.extend(["--threads".into(), t.to_string()]);
                     }
-                    _ => args.extend(
-                        [
-                            "--worker-class",
-                            "gthread",
-                            "--workers",
-                            "1",
-                            "--threads",
-                            "4",
-                        ]
-                        .map(String::from),
-                    ),
-                }
-                args.push("slowlab_app:application".into());
-                let spec = Spec {
-                    name: format!("app ({server})"),
-                    program: g.gunicorn.clone(),
-                    args,
-                    env: vec![
-                        ("SLOWLAB_SEND_LOG".into(), send_log.to_string_lossy().into()),
-                        ("SLOWLAB_LARGE_BYTES".into(), body.large_bytes.to_string()),
-                        ("SLOWLAB_CHUNK_BYTES".into(), body.chunk_bytes.to_string()),
-                    ],
-                    cwd: Some(self.app_dir.clone()),
-                    stdout: paths.logs.join("app.out"),
-                    stderr: paths.logs.join("app.err"),
-                };
-                start_and_probe(spec, cgroup_ref(&cgroup), Some(addr), "/fast")
-            })
-            .map(|(guard, addr)| Running {
-                guard,
-                addr,
-                cgroup,
-                temp_dir: None,
-            })
-        } else {
-            let (model, workers) = match server {
-                Server::RustSync2 => ("sync", Some(2)),
-                Server::RustThreads4 => ("threads", Some(4)),
-                _ => ("async", None),
-            };
-            let mut args = vec![
-                "serve".to_string(),
-                "--listen".into(),
-                "127.0.0.1:0".into(),
-                "--model".into(),
-                model.into(),
-                "--large-bytes".into(),
-                body.large_bytes.to_string(),
-                "--chunk-bytes".into(),
-                body.chunk_bytes.to_string(),
-                "--send-log".into(),
-                send_log.to_string_lossy().into(),
-            ];
-            if let Some(w) = workers {
-                args.extend(["--workers".to_string(), w.to_string()]);
+                    args.push("slowlab_app:application".into());
+                    let spec = Spec {
+                        env: vec![
+                            ("SLOWLAB_SEND_LOG".into(), send_log.to_string_lossy().into()),
+                            ("SLOWLAB_LARGE_BYTES".into(), body.large_bytes.to_string()),
+                            ("SLOWLAB_CHUNK_BYTES".into(), body.chunk_bytes.to_string()),
+                        ],
+                        cwd: Some(self.app_dir.clone()),
+                        ..spec(g.gunicorn.clone(), args)
+                    };
+                    start_and_probe(spec, cgroup.as_ref(), Some(addr), "/fast")
+                })?
             }
-            let spec = Spec {
-                name: format!("app ({server})"),
-                program: self.exe.clone(),
-                args,
-                env: vec![],
-                cwd: None,
-                stdout: paths.logs.join("app.out"),
-                stderr: paths.logs.join("app.err"),
-            };
-            let (guard, addr) = start_and_probe(spec, cgroup_ref(&cgroup), None, "/fast")?;
-            Ok(Running {
-                guard,
-                addr,
-                cgroup,
-                temp_dir: None,
-            })
-        }
+            Recipe::Replica { model, workers } => {
+                let args = Child::Serve(server::ServeArgs {
+                    listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    model,
+                    workers,
+                    large_bytes: Size(body.large_bytes),
+                    chunk_bytes: Size(body.chunk_bytes),
+                    send_log: Some(send_log),
+                });
+                let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
+                start_and_probe(spec, cgroup.as_ref(), None, "/fast")?
+            }
+        };
+        Ok(Running {
+            guard,
+            addr,
+            cgroup,
+            temp_dir: None,
+        })
     }
 
     /// Starts the proxy of `route` in front of `upstream`; `None` for direct.
@@ -219,13 +202,22 @@ impl Launcher<'_> {
         };
         let temp_dir = paths.scratch.join("proxy-temp");
         fs::create_dir_all(&temp_dir)?;
+        let spec = |program: PathBuf, args: Vec<String>| Spec {
+            name: format!("proxy ({route})"),
+            program,
+            args,
+            env: vec![],
+            cwd: None,
+            stdout: paths.logs.join("proxy.out"),
+            stderr: paths.logs.join("proxy.err"),
+        };
         let (guard, addr) = match kind {
             ProxyKind::Nginx => {
                 let n = self
                     .tools
                     .nginx
                     .as_ref()
-                    .map_err(|e| anyhow::anyhow!("nginx is not available: {e}"))?;
+                    .map_err(|e| Tool::Nginx.error(e))?;
                 let prefix = paths.scratch.join("nginx");
                 fs::create_dir_all(&prefix)?;
                 let error_log = paths.logs.join("nginx-error.log");
@@ -237,63 +229,48 @@ impl Launcher<'_> {
                     );
                     let conf_path = paths.logs.join("nginx.conf");
                     fs::write(&conf_path, conf)?;
-                    let spec = Spec {
-                        name: format!("proxy ({route})"),
-                        program: n.binary.clone(),
-                        args: vec![
-                            "-p".into(),
-                            format!("{}/", prefix.display()),
-                            "-c".into(),
-                            conf_path.to_string_lossy().into(),
-                            "-e".into(),
-                            error_log.to_string_lossy().into(),
-                        ],
-                        env: vec![],
-                        cwd: None,
-                        stdout: paths.logs.join("proxy.out"),
-                        stderr: paths.logs.join("proxy.err"),
-                    };
-                    start_and_probe(spec, cgroup_ref(&cgroup), Some(addr), "/fast")
+                    let args = vec![
+                        "-p".into(),
+                        format!("{}/", prefix.display()),
+                        "-c".into(),
+                        conf_path.to_string_lossy().into(),
+                        "-e".into(),
+                        error_log.to_string_lossy().into(),
+                    ];
+                    start_and_probe(
+                        spec(n.binary.clone(), args),
+                        cgroup.as_ref(),
+                        Some(addr),
+                        "/fast",
+                    )
                 })?
             }
             ProxyKind::Pingora => {
-                let k = |v: u64| format!("{}k", v >> 10);
-                let spec = Spec {
-                    name: format!("proxy ({route})"),
-                    program: self.exe.clone(),
-                    args: vec![
-                        "proxy".into(),
-                        "--listen".into(),
-                        "127.0.0.1:0".into(),
-                        "--upstream".into(),
-                        upstream.to_string(),
-                        "--buffering".into(),
-                        if buffering { "on" } else { "off" }.into(),
-                        "--buffer-size".into(),
-                        k(buffers.buffer_size),
-                        "--buffers".into(),
-                        format!("{}x{}", buffers.buffers_count, k(buffers.buffers_size)),
-                        "--busy-buffers-size".into(),
-                        k(buffers.busy_buffers_size),
-                        "--max-temp-file-size".into(),
-                        buffers.max_temp_file_size.to_string(),
-                        "--temp-file-write-size".into(),
-                        k(buffers.temp_file_write_size),
-                        "--temp-path".into(),
-                        temp_dir.to_string_lossy().into(),
-                        "--threads".into(),
-                        "1".into(),
-                        "--stats-log".into(),
-                        paths.logs.join("proxy-stats.csv").to_string_lossy().into(),
-                        "--gauge-log".into(),
-                        paths.logs.join("proxy-gauge.csv").to_string_lossy().into(),
-                    ],
-                    env: vec![],
-                    cwd: None,
-                    stdout: paths.logs.join("proxy.out"),
-                    stderr: paths.logs.join("proxy.err"),
-                };
-                start_and_probe(spec, cgroup_ref(&cgroup), None, "/fast")?
+                let defaults = proxy::ProxyConfig::new(upstream, proxy::Buffering::Off);
+                let args = Child::Proxy(proxy::ProxyArgs {
+                    listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    upstream,
+                    buffering: if buffering {
+                        proxy::Buffering::On
+                    } else {
+                        proxy::Buffering::Off
+                    },
+                    buffer_size: Size(buffers.buffer_size),
+                    buffers: format!("{}x{}", buffers.buffers_count, Size(buffers.buffers_size)),
+                    busy_buffers_size: Size(buffers.busy_buffers_size),
+                    max_temp_file_size: Size(buffers.max_temp_file_size),
+                    temp_file_write_size: Size(buffers.temp_file_write_size),
+                    temp_path: Some(temp_dir.clone()),
+                    threads: 1,
+                    read_timeout: defaults.read_timeout,
+                    send_timeout: defaults.send_timeout,
+                    stats_log: Some(paths.logs.join("proxy-stats.csv")),
+                    gauge_log: Some(paths.logs.join("proxy-gauge.csv")),
+                    gauge_interval: defaults.gauge_interval,
+                    allow_remote: false,
+                });
+                let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
+                start_and_probe(spec, cgroup.as_ref(), None, "/fast")?
             }
         };
         Ok(Some(Running {
@@ -303,10 +280,6 @@ impl Launcher<'_> {
             temp_dir: Some(temp_dir),
         }))
     }
-}
-
-fn cgroup_ref(c: &Option<Cgroup>) -> Option<&Cgroup> {
-    c.as_ref()
 }
 
 /// Starts `spec`; learns its address from the ready line when `addr` is not

@@ -1,14 +1,25 @@
 //! The stacks a run is made of: a server (real Gunicorn or the Rust replica)
 //! and a route to it (direct, or through NGINX or pingora with buffering off
-//! or on), and how to start them.
+//! or on), how to start them, and the one lifecycle of a run.
+//!
+//! A server kind is a [`Server`] variant with its name, its description and
+//! its [`Recipe`] (every match on it is exhaustive, so the compiler lists
+//! what a new one needs); a route is a [`Route`] variant with its name and
+//! its proxy. [`launch`] follows the recipe; [`run`] does the rest.
 //!
 //! # Layout
-//! - this file: the names, and what each stack is (handlers, buffering).
+//! - this file: the names, and what each stack is (recipe, handlers,
+//!   buffering, the tools it needs).
 //! - [`launch`]: starting a server and a proxy as capped child processes.
 //! - [`nginx`]: the generated NGINX configuration of the experiment.
+//! - [`policy`]: the cap policy, and the check for missing tools.
+//! - [`run`]: one run: cgroups, stack, sampler, load, stop in data-path
+//!   order; what `reproduce` and `sweep` (and later verbs) share.
 
 pub mod launch;
 pub mod nginx;
+pub mod policy;
+pub mod run;
 
 use std::fmt;
 use std::str::FromStr;
@@ -45,18 +56,59 @@ impl Server {
         }
     }
 
+    /// How it is started ([`launch`] follows it).
+    pub fn recipe(self) -> Recipe {
+        match self {
+            Server::GunicornSync2 => Recipe::Gunicorn {
+                worker_class: "sync",
+                workers: 2,
+                threads: None,
+            },
+            Server::GunicornGthread4 => Recipe::Gunicorn {
+                worker_class: "gthread",
+                workers: 1,
+                threads: Some(4),
+            },
+            Server::RustSync2 => Recipe::Replica {
+                model: server::Model::Sync,
+                workers: Some(2),
+            },
+            Server::RustThreads4 => Recipe::Replica {
+                model: server::Model::Threads,
+                workers: Some(4),
+            },
+            Server::RustAsync => Recipe::Replica {
+                model: server::Model::Async,
+                workers: None,
+            },
+        }
+    }
+
     /// How many responses it can write at once; `None` for no fixed limit
     /// (one task per connection).
     pub fn handlers(self) -> Option<u32> {
-        match self {
-            Server::GunicornSync2 | Server::RustSync2 => Some(2),
-            Server::GunicornGthread4 | Server::RustThreads4 => Some(4),
-            Server::RustAsync => None,
+        match self.recipe() {
+            Recipe::Gunicorn {
+                workers, threads, ..
+            } => Some(workers * threads.unwrap_or(1)),
+            Recipe::Replica {
+                model: server::Model::Async,
+                ..
+            } => None,
+            Recipe::Replica { workers, .. } => workers.map(|w| w as u32),
         }
     }
 
     pub fn is_gunicorn(self) -> bool {
-        matches!(self, Server::GunicornSync2 | Server::GunicornGthread4)
+        matches!(self.recipe(), Recipe::Gunicorn { .. })
+    }
+
+    /// The external program it needs, if any.
+    pub fn needs(self) -> Option<Tool> {
+        match self.recipe() {
+            Recipe::Gunicorn { .. } => Some(Tool::Gunicorn),
+            Recipe::Replica { .. } => None,
+        }
     }
 
     /// What the server model is, in words, for reports.
@@ -68,6 +120,53 @@ impl Server {
             Server::RustThreads4 => "slowlab serve --model threads --workers 4 (hyper)",
             Server::RustAsync => "slowlab serve --model async (hyper on tokio)",
         }
+    }
+}
+
+/// How a server is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recipe {
+    /// Gunicorn serving the embedded WSGI app:
+    /// `--worker-class <worker_class> --workers <workers> [--threads <threads>]`.
+    Gunicorn {
+        worker_class: &'static str,
+        workers: u32,
+        threads: Option<u32>,
+    },
+    /// `slowlab serve --model <model> [--workers <workers>]`.
+    Replica {
+        model: server::Model,
+        workers: Option<usize>,
+    },
+}
+
+/// An external program a stack may need, found by `slowlab prepare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Gunicorn,
+    Nginx,
+}
+
+impl Tool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Gunicorn => "gunicorn",
+            Tool::Nginx => "nginx",
+        }
+    }
+
+    /// Why it cannot be used on this machine, if it cannot.
+    pub fn unavailable(self, tools: &crate::prepare::Tools) -> Option<&str> {
+        match self {
+            Tool::Gunicorn => tools.gunicorn.as_ref().err(),
+            Tool::Nginx => tools.nginx.as_ref().err(),
+        }
+        .map(String::as_str)
+    }
+
+    /// The error of using it when it is not available.
+    pub fn error(self, why: &str) -> anyhow::Error {
+        anyhow::anyhow!("{} is not available: {why}", self.name())
     }
 }
 
@@ -86,6 +185,16 @@ pub enum Route {
 pub enum ProxyKind {
     Nginx,
     Pingora,
+}
+
+impl ProxyKind {
+    /// The external program it needs, if any.
+    pub fn needs(self) -> Option<Tool> {
+        match self {
+            ProxyKind::Nginx => Some(Tool::Nginx),
+            ProxyKind::Pingora => None,
+        }
+    }
 }
 
 impl Route {
@@ -123,7 +232,7 @@ impl Route {
     /// buffers plus temp-file cap hold it (the experiment's 64 KiB + 16 KiB
     /// + 32 MiB do).
     pub fn absorbs(self, body_bytes: u64, proxy_capacity_bytes: u64) -> bool {
-        matches!(self, Route::NginxOn | Route::PingoraOn) && proxy_capacity_bytes >= body_bytes
+        matches!(self.proxy(), Some((_, true))) && proxy_capacity_bytes >= body_bytes
     }
 }
 
@@ -201,6 +310,23 @@ mod tests {
             assert_eq!(r.name().parse::<Route>(), Ok(r));
         }
         assert!("nginx".parse::<Route>().unwrap_err().contains("nginx-on"));
+    }
+
+    #[test]
+    fn recipes_give_the_experiment_handlers_and_tools() {
+        let handlers: Vec<Option<u32>> = Server::ALL.iter().map(|s| s.handlers()).collect();
+        assert_eq!(handlers, [Some(2), Some(4), Some(2), Some(4), None]);
+        let gunicorn: Vec<Server> = Server::ALL
+            .into_iter()
+            .filter(|s| s.needs() == Some(Tool::Gunicorn))
+            .collect();
+        assert_eq!(gunicorn, [Server::GunicornSync2, Server::GunicornGthread4]);
+        assert!(gunicorn.iter().all(|s| s.is_gunicorn()));
+        let nginx: Vec<Route> = Route::ALL
+            .into_iter()
+            .filter(|r| r.proxy().and_then(|(k, _)| k.needs()) == Some(Tool::Nginx))
+            .collect();
+        assert_eq!(nginx, [Route::NginxOff, Route::NginxOn]);
     }
 
     #[test]

@@ -14,7 +14,8 @@
 //! stack did not start leaves the reason there in `FAILED`.
 //!
 //! # Layout
-//! - this file: arguments, starting the stack, running the load.
+//! - this file: arguments, the sweep's stack and load (run through
+//!   [`crate::stack::run`]).
 //! - [`steps`]: merging the load generator's steps with the samples, and
 //!   the summary of a sweep.
 
@@ -22,18 +23,21 @@ pub mod steps;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use common::units::Size;
+use loadgen::config::SlowReaderArgs;
+use loadgen::sweep::SweepLoadArgs;
+use loadgen::sweep::args::Rates;
 use serde_json::json;
 
-use crate::cgroup::{self, Caps, Cgroup, Mode};
+use crate::cgroup::{self, Mode};
 use crate::prepare::{self, state_dir};
-use crate::process::{self, Spec};
 use crate::reproduce::matrix::LoadProfile;
-use crate::reproduce::runner::CapPlan;
-use crate::sample::{Probe, Sampler};
 use crate::stack::launch::{Launcher, RunPaths};
+use crate::stack::policy::{CapPlan, LoadgenCaps, cap_plan, missing_tool};
+use crate::stack::run::{self as lifecycle, Lab, LoadCommand, LoadExit, StackSpec};
 use crate::stack::{ProxyBuffers, Route, Server};
 use crate::{envinfo, signals};
 
@@ -118,33 +122,18 @@ pub fn run(args: SweepArgs) -> Result<()> {
     });
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let tools = prepare::prepare(&state_dir());
-    if args.server.is_gunicorn() {
-        if let Err(e) = &tools.gunicorn {
-            bail!(
-                "{} needs gunicorn, which is not available: {e}",
-                args.server
-            );
-        }
-    }
-    if matches!(args.route, Route::NginxOff | Route::NginxOn) {
-        if let Err(e) = &tools.nginx {
-            bail!("{} needs nginx, which is not available: {e}", args.route);
-        }
+    if let Some(m) = missing_tool(&tools, args.server, args.route) {
+        bail!(
+            "{} needs {}, which is not available: {}",
+            m.needed_by,
+            m.tool.name(),
+            m.why
+        );
     }
     let mode = cgroup::detect();
     cgroup::reap_stale(&mode);
     crate::scratch::reap_stale();
-    let caps = match (&mode, args.no_caps) {
-        (Mode::None { reason }, _) => {
-            eprintln!("slowlab: running UNCAPPED: no usable cgroups ({reason})");
-            CapPlan::none()
-        }
-        (_, true) => CapPlan::none(),
-        _ => CapPlan {
-            loadgen: None,
-            ..CapPlan::experiment()
-        },
-    };
+    let (caps, _) = cap_plan(&mode, args.no_caps, LoadgenCaps::Uncapped);
     let id = args.sweep_id();
     let dir = unique_dir(&out.join("sweeps"), &id)?;
     let marker = out.join(crate::reproduce::results::INCOMPLETE);
@@ -214,52 +203,36 @@ fn sweep(
     if !out.join("environment.json").exists() {
         envinfo::write(out, &env)?;
     }
-    let paths = RunPaths::new(dir, scratch.path())?;
-    let group = |name: &str, caps: Option<Caps>| -> Result<Option<Cgroup>> {
-        if matches!(mode, Mode::None { .. }) {
-            return Ok(None);
-        }
-        Cgroup::create(mode, &format!("sweep-{name}"), caps).map(Some)
-    };
     let profile = LoadProfile::experiment();
-    let app = launcher.start_server(args.server, profile.body, &paths, group("app", caps.app)?)?;
-    let proxy = launcher.start_proxy(
-        args.route,
-        app.addr,
-        &ProxyBuffers::EXPERIMENT,
-        &paths,
-        group("proxy", caps.proxy)?,
-    )?;
-    let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app.addr);
-    let mut probes = vec![app.probe("app")];
-    if let Some(p) = &proxy {
-        probes.push(p.probe("proxy"));
-    }
-    let load_cg = group("loadgen", None)?;
-    let spec = load_spec(&launcher, args, rates, dir, target, &profile);
-    let sampler = Sampler::start(probes, Duration::from_millis(200));
-    let mut load = process::spawn(&spec, load_cg.as_ref())?;
-    sampler.add(Probe {
-        component: "loadgen".into(),
-        counters: load_cg.as_ref().map(Cgroup::counters),
-        root_pid: load.pid,
-        temp_dir: None,
-    });
+    let stack = StackSpec {
+        server: args.server,
+        route: args.route,
+        body: profile.body,
+        buffers: ProxyBuffers::EXPERIMENT,
+        caps,
+        cgroup_prefix: "sweep".into(),
+        paths: RunPaths::new(dir, scratch.path())?,
+    };
+    let lab = Lab {
+        launcher: &launcher,
+        cgroups: mode,
+        sample_interval: Duration::from_millis(200),
+    };
     let per_step = args.step_duration + args.timeout * args.calls_per_conn + Duration::from_secs(5);
     let limit = per_step * rates.len() as u32 + Duration::from_secs(60);
-    let started = Instant::now();
-    let status = load.wait_or_interrupt(started, limit);
-    let samples = sampler.stop();
-    let load_error = load.last_error_line();
-    drop(load);
-    drop(proxy);
-    drop(app);
-    let summary = steps::merge(out, dir, args, &samples, caps)?;
-    match status {
-        Some(s) if s.success() => {}
-        Some(s) => eprintln!("slowlab: sweep-load exited with {s}: {load_error}"),
-        None if signals::requested() => {}
-        None => eprintln!("slowlab: sweep-load did not finish within {limit:?}; stopped it"),
+    let measured = lifecycle::run(&lab, &stack, limit, |target| {
+        LoadCommand::SweepLoad(load_args(args, rates, dir, target, &profile))
+    })?;
+    let summary = steps::merge(out, dir, args, &measured.samples, caps)?;
+    match measured.exit {
+        LoadExit::Exited { status, .. } if status.success() => {}
+        LoadExit::Exited { status, last_error } => {
+            eprintln!("slowlab: sweep-load exited with {status}: {last_error}")
+        }
+        LoadExit::Interrupted => {}
+        LoadExit::TimedOut(limit) => {
+            eprintln!("slowlab: sweep-load did not finish within {limit:?}; stopped it")
+        }
     }
     Ok(summary)
 }
@@ -281,52 +254,30 @@ fn unique_dir(parent: &Path, id: &str) -> Result<PathBuf> {
     bail!("too many sweeps named {id} in {}", parent.display())
 }
 
-fn load_spec(
-    launcher: &Launcher<'_>,
+/// The `slowlab sweep-load` of a sweep against `target`.
+fn load_args(
     args: &SweepArgs,
     rates: &[u32],
     dir: &Path,
-    target: std::net::SocketAddr,
+    target: &str,
     profile: &LoadProfile,
-) -> Spec {
-    let ms = |d: Duration| format!("{}ms", d.as_millis());
-    let mut a = vec![
-        "sweep-load".to_string(),
-        "--target".into(),
-        format!("http://{target}"),
-        "--rates".into(),
-        rates
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-        "--calls-per-conn".into(),
-        args.calls_per_conn.to_string(),
-        "--step-duration".into(),
-        ms(args.step_duration),
-        "--timeout".into(),
-        ms(args.timeout),
-        "--slow".into(),
-        args.slow.to_string(),
-        "--slow-rate".into(),
-        profile.slow_rate.to_string(),
-        "--rcvbuf".into(),
-        profile.rcvbuf.to_string(),
-        "--read-chunk".into(),
-        profile.read_chunk.to_string(),
-        "--out".into(),
-        dir.join("load").to_string_lossy().into(),
-    ];
-    if !args.keep_going {
-        a.push("--stop-when-saturated".into());
-    }
-    Spec {
-        name: "sweep-load".into(),
-        program: launcher.exe.clone(),
-        args: a,
-        env: vec![],
-        cwd: None,
-        stdout: dir.join("load.out"),
-        stderr: dir.join("load.err"),
+) -> SweepLoadArgs {
+    SweepLoadArgs {
+        target: target.into(),
+        rates: Rates(rates.iter().map(|&r| f64::from(r)).collect()),
+        calls_per_conn: args.calls_per_conn,
+        step_duration: args.step_duration,
+        timeout: args.timeout,
+        slow: args.slow as usize,
+        slow_reader: SlowReaderArgs {
+            slow_rate: Size(profile.slow_rate),
+            rcvbuf: Size(profile.rcvbuf),
+            read_chunk: Size(profile.read_chunk),
+            large_path: "/large".into(),
+        },
+        out: dir.join("load"),
+        stop_when_saturated: !args.keep_going,
+        fast_path: "/fast".into(),
+        allow_remote: false,
     }
 }

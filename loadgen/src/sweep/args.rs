@@ -1,13 +1,14 @@
 //! `slowlab sweep-load`: the command line, and the checked [`SweepConfig`]
 //! built from it.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::bail;
-use common::units::{Size, parse_duration};
+use common::units::{format_duration, parse_duration};
 
-use crate::config::{check_path, check_slow_readers};
+use crate::config::{SlowReaderArgs, check_path};
 use crate::target::Target;
 
 /// The load generator of one rate sweep: steps of open-loop sessions at
@@ -15,7 +16,7 @@ use crate::target::Target;
 ///
 /// With --stop-when-saturated the sweep stops after two consecutive steps
 /// in which more than 10% of the issued requests failed.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct SweepLoadArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000.
     #[arg(long)]
@@ -37,15 +38,8 @@ pub struct SweepLoadArgs {
     /// Slow readers of the large path, kept running during the whole sweep.
     #[arg(long, default_value_t = 0)]
     pub slow: usize,
-    /// Read rate of each slow reader, bytes per second.
-    #[arg(long, default_value = "2MiB")]
-    pub slow_rate: Size,
-    /// SO_RCVBUF requested for slow readers before connect.
-    #[arg(long, default_value = "8KiB")]
-    pub rcvbuf: Size,
-    /// Largest single read of a slow reader.
-    #[arg(long, default_value = "16KiB")]
-    pub read_chunk: Size,
+    #[command(flatten)]
+    pub slow_reader: SlowReaderArgs,
     /// Directory for steps.csv (created if missing).
     #[arg(long)]
     pub out: PathBuf,
@@ -56,12 +50,59 @@ pub struct SweepLoadArgs {
     /// Path of the sessions' requests.
     #[arg(long, default_value = "/fast")]
     pub fast_path: String,
-    /// Path the slow readers download.
-    #[arg(long, default_value = "/large")]
-    pub large_path: String,
     /// Allow targets outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
+}
+
+impl SweepLoadArgs {
+    /// The flags that parse back into these arguments, for a harness that
+    /// starts `slowlab sweep-load`. Every field is named, so a field added or
+    /// renamed here fails to compile until it is written too.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let SweepLoadArgs {
+            target,
+            rates,
+            calls_per_conn,
+            step_duration,
+            timeout,
+            slow,
+            slow_reader,
+            out,
+            stop_when_saturated,
+            fast_path,
+            allow_remote,
+        } = self;
+        let rates: Vec<String> = rates.0.iter().map(f64::to_string).collect();
+        let mut a: Vec<OsString> = vec![
+            "--target".into(),
+            target.into(),
+            "--rates".into(),
+            rates.join(",").into(),
+            "--calls-per-conn".into(),
+            calls_per_conn.to_string().into(),
+            "--step-duration".into(),
+            format_duration(*step_duration).into(),
+            "--timeout".into(),
+            format_duration(*timeout).into(),
+            "--slow".into(),
+            slow.to_string().into(),
+        ];
+        a.extend(slow_reader.to_args());
+        a.extend([
+            "--out".into(),
+            out.into(),
+            "--fast-path".into(),
+            fast_path.into(),
+        ]);
+        if *stop_when_saturated {
+            a.push("--stop-when-saturated".into());
+        }
+        if *allow_remote {
+            a.push("--allow-remote".into());
+        }
+        a
+    }
 }
 
 /// The demanded connection rates of the steps, in the order given.
@@ -124,7 +165,8 @@ impl SweepConfig {
     pub fn from_args(args: &SweepLoadArgs) -> anyhow::Result<SweepConfig> {
         let target = Target::resolve(&args.target, args.allow_remote)?;
         check_path("--fast-path", &args.fast_path)?;
-        check_path("--large-path", &args.large_path)?;
+        let reader = &args.slow_reader;
+        check_path("--large-path", &reader.large_path)?;
         if args.rates.0.is_empty() {
             bail!("--rates needs at least one rate");
         }
@@ -134,19 +176,19 @@ impl SweepConfig {
         if args.timeout.is_zero() {
             bail!("--timeout must be more than 0");
         }
-        let rcvbuf = check_slow_readers(args.slow, args.slow_rate, args.rcvbuf, args.read_chunk)?;
+        let rcvbuf = reader.check(args.slow)?;
         Ok(SweepConfig {
             fast_path: target.path(&args.fast_path),
-            large_path: target.path(&args.large_path),
+            large_path: target.path(&reader.large_path),
             target,
             rates: args.rates.0.clone(),
             calls_per_conn: args.calls_per_conn,
             step_duration: args.step_duration,
             timeout: args.timeout,
             slow: args.slow,
-            slow_rate: args.slow_rate.bytes(),
+            slow_rate: reader.slow_rate.bytes(),
             rcvbuf,
-            read_chunk: args.read_chunk.as_usize(),
+            read_chunk: reader.read_chunk.as_usize(),
             out: args.out.clone(),
             stop_when_saturated: args.stop_when_saturated,
         })
@@ -213,6 +255,45 @@ mod tests {
         assert_eq!((c.slow, c.slow_rate, c.rcvbuf), (2, 2 << 20, 8192));
         assert_eq!(c.fast_path, "/fast");
         assert!(c.stop_when_saturated);
+    }
+
+    #[test]
+    fn to_args_parses_back_into_the_same_arguments() {
+        let defaults = parse(&[
+            "--target",
+            "http://127.0.0.1:1",
+            "--rates",
+            "5",
+            "--out",
+            "o",
+        ])
+        .expect("parses");
+        let all = SweepLoadArgs {
+            target: "http://127.0.0.1:8000/base".into(),
+            rates: Rates(vec![50.0, 100.0, 2.5]),
+            calls_per_conn: 7,
+            step_duration: Duration::from_millis(3250),
+            timeout: Duration::from_micros(1500),
+            slow: 2,
+            slow_reader: SlowReaderArgs {
+                slow_rate: common::units::Size(4 << 20),
+                rcvbuf: common::units::Size(8191),
+                read_chunk: common::units::Size(16 << 10),
+                large_path: "/big".into(),
+            },
+            out: PathBuf::from("/tmp/sweep dir/load"),
+            stop_when_saturated: true,
+            fast_path: "/quick".into(),
+            allow_remote: true,
+        };
+        for args in [defaults, all] {
+            let words = args.to_args();
+            let back =
+                Cmd::try_parse_from(std::iter::once(OsString::from("sweep-load")).chain(words))
+                    .expect("to_args parses")
+                    .args;
+            assert_eq!(back, args);
+        }
     }
 
     #[test]

@@ -1,0 +1,322 @@
+//! One run of a stack, the lifecycle every measuring verb shares: check the
+//! tools, create the cgroups, start the app and the proxy and wait until
+//! they answer, start the sampler, run a load generator, wait for it (or for
+//! Ctrl-C, or a time limit), and stop everything in data-path order.
+//!
+//! A verb describes what to start ([`StackSpec`]) and which load to run
+//! ([`LoadCommand`]), and records what [`run`] returns ([`Measured`]).
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::launch::{Body, Launcher, RunPaths};
+use super::policy::{CapPlan, MissingTool, missing_tool};
+use super::{ProxyBuffers, Route, Server};
+use crate::cgroup::{Caps, Cgroup, Mode};
+use crate::cli::Child;
+use crate::process::{self, Spec};
+use crate::procfs::HostCpu;
+use crate::sample::{Probe, Sampler, Samples};
+use crate::signals;
+
+/// What every run on this machine shares.
+#[derive(Debug)]
+pub struct Lab<'a> {
+    pub launcher: &'a Launcher<'a>,
+    pub cgroups: &'a Mode,
+    /// How often the sampler reads every component.
+    pub sample_interval: Duration,
+}
+
+/// What to start: a server behind a route, capped, with its files in
+/// `paths`.
+#[derive(Debug, Clone)]
+pub struct StackSpec {
+    pub server: Server,
+    pub route: Route,
+    /// The `/large` body the server sends.
+    pub body: Body,
+    /// The proxy's buffers (NGINX and pingora alike).
+    pub buffers: ProxyBuffers,
+    pub caps: CapPlan,
+    /// The cgroups are `<prefix>-app`, `<prefix>-proxy`, `<prefix>-loadgen`.
+    pub cgroup_prefix: String,
+    pub paths: RunPaths,
+}
+
+impl StackSpec {
+    /// The tool this stack needs and the machine lacks, if any; [`run`]
+    /// starts nothing then.
+    pub fn missing_tool(&self, tools: &crate::prepare::Tools) -> Option<MissingTool> {
+        missing_tool(tools, self.server, self.route)
+    }
+}
+
+/// The load generator of a run, a `slowlab` child verb.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadCommand {
+    /// `slowlab load`: slow readers and the open-loop `/fast` client.
+    Load(loadgen::LoadArgs),
+    /// `slowlab sweep-load`: the steps of a rate sweep.
+    SweepLoad(loadgen::sweep::SweepLoadArgs),
+}
+
+impl LoadCommand {
+    /// Its name in messages.
+    fn name(&self) -> &'static str {
+        match self {
+            LoadCommand::Load(_) => "loadgen",
+            LoadCommand::SweepLoad(_) => "sweep-load",
+        }
+    }
+
+    /// Whether it asks for `SCHED_FIFO`, which a cgroup v1 child grants
+    /// only with a realtime budget.
+    fn wants_realtime(&self) -> bool {
+        matches!(self, LoadCommand::Load(a) if a.realtime)
+    }
+
+    fn child(&self) -> Child {
+        match self {
+            LoadCommand::Load(a) => Child::Load(a.clone()),
+            LoadCommand::SweepLoad(a) => Child::SweepLoad(a.clone()),
+        }
+    }
+}
+
+/// How the load generator ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadExit {
+    /// It exited on its own; `last_error` is the last line of its stderr.
+    Exited {
+        status: ExitStatus,
+        last_error: String,
+    },
+    /// The user asked to stop (Ctrl-C, SIGTERM) and it was stopped.
+    Interrupted,
+    /// It was still running after this long and was stopped.
+    TimedOut(Duration),
+}
+
+/// What a run measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub samples: Samples,
+    /// Wall time of the load generator process.
+    pub load_s: f64,
+    /// Cores the whole machine was busy during the load (every process,
+    /// not only ours).
+    pub host_busy_cores: Option<f64>,
+    /// Milliseconds the hypervisor ran something else while this VM wanted
+    /// a CPU during the load.
+    pub host_steal_ms: Option<f64>,
+    pub exit: LoadExit,
+}
+
+/// Why a run did not get to its load.
+#[derive(Debug)]
+pub enum RunError {
+    /// A tool the stack needs is missing: nothing was started.
+    MissingTool(MissingTool),
+    /// A cgroup or a component could not be set up or did not answer.
+    Start(anyhow::Error),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::MissingTool(m) => fmt::Display::fmt(m, f),
+            RunError::Start(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<anyhow::Error> for RunError {
+    fn from(e: anyhow::Error) -> Self {
+        RunError::Start(e)
+    }
+}
+
+/// Runs `load` against `stack`: `load` is given the URL of the stack's
+/// entry point (the proxy, or the app for direct), and the load generator
+/// may run for `limit` before it is stopped. The run's directory is
+/// created if missing; the load generator's stdout and stderr go to
+/// `load.out` and `load.err` there.
+///
+/// Stops in the order of the data path, the client first, then the proxy,
+/// then the app; each guard also kills its process group, and each cgroup
+/// is removed after its process stopped. Must be called from the thread
+/// that stays alive for the whole run (see [`process::spawn`]).
+pub fn run(
+    lab: &Lab<'_>,
+    stack: &StackSpec,
+    limit: Duration,
+    load: impl FnOnce(&str) -> LoadCommand,
+) -> Result<Measured, RunError> {
+    if let Some(missing) = stack.missing_tool(lab.launcher.tools) {
+        return Err(RunError::MissingTool(missing));
+    }
+    let paths = &stack.paths;
+    let dir = paths.logs();
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let cgroup = |name: &str, caps: Option<Caps>| -> anyhow::Result<Option<Cgroup>> {
+        if matches!(lab.cgroups, Mode::None { .. }) {
+            return Ok(None);
+        }
+        Cgroup::create(
+            lab.cgroups,
+            &format!("{}-{name}", stack.cgroup_prefix),
+            caps,
+        )
+        .map(Some)
+        .with_context(|| format!("creating the {name} cgroup"))
+    };
+
+    let app_cg = cgroup("app", stack.caps.app)?;
+    let app = lab
+        .launcher
+        .start_server(stack.server, stack.body, paths, app_cg)?;
+    let proxy_cg = match stack.route.proxy() {
+        Some(_) => cgroup("proxy", stack.caps.proxy)?,
+        None => None,
+    };
+    let proxy = lab
+        .launcher
+        .start_proxy(stack.route, app.addr, &stack.buffers, paths, proxy_cg)?;
+    let target: SocketAddr = proxy.as_ref().map(|p| p.addr).unwrap_or(app.addr);
+
+    let mut probes = vec![app.probe("app")];
+    if let Some(p) = &proxy {
+        probes.push(p.probe("proxy"));
+    }
+    let command = load(&format!("http://{target}"));
+    let load_cg = cgroup("loadgen", stack.caps.loadgen)?;
+    if let Some(g) = load_cg.as_ref().filter(|_| command.wants_realtime()) {
+        // 50 ms of every second, far more than one sleeping thread needs.
+        g.grant_realtime(50_000);
+    }
+    let spec = Spec {
+        name: command.name().into(),
+        program: lab.launcher.exe.clone(),
+        args: process::utf8_args(command.child().argv())?,
+        env: vec![],
+        cwd: None,
+        stdout: paths.logs().join("load.out"),
+        stderr: paths.logs().join("load.err"),
+    };
+    let sampler = Sampler::start(probes, lab.sample_interval);
+    let host_before = HostCpu::read();
+    let load_started = Instant::now();
+    let mut load = process::spawn(&spec, load_cg.as_ref())?;
+    sampler.add(Probe {
+        component: "loadgen".into(),
+        counters: load_cg.as_ref().map(Cgroup::counters),
+        root_pid: load.pid,
+        temp_dir: None,
+    });
+
+    let status = load.wait_or_interrupt(load_started, limit);
+    let load_s = load_started.elapsed().as_secs_f64();
+    let host = match (host_before, HostCpu::read()) {
+        (Some(a), Some(b)) => Some(a.delta(&b, load_s)),
+        _ => None,
+    };
+    let samples = sampler.stop();
+    let exit = match status {
+        Some(status) => LoadExit::Exited {
+            status,
+            last_error: load.last_error_line(),
+        },
+        None if signals::requested() => LoadExit::Interrupted,
+        None => LoadExit::TimedOut(limit),
+    };
+    drop(load);
+    drop(proxy);
+    drop(app);
+    Ok(Measured {
+        samples,
+        load_s,
+        host_busy_cores: host.map(|(busy, _)| busy),
+        host_steal_ms: host.map(|(_, steal)| steal),
+        exit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prepare::Tools;
+
+    fn load_args(realtime: bool) -> loadgen::LoadArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            args: loadgen::LoadArgs,
+        }
+        let mut words = vec!["load", "--target", "http://127.0.0.1:9"];
+        if realtime {
+            words.push("--realtime");
+        }
+        Cmd::try_parse_from(words).expect("parses").args
+    }
+
+    #[test]
+    fn only_a_load_that_asks_for_realtime_gets_the_budget() {
+        assert!(LoadCommand::Load(load_args(true)).wants_realtime());
+        assert!(!LoadCommand::Load(load_args(false)).wants_realtime());
+        let c = LoadCommand::Load(load_args(true));
+        assert_eq!(c.child().argv()[0], "load");
+        assert_eq!(c.name(), "loadgen");
+    }
+
+    #[test]
+    fn a_stack_that_needs_a_missing_tool_starts_nothing() {
+        let tools = Tools {
+            gunicorn: Err("no network".into()),
+            nginx: Err("not installed".into()),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let launcher = Launcher {
+            exe: "/nonexistent/slowlab".into(),
+            tools: &tools,
+            app_dir: dir.path().into(),
+        };
+        let mode = Mode::None {
+            reason: "test".into(),
+        };
+        let lab = Lab {
+            launcher: &launcher,
+            cgroups: &mode,
+            sample_interval: Duration::from_millis(200),
+        };
+        let stack = StackSpec {
+            server: Server::GunicornSync2,
+            route: Route::Direct,
+            body: Body {
+                large_bytes: 1 << 20,
+                chunk_bytes: 1 << 16,
+            },
+            buffers: ProxyBuffers::EXPERIMENT,
+            caps: CapPlan::none(),
+            cgroup_prefix: "test".into(),
+            paths: RunPaths::new(dir.path(), dir.path()).unwrap(),
+        };
+        let mut asked = false;
+        let err = run(&lab, &stack, Duration::from_secs(1), |_| {
+            asked = true;
+            LoadCommand::Load(load_args(false))
+        })
+        .expect_err("skipped");
+        assert!(matches!(err, RunError::MissingTool(_)), "{err}");
+        assert_eq!(err.to_string(), "gunicorn is not available: no network");
+        assert!(!asked, "no load was built");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}
