@@ -130,10 +130,17 @@ macro_rules! names {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $t { $($(#[$vdoc])* $v),+ }
 
+        impl $t {
+            /// The name as files write it.
+            pub fn name(self) -> &'static str {
+                match self { $($t::$v => $s),+ }
+            }
+        }
+
         impl Name for $t {
             const ALL: &'static [$t] = &[$($t::$v),+];
             fn name(self) -> &'static str {
-                match self { $($t::$v => $s),+ }
+                $t::name(self)
             }
         }
 
