@@ -20,6 +20,7 @@
 pub mod cgroup;
 pub mod cli;
 pub mod envinfo;
+pub mod merge;
 pub mod prepare;
 pub mod process;
 pub mod procfs;

@@ -145,7 +145,9 @@ fn gunicorn(state: &Path) -> Result<Gunicorn> {
     let python = venv.join("bin/python");
     match check_gunicorn(&bin, &python) {
         Ok(found) if found.version == GUNICORN_VERSION => return Ok(found),
-        Ok(found) => tracing::info!(version = %found.version, "gunicorn in the venv has another version; reinstalling"),
+        Ok(found) => {
+            tracing::info!(version = %found.version, "gunicorn in the venv has another version; reinstalling")
+        }
         Err(e) if venv.exists() => {
             // A venv moved or copied from elsewhere keeps its scripts'
             // shebangs pointing at the old path, and pip would call the
@@ -360,7 +362,10 @@ mod tests {
         fs::write(root.join("harness/Cargo.toml"), "").unwrap();
         let exe = root.join("target/release/slowlab");
         assert_eq!(checkout_of(&exe).as_deref(), Some(root));
-        assert_eq!(checkout_of(&root.join("elsewhere/bin/slowlab")).as_deref(), Some(root));
+        assert_eq!(
+            checkout_of(&root.join("elsewhere/bin/slowlab")).as_deref(),
+            Some(root)
+        );
         let other = tempfile::tempdir().unwrap();
         assert_eq!(checkout_of(&other.path().join("bin/slowlab")), None);
     }

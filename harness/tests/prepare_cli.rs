@@ -62,5 +62,8 @@ fn a_venv_whose_gunicorn_does_not_run_is_rebuilt() {
         .arg("--version")
         .output()
         .unwrap();
-    assert!(version.status.success(), "the rebuilt venv's gunicorn does not run");
+    assert!(
+        version.status.success(),
+        "the rebuilt venv's gunicorn does not run"
+    );
 }
