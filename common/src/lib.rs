@@ -7,7 +7,9 @@
 //!   any client can verify every byte and its offset.
 //! - [`stats`]: nearest-rank percentiles and medians, the aggregation the
 //!   original experiment used.
+//! - [`exit`]: the exit statuses every verb shares, and [`exit::BadInput`].
 
+pub mod exit;
 pub mod pattern;
 pub mod stats;
 pub mod units;

@@ -31,6 +31,8 @@ pub enum Command {
     Reproduce(crate::reproduce::ReproduceArgs),
     /// Write the HTML and Markdown report of a results directory.
     Report(crate::report::ReportArgs),
+    /// Merge results directories (shards of one matrix, other machines) into one.
+    Merge(crate::merge::MergeArgs),
     /// Step the request rate to saturation against one stack.
     Sweep(crate::sweep::SweepArgs),
     /// The load generator of one rate sweep (run by `slowlab sweep`).
@@ -46,6 +48,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Prepare(args) => crate::prepare::run(args),
         Command::Reproduce(args) => crate::reproduce::run(args),
         Command::Report(args) => crate::report::run(args),
+        Command::Merge(args) => crate::merge::run(args),
         Command::Sweep(args) => crate::sweep::run(args),
         Command::SweepLoad(args) => loadgen::sweep::run(args),
     }

@@ -7,6 +7,7 @@
 //! - [`stack`]: servers and routes, and how to start them.
 //! - [`reproduce`]: the condition matrix, its runs and its figures.
 //! - [`report`]: the HTML/Markdown report with its charts.
+//! - [`results`]: every results file: its name and its row struct.
 //! - [`sweep`]: rate sweeps to saturation, with and without slow clients.
 //! - [`sample`]: the ~200 ms sampler of every component.
 //! - [`envinfo`]: what `environment.json` records.
@@ -19,11 +20,13 @@
 pub mod cgroup;
 pub mod cli;
 pub mod envinfo;
+pub mod merge;
 pub mod prepare;
 pub mod process;
 pub mod procfs;
 pub mod report;
 pub mod reproduce;
+pub mod results;
 pub mod sample;
 pub mod scratch;
 pub mod signals;

@@ -48,7 +48,11 @@ fn main() -> ExitCode {
         Err(err) => {
             // `{:#}` joins the context chain on one line.
             eprintln!("slowlab: {err:#}");
-            ExitCode::FAILURE
+            if err.chain().any(|e| e.is::<common::exit::BadInput>()) {
+                ExitCode::from(common::exit::BAD_INPUT)
+            } else {
+                ExitCode::from(common::exit::FAILED)
+            }
         }
     }
 }

@@ -18,18 +18,43 @@ use anyhow::{Context, Result, bail};
 /// The pinned Gunicorn version of the experiment.
 pub const GUNICORN_VERSION: &str = "23.0.0";
 
-/// Where slowlab keeps its venv and unpacked packages.
+/// Where slowlab keeps its venv and unpacked packages: `$SLOWLAB_HOME`;
+/// else `.slowlab` in the checkout the running binary was built in (found
+/// from the binary's own path, so the working directory does not matter);
+/// else, for a binary installed elsewhere, `$XDG_DATA_HOME/slowlab` or
+/// `~/.local/share/slowlab`.
 pub fn state_dir() -> PathBuf {
-    std::env::var_os("SLOWLAB_HOME")
+    if let Some(home) = std::env::var_os("SLOWLAB_HOME").filter(|h| !h.is_empty()) {
+        return PathBuf::from(home);
+    }
+    let exe = std::env::current_exe().ok();
+    if let Some(root) = exe.as_deref().and_then(checkout_of) {
+        return root.join(".slowlab");
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(".slowlab"))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")));
+    match data {
+        Some(d) => d.join("slowlab"),
+        None => PathBuf::from(".slowlab"),
+    }
+}
+
+/// The slowlab checkout a binary sits in (`<root>/target/<profile>/slowlab`):
+/// the nearest ancestor with the workspace's `Cargo.lock` and `harness/`.
+fn checkout_of(exe: &Path) -> Option<PathBuf> {
+    exe.ancestors()
+        .skip(1)
+        .find(|d| d.join("Cargo.lock").is_file() && d.join("harness/Cargo.toml").is_file())
+        .map(Path::to_path_buf)
 }
 
 /// `slowlab prepare` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct PrepareArgs {
-    /// Directory for the venv and unpacked packages (default: $SLOWLAB_HOME
-    /// or ./.slowlab).
+    /// Directory for the venv and unpacked packages (default: $SLOWLAB_HOME,
+    /// else .slowlab in the binary's checkout, else ~/.local/share/slowlab).
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
 }
@@ -92,6 +117,7 @@ impl Tools {
 /// Runs `slowlab prepare`.
 pub fn run(args: PrepareArgs) -> Result<()> {
     let dir = args.state_dir.unwrap_or_else(state_dir);
+    println!("state directory: {}", dir.display());
     let tools = prepare(&dir);
     for line in tools.describe() {
         println!("{line}");
@@ -117,10 +143,23 @@ fn gunicorn(state: &Path) -> Result<Gunicorn> {
     let venv = state.join("venv");
     let bin = venv.join("bin/gunicorn");
     let python = venv.join("bin/python");
-    if let Ok(found) = check_gunicorn(&bin, &python) {
-        if found.version == GUNICORN_VERSION {
-            return Ok(found);
+    match check_gunicorn(&bin, &python) {
+        Ok(found) if found.version == GUNICORN_VERSION => return Ok(found),
+        Ok(found) => {
+            tracing::info!(version = %found.version, "gunicorn in the venv has another version; reinstalling")
         }
+        Err(e) if venv.exists() => {
+            // A venv moved or copied from elsewhere keeps its scripts'
+            // shebangs pointing at the old path, and pip would call the
+            // package "already satisfied": only a new venv mends it.
+            eprintln!(
+                "slowlab: the venv at {} does not run gunicorn ({e:#}); rebuilding it",
+                venv.display()
+            );
+            fs::remove_dir_all(&venv)
+                .with_context(|| format!("removing the broken venv {}", venv.display()))?;
+        }
+        Err(_) => {}
     }
     let base_python = ["/usr/bin/python3", "python3"]
         .into_iter()
@@ -307,4 +346,27 @@ fn run_quiet(program: &str, args: &[&str]) -> Result<()> {
         bail!("{program} {} failed: {}", args.join(" "), last.trim());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binary_in_a_checkout_finds_the_checkout_and_one_elsewhere_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("harness")).unwrap();
+        fs::create_dir_all(root.join("target/release")).unwrap();
+        fs::write(root.join("Cargo.lock"), "").unwrap();
+        fs::write(root.join("harness/Cargo.toml"), "").unwrap();
+        let exe = root.join("target/release/slowlab");
+        assert_eq!(checkout_of(&exe).as_deref(), Some(root));
+        assert_eq!(
+            checkout_of(&root.join("elsewhere/bin/slowlab")).as_deref(),
+            Some(root)
+        );
+        let other = tempfile::tempdir().unwrap();
+        assert_eq!(checkout_of(&other.path().join("bin/slowlab")), None);
+    }
 }

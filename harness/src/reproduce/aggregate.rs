@@ -1,45 +1,29 @@
-//! From raw rows to the original's figures: per run (nearest-rank
-//! percentiles of its `/fast` requests, medians of its `/large` responses,
-//! resource use per component) and per condition (the median of its runs,
-//! with the min and max of p95).
+//! From rows to the original's figures: per run (nearest-rank percentiles
+//! of its `/fast` requests, medians of its `/large` responses, resource use
+//! per component) and per condition (the median of its runs, with the min
+//! and max of p95). Everything is computed from the row structs of
+//! [`crate::results`], so rows read back from a directory (or merged from
+//! several) aggregate exactly as the rows of a reproduction in progress.
 
 use std::collections::BTreeMap;
 
 use common::stats::{median, rank_index};
 
 use super::matrix::Condition;
-use super::table::Table;
-use crate::sample::ResourceSample;
+use super::published;
+use crate::results::{
+    AppSendRow, Component, ComponentColumns, ConditionRow, LargeRow, Name, RequestRow, ResourceRow,
+    RouteName, RunRow, ServerName,
+};
 
-/// Resource use of one component over one run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ComponentUse {
-    /// CPU time increment / elapsed time; 1.0 is one core.
-    pub cpu_cores: Option<f64>,
-    pub throttled_ms: Option<f64>,
-    pub memory_peak_bytes: Option<u64>,
-    pub rss_peak_bytes: Option<u64>,
-}
+/// The figures of one condition: a row of `conditions.csv`.
+pub type ConditionFigures = ConditionRow;
 
-/// The figures of one run.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunFigures {
-    pub fast_requests: usize,
-    pub fast_ok: usize,
-    pub p50_ms: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-    pub max_ms: Option<f64>,
-    pub max_schedule_lag_ms: Option<f64>,
-    pub large_responses: usize,
-    pub large_ok: usize,
-    /// Median over the run's `/large` responses.
-    pub app_send_s: Option<f64>,
-    pub client_receive_s: Option<f64>,
-    /// Largest total logical size of the proxy's open temp files.
-    pub temp_peak_bytes: Option<u64>,
-    pub components: BTreeMap<String, ComponentUse>,
-}
+/// The figures of one run: a row of `runs.csv`.
+pub type RunFigures = RunRow;
+
+/// Bytes in one MiB, the unit of `temp_peak_mib`.
+const MIB: f64 = (1u64 << 20) as f64;
 
 /// Nearest-rank percentile where failed requests rank as the slowest: a
 /// percentile that lands on a failure has no value, rather than a flattering
@@ -53,179 +37,186 @@ pub fn percentile_with_failures(ok_values: &[f64], total: usize, p: f64) -> Opti
     sorted.get(rank_index(total, p)).copied()
 }
 
-/// Whether a request or response row succeeded: status 200 and no error.
-fn ok_row(t: &Table, row: &[String]) -> bool {
-    t.get(row, "error").is_none_or(|e| e.trim().is_empty())
-        && t.get(row, "status").is_none_or(|s| s.trim() == "200")
-}
-
-/// Computes a run's figures from its files and samples.
+/// Computes a run's figures from its rows: the figure columns of its
+/// `runs.csv` row (identity, status and caps are the caller's).
 pub fn run_figures(
-    requests: Option<&Table>,
-    large: Option<&Table>,
-    app_sends: Option<&Table>,
-    samples: &[ResourceSample],
-) -> RunFigures {
-    let mut f = RunFigures::default();
-    if let Some(t) = requests {
-        let ok: Vec<f64> = t
-            .rows
-            .iter()
-            .filter(|r| ok_row(t, r))
-            .filter_map(|r| t.f64(r, "latency_ms"))
-            .collect();
-        f.fast_requests = t.rows.len();
-        f.fast_ok = ok.len();
-        f.p50_ms = percentile_with_failures(&ok, t.rows.len(), 50.0);
-        f.p95_ms = percentile_with_failures(&ok, t.rows.len(), 95.0);
-        f.p99_ms = percentile_with_failures(&ok, t.rows.len(), 99.0);
-        f.max_ms = if ok.len() == t.rows.len() {
-            ok.iter().copied().reduce(f64::max)
-        } else {
-            None
-        };
-        f.max_schedule_lag_ms = t.floats("schedule_lag_ms").into_iter().reduce(f64::max);
-    }
-    if let Some(t) = large {
-        f.large_responses = t.rows.len();
-        let ok: Vec<f64> = t
-            .rows
-            .iter()
-            .filter(|r| ok_row(t, r))
-            .filter_map(|r| t.f64(r, "receive_s"))
-            .collect();
-        f.large_ok = ok.len();
-        f.client_receive_s = median(&ok);
-    }
-    if let Some(t) = app_sends {
-        let done: Vec<f64> = t
-            .rows
-            .iter()
-            .filter(|r| t.get(r, "complete") == Some("true"))
-            .filter_map(|r| t.f64(r, "app_send_s"))
-            .collect();
-        f.app_send_s = median(&done);
-    }
-    f.temp_peak_bytes = samples
+    requests: &[RequestRow],
+    large: &[LargeRow],
+    app_sends: &[AppSendRow],
+    resources: &[ResourceRow],
+) -> RunRow {
+    let mut f = RunRow::default();
+    let ok: Vec<f64> = requests
         .iter()
-        .filter(|s| s.component == "proxy")
+        .filter(|r| r.ok())
+        .filter_map(|r| r.latency_ms)
+        .collect();
+    let n = requests.len();
+    f.fast_requests = n as u64;
+    f.fast_ok = ok.len() as u64;
+    f.fast_errors = f.fast_requests - f.fast_ok;
+    f.p50_ms = percentile_with_failures(&ok, n, 50.0);
+    f.p95_ms = percentile_with_failures(&ok, n, 95.0);
+    f.p99_ms = percentile_with_failures(&ok, n, 99.0);
+    f.max_ms = if ok.len() == n {
+        ok.iter().copied().reduce(f64::max)
+    } else {
+        None
+    };
+    f.max_schedule_lag_ms = requests
+        .iter()
+        .filter_map(|r| r.schedule_lag_ms)
+        .reduce(f64::max);
+    let received: Vec<f64> = large
+        .iter()
+        .filter(|l| l.ok())
+        .filter_map(|l| l.receive_s)
+        .collect();
+    f.large_responses = large.len() as u64;
+    f.large_ok = received.len() as u64;
+    f.client_receive_s = median(&received);
+    let sent: Vec<f64> = app_sends
+        .iter()
+        .filter(|s| s.complete == Some(true))
+        .filter_map(|s| s.app_send_s)
+        .collect();
+    f.app_send_s = median(&sent);
+    f.temp_peak_mib = resources
+        .iter()
+        .filter(|s| s.component == Component::Proxy)
         .filter_map(|s| s.temp_logical_bytes)
-        .max();
-    let mut names: Vec<&str> = samples.iter().map(|s| s.component.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    for name in names {
-        let mine: Vec<&ResourceSample> = samples.iter().filter(|s| s.component == name).collect();
-        f.components.insert(name.to_string(), component_use(&mine));
+        .max()
+        .map(|b| b as f64 / MIB);
+    for c in Component::ALL.iter().copied() {
+        let mine: Vec<&ResourceRow> = resources.iter().filter(|s| s.component == c).collect();
+        if !mine.is_empty() {
+            f.set_component(c, component_use(&mine));
+        }
     }
     f
 }
 
-fn component_use(s: &[&ResourceSample]) -> ComponentUse {
+/// Resource use of one component over one run, from its samples in time
+/// order (caps are the caller's).
+pub fn component_use(s: &[&ResourceRow]) -> ComponentColumns {
     let (Some(first), Some(last)) = (s.first(), s.last()) else {
-        return ComponentUse::default();
+        return ComponentColumns::default();
     };
-    let elapsed = last.t_unix_s - first.t_unix_s;
-    let cpu_cores = match (first.cpu_ns, last.cpu_ns) {
-        (Some(a), Some(b)) if elapsed > 0.0 && b >= a => Some((b - a) as f64 / 1e9 / elapsed),
+    let elapsed = last.t_s - first.t_s;
+    let cpu_cores = match (first.cpu_s, last.cpu_s) {
+        (Some(a), Some(b)) if elapsed > 0.0 && b >= a => Some((b - a) / elapsed),
         _ => None,
     };
-    let throttled_ms = match (first.throttled_ns, last.throttled_ns) {
-        (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1e6),
+    let throttled_ms = match (first.throttled_ms, last.throttled_ms) {
+        (Some(a), Some(b)) if b >= a => Some(b - a),
         _ => None,
     };
-    ComponentUse {
+    ComponentColumns {
         cpu_cores,
         throttled_ms,
         memory_peak_bytes: s.iter().filter_map(|x| x.memory_bytes).max(),
-        rss_peak_bytes: s.iter().map(|x| x.rss_bytes).max(),
+        rss_peak_bytes: s.iter().filter_map(|x| x.rss_bytes).max(),
+        ..ComponentColumns::default()
     }
 }
 
-/// The figures of one condition over its completed runs.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ConditionFigures {
-    pub runs: usize,
-    pub p50: Option<f64>,
-    pub p95: Option<f64>,
-    pub p95_min: Option<f64>,
-    pub p95_max: Option<f64>,
-    pub app_send_s: Option<f64>,
-    pub client_receive_s: Option<f64>,
-    pub temp_peak_mib: Option<f64>,
-    pub fast_requests: usize,
-    pub fast_errors: usize,
-    pub max_schedule_lag_ms: Option<f64>,
-    pub app_cpu_cores: Option<f64>,
-}
-
-/// Aggregates runs as the original did: the median of per-run values, the
-/// min and max of per-run p95, the max of temp peaks.
-pub fn condition_figures(runs: &[&RunFigures]) -> ConditionFigures {
-    let vals = |f: fn(&RunFigures) -> Option<f64>| -> Vec<f64> {
-        runs.iter().filter_map(|r| f(r)).collect()
-    };
+/// Aggregates completed runs as the original did: the median of per-run
+/// values, the min and max of per-run p95, the max of temp peaks. Fills
+/// the figure columns of a `conditions.csv` row.
+pub fn condition_figures(runs: &[&RunRow]) -> ConditionRow {
+    let vals =
+        |f: fn(&RunRow) -> Option<f64>| -> Vec<f64> { runs.iter().filter_map(|r| f(r)).collect() };
     let p95s = vals(|r| r.p95_ms);
-    ConditionFigures {
-        runs: runs.len(),
+    let all_p95 = p95s.len() == runs.len();
+    ConditionRow {
+        runs: runs.len() as u32,
         p50: median(&vals(|r| r.p50_ms)),
         // A run whose p95 landed on a failed request has no p95; the
         // condition then reports none either, rather than the median of the
         // others.
-        p95: if p95s.len() == runs.len() {
-            median(&p95s)
-        } else {
-            None
-        },
+        p95: if all_p95 { median(&p95s) } else { None },
         p95_min: p95s.iter().copied().reduce(f64::min),
-        p95_max: if p95s.len() == runs.len() {
+        p95_max: if all_p95 {
             p95s.iter().copied().reduce(f64::max)
         } else {
             None
         },
         app_send_s: median(&vals(|r| r.app_send_s)),
         client_receive_s: median(&vals(|r| r.client_receive_s)),
-        temp_peak_mib: runs
-            .iter()
-            .filter_map(|r| r.temp_peak_bytes)
-            .max()
-            .map(|b| b as f64 / (1u64 << 20) as f64),
+        temp_peak_mib: vals(|r| r.temp_peak_mib).into_iter().reduce(f64::max),
         fast_requests: runs.iter().map(|r| r.fast_requests).sum(),
-        fast_errors: runs.iter().map(|r| r.fast_requests - r.fast_ok).sum(),
+        fast_errors: runs
+            .iter()
+            .map(|r| r.fast_requests.saturating_sub(r.fast_ok))
+            .sum(),
         max_schedule_lag_ms: vals(|r| r.max_schedule_lag_ms).into_iter().reduce(f64::max),
-        app_cpu_cores: median(
-            &runs
-                .iter()
-                .filter_map(|r| r.components.get("app").and_then(|c| c.cpu_cores))
-                .collect::<Vec<_>>(),
-        ),
+        app_cpu_cores: median(&vals(|r| r.app_cpu_cores)),
+        ..ConditionRow::default()
     }
 }
 
-/// Groups completed runs by condition, in a stable order.
-pub fn by_condition<'a>(
-    runs: impl IntoIterator<Item = (Condition, &'a RunFigures)>,
-) -> BTreeMap<Condition, Vec<&'a RunFigures>> {
-    let mut map: BTreeMap<Condition, Vec<&RunFigures>> = BTreeMap::new();
-    for (c, f) in runs {
-        map.entry(c).or_default().push(f);
+/// Every row of `conditions.csv` from the rows of `runs.csv`: one per
+/// condition with at least one run, in condition order, the completed runs
+/// aggregated, the others counted and the first of them quoted, and the
+/// published figures beside.
+pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
+    let mut groups: BTreeMap<(ServerName, RouteName, u32), Vec<&RunRow>> = BTreeMap::new();
+    for r in runs {
+        groups
+            .entry((r.server.clone(), r.route.clone(), r.slow_clients))
+            .or_default()
+            .push(r);
     }
-    map
+    groups
+        .into_iter()
+        .map(|((server, route, slow), runs)| {
+            let ok: Vec<&RunRow> = runs.iter().copied().filter(|r| r.ok()).collect();
+            let failed: Vec<&RunRow> = runs.iter().copied().filter(|r| !r.ok()).collect();
+            let publ = match (server.known(), route.known()) {
+                (Some(s), Some(r)) => published::reference(s, r, slow),
+                _ => None,
+            };
+            let pp = publ.as_ref().map(|(p, _)| *p);
+            ConditionRow {
+                server,
+                route,
+                slow_clients: slow,
+                runs_failed: failed.len() as u32,
+                published_p95: pp.map(|p| p.p95),
+                published_p95_min: pp.and_then(|p| p.p95_min),
+                published_p95_max: pp.and_then(|p| p.p95_max),
+                published_app_send_s: pp.and_then(|p| p.app_send_s),
+                published_client_receive_s: pp.and_then(|p| p.client_receive_s),
+                published_from: publ.map(|(_, from)| from),
+                note: failed
+                    .first()
+                    .map(|r| format!("{}: {}", r.status, r.reason.as_deref().unwrap_or_default())),
+                ..condition_figures(&ok)
+            }
+        })
+        .collect()
+}
+
+/// The conditions this version knows, by condition (the cross-check and
+/// the console table need the server's and route's properties).
+pub fn by_condition(rows: &[ConditionRow]) -> BTreeMap<Condition, ConditionRow> {
+    rows.iter()
+        .filter_map(|c| {
+            let key = Condition {
+                server: c.server.known()?,
+                route: c.route.known()?,
+                slow: c.slow_clients,
+            };
+            Some((key, c.clone()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn table(headers: &[&str], rows: &[&[&str]]) -> Table {
-        Table {
-            headers: headers.iter().map(|s| s.to_string()).collect(),
-            rows: rows
-                .iter()
-                .map(|r| r.iter().map(|s| s.to_string()).collect())
-                .collect(),
-        }
-    }
+    use crate::results::{Named, RunStatus};
+    use crate::stack::{Route, Server};
 
     #[test]
     fn failures_rank_last() {
@@ -239,31 +230,35 @@ mod tests {
 
     #[test]
     fn run_figures_from_rows() {
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        for i in 1..=72 {
-            rows.push(vec![
-                i.to_string(),
-                format!("{}", i as f64 * 10.0),
-                "200".into(),
-                "".into(),
-                "0.1".into(),
-            ]);
-        }
-        let req = Table {
-            headers: ["seq", "latency_ms", "status", "error", "schedule_lag_ms"]
-                .map(String::from)
-                .to_vec(),
-            rows,
+        let req: Vec<RequestRow> = (1..=72)
+            .map(|i| RequestRow {
+                seq: i,
+                latency_ms: Some(i as f64 * 10.0),
+                status: Some(200),
+                schedule_lag_ms: Some(0.1),
+                ..RequestRow::default()
+            })
+            .collect();
+        let large = |receive: f64| LargeRow {
+            receive_s: Some(receive),
+            status: Some(200),
+            ..LargeRow::default()
         };
-        let large = table(
-            &["client", "receive_s", "status", "error"],
-            &[&["0", "8.0", "200", ""], &["1", "8.2", "200", ""]],
+        let send = |s: Option<f64>, complete: bool| AppSendRow {
+            app_send_s: s,
+            complete: Some(complete),
+            ..AppSendRow::default()
+        };
+        let f = run_figures(
+            &req,
+            &[large(8.0), large(8.2)],
+            &[
+                send(Some(6.5), true),
+                send(Some(6.7), true),
+                send(None, false),
+            ],
+            &[],
         );
-        let sends = table(
-            &["app_send_s", "complete"],
-            &[&["6.5", "true"], &["6.7", "true"], &["", "false"]],
-        );
-        let f = run_figures(Some(&req), Some(&large), Some(&sends), &[]);
         assert_eq!(f.fast_requests, 72);
         assert_eq!(f.p95_ms, Some(690.0));
         assert_eq!(f.p50_ms, Some(360.0));
@@ -271,62 +266,89 @@ mod tests {
         assert_eq!(f.client_receive_s, Some(8.1));
         assert_eq!(f.app_send_s, Some(6.6));
         assert_eq!(f.max_schedule_lag_ms, Some(0.1));
+        assert_eq!(f.large_ok, 2);
     }
 
     #[test]
     fn component_use_is_an_increment_over_elapsed_time() {
-        let s = |t: f64, cpu: u64, thr: u64, mem: u64| ResourceSample {
-            t_unix_s: t,
-            component: "app".into(),
-            cpu_ns: Some(cpu),
-            throttled_ns: Some(thr),
+        let s = |t: f64, cpu: f64, thr: f64, mem: u64| ResourceRow {
+            t_s: t,
+            component: Component::App.into(),
+            cpu_s: Some(cpu),
+            throttled_ms: Some(thr),
             memory_bytes: Some(mem),
-            rss_bytes: mem / 2,
-            ..ResourceSample::default()
+            rss_bytes: Some(mem / 2),
+            ..ResourceRow::default()
         };
         let samples = vec![
-            s(100.0, 1_000_000_000, 0, 10),
-            s(101.0, 1_100_000_000, 5_000_000, 30),
-            s(102.0, 1_200_000_000, 7_000_000, 20),
+            s(0.0, 1.0, 0.0, 10),
+            s(1.0, 1.1, 5.0, 30),
+            s(2.0, 1.2, 7.0, 20),
         ];
-        let f = run_figures(None, None, None, &samples);
-        let app = &f.components["app"];
+        let f = run_figures(&[], &[], &[], &samples);
+        let app = f.component(Component::App);
         assert!((app.cpu_cores.unwrap() - 0.1).abs() < 1e-9);
         assert_eq!(app.throttled_ms, Some(7.0));
         assert_eq!(app.memory_peak_bytes, Some(30));
         assert_eq!(app.rss_peak_bytes, Some(15));
+        assert_eq!(f.component(Component::Proxy), ComponentColumns::default());
+    }
+
+    fn run(p95: f64, send: f64) -> RunRow {
+        RunRow {
+            server: Server::GunicornSync2.into(),
+            route: Route::Direct.into(),
+            slow_clients: 2,
+            status: RunStatus::Ok.into(),
+            p50_ms: Some(p95 / 2.0),
+            p95_ms: Some(p95),
+            app_send_s: Some(send),
+            temp_peak_mib: Some(p95),
+            fast_requests: 72,
+            fast_ok: 72,
+            ..RunRow::default()
+        }
     }
 
     #[test]
     fn conditions_take_the_median_of_runs() {
-        let r = |p95: f64, send: f64| RunFigures {
-            p50_ms: Some(p95 / 2.0),
-            p95_ms: Some(p95),
-            app_send_s: Some(send),
-            temp_peak_bytes: Some((p95 as u64) << 20),
-            fast_requests: 72,
-            fast_ok: 72,
-            ..RunFigures::default()
-        };
-        let runs = [r(5945.11, 6.5), r(5928.68, 6.6), r(6590.04, 6.4)];
-        let refs: Vec<&RunFigures> = runs.iter().collect();
-        let c = condition_figures(&refs);
+        let mut runs = vec![run(5945.11, 6.5), run(5928.68, 6.6), run(6590.04, 6.4)];
+        runs.push(RunRow {
+            status: RunStatus::Failed.into(),
+            reason: Some("gunicorn did not start".into()),
+            ..run(1.0, 1.0)
+        });
+        runs.push(RunRow {
+            server: Named::parse("other-server"),
+            ..run(1.0, 1.0)
+        });
+        let rows = conditions(&runs);
+        assert_eq!(rows.len(), 2, "one row per condition, unknown servers last");
+        let c = &rows[0];
+        assert_eq!(c.server, Server::GunicornSync2);
+        assert_eq!(c.runs, 3);
+        assert_eq!(c.runs_failed, 1);
+        assert_eq!(c.note.as_deref(), Some("failed: gunicorn did not start"));
         assert_eq!(c.p95, Some(5945.11));
         assert_eq!(c.p95_min, Some(5928.68));
         assert_eq!(c.p95_max, Some(6590.04));
         assert_eq!(c.app_send_s, Some(6.5));
-        assert_eq!(c.temp_peak_mib, Some(6590.0));
+        assert_eq!(c.temp_peak_mib, Some(6590.04));
         assert_eq!(c.fast_requests, 216);
         assert_eq!(c.fast_errors, 0);
+        assert_eq!(c.published_from.as_deref(), Some("gunicorn-sync2/direct"));
+        assert_eq!(rows[1].server, Named::Unknown("other-server".into()));
+        assert_eq!(rows[1].published_p95, None);
+        assert_eq!(by_condition(&rows).len(), 1);
     }
 
     #[test]
     fn a_run_without_p95_leaves_the_condition_without_one() {
-        let a = RunFigures {
+        let a = RunRow {
             p95_ms: Some(3.0),
-            ..RunFigures::default()
+            ..RunRow::default()
         };
-        let b = RunFigures::default();
+        let b = RunRow::default();
         let c = condition_figures(&[&a, &b]);
         assert_eq!(c.p95, None);
         assert_eq!(c.p95_min, Some(3.0));

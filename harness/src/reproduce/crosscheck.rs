@@ -15,25 +15,10 @@ use std::collections::BTreeMap;
 use super::aggregate::ConditionFigures;
 use super::matrix::Condition;
 use super::published::{counterpart_route, counterpart_server};
+use crate::results::{Check, CrossRow, Named};
 use crate::stack::{Route, Server};
 
-/// A verdict about `/fast` under slow clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum Verdict {
-    Blocked,
-    Partial,
-    Relieved,
-}
-
-impl Verdict {
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Blocked => "blocked",
-            Verdict::Partial => "partial",
-            Verdict::Relieved => "relieved",
-        }
-    }
-}
+pub use crate::results::Verdict;
 
 /// The rule's prediction.
 pub fn predict(
@@ -94,51 +79,32 @@ pub struct Row {
     pub agree: Option<bool>,
 }
 
-pub const HEADERS: [&str; 16] = [
-    "check",
-    "server",
-    "route",
-    "slow_clients",
-    "handlers",
-    "absorbs_whole_response",
-    "predicted",
-    "observed",
-    "p95_ms",
-    "baseline_p95_ms",
-    "baseline_from",
-    "reference",
-    "reference_observed",
-    "reference_p95_ms",
-    "p95_ratio",
-    "agree",
-];
-
 impl Row {
-    pub fn cells(&self) -> Vec<String> {
-        let v = |x: Option<Verdict>| x.map(|v| v.name().to_string()).unwrap_or_default();
-        let f = |x: Option<f64>, d: usize| x.map(|x| format!("{x:.d$}")).unwrap_or_default();
-        vec![
-            self.check.to_string(),
-            self.server.to_string(),
-            self.route.to_string(),
-            self.slow_clients.to_string(),
-            self.handlers
+    /// The row as `crosscheck.csv` writes it.
+    pub fn to_row(&self) -> CrossRow {
+        let v = |x: Option<Verdict>| x.map(Named::Known);
+        let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        CrossRow {
+            check: Named::parse(self.check),
+            server: self.server.into(),
+            route: self.route.into(),
+            slow_clients: self.slow_clients,
+            handlers: self
+                .handlers
                 .map(|h| h.to_string())
                 .unwrap_or_else(|| "unbounded".into()),
-            self.absorbs.to_string(),
-            v(self.predicted),
-            v(self.observed),
-            f(self.p95_ms, 2),
-            f(self.baseline_p95_ms, 2),
-            self.baseline_from.clone(),
-            self.reference.clone(),
-            v(self.reference_observed),
-            f(self.reference_p95_ms, 2),
-            f(self.p95_ratio, 3),
-            self.agree
-                .map(|a| if a { "yes" } else { "no" }.to_string())
-                .unwrap_or_default(),
-        ]
+            absorbs_whole_response: self.absorbs,
+            predicted: v(self.predicted),
+            observed: v(self.observed),
+            p95_ms: self.p95_ms,
+            baseline_p95_ms: self.baseline_p95_ms,
+            baseline_from: text(&self.baseline_from),
+            reference: text(&self.reference),
+            reference_observed: v(self.reference_observed),
+            reference_p95_ms: self.reference_p95_ms,
+            p95_ratio: self.p95_ratio,
+            agree: self.agree,
+        }
     }
 }
 
@@ -200,7 +166,7 @@ pub fn rows(
         let (obs, p95, base) = observed(figures, c);
         let predicted = predict(c.server, c.route, slow, body_bytes, proxy_capacity);
         out.push(Row {
-            check: "prediction",
+            check: Check::Prediction.name(),
             server: c.server,
             route: c.route,
             slow_clients: slow,
@@ -238,7 +204,7 @@ pub fn rows(
             let (obs, p95, base) = observed(figures, c);
             let (ref_obs, ref_p95, _) = observed(figures, rc);
             out.push(Row {
-                check: "replica",
+                check: Check::Replica.name(),
                 server: c.server,
                 route: c.route,
                 slow_clients: slow,
@@ -324,7 +290,10 @@ mod tests {
         put(&mut f, Server::RustSync2, Route::Direct, 2, 6600.0);
         put(&mut f, Server::GunicornGthread4, Route::Direct, 2, 1.6);
         let rows = rows(&f, 2, MIB16, ProxyBuffers::EXPERIMENT.capacity());
-        let replica: Vec<&Row> = rows.iter().filter(|r| r.check == "replica").collect();
+        let replica: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.check == Check::Replica.name())
+            .collect();
         assert_eq!(replica.len(), 1);
         assert_eq!(replica[0].reference, "gunicorn-sync2/direct");
         assert_eq!(replica[0].agree, Some(true));

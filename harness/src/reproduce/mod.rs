@@ -11,6 +11,7 @@
 //! - [`crosscheck`]: predicted against observed verdicts.
 //! - [`published`]: the original's figures.
 //! - [`results`]: the results directory.
+//! - [`shard`]: `--shard K/N`, one machine's part of a split matrix.
 //! - [`console`]: progress and tables.
 
 pub mod aggregate;
@@ -21,6 +22,7 @@ pub mod published;
 pub mod results;
 pub mod runner;
 pub mod sample_rows;
+pub mod shard;
 pub mod table;
 
 use std::path::PathBuf;
@@ -62,6 +64,11 @@ pub struct ReproduceArgs {
     /// Do not write the HTML/Markdown report at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// Run only shard K of N of the plan (runs K, K+N, K+2N, ... keeping
+    /// their ids), e.g. one Slurm array task or Kubernetes Indexed Job pod
+    /// per shard; `slowlab merge` joins the shards' directories.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<shard::Shard>,
 }
 
 /// Runs `slowlab reproduce`.
@@ -74,6 +81,18 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     let plan = matrix::plan(&presets, args.runs, args.only.as_ref());
     if plan.is_empty() {
         bail!("no condition matches --only");
+    }
+    let planned = plan.len();
+    let plan = match args.shard {
+        Some(s) => s.select(plan),
+        None => plan,
+    };
+    if plan.is_empty() {
+        return Err(common::exit::BadInput::new(format!(
+            "--shard {}: the plan has only {planned} runs, so this shard has none",
+            args.shard.map(|s| s.to_string()).unwrap_or_default()
+        ))
+        .into());
     }
     let preset_name = presets
         .iter()
@@ -128,6 +147,7 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         &mode,
         caps,
         &preset_name,
+        args.shard,
         args.no_report,
     );
     cgroup::remove_base(&mode);
@@ -141,6 +161,7 @@ fn run_matrix(
     mode: &Mode,
     caps: CapPlan,
     preset_name: &str,
+    shard: Option<shard::Shard>,
     no_report: bool,
 ) -> Result<()> {
     let buffers = ProxyBuffers::EXPERIMENT;
@@ -158,6 +179,7 @@ fn run_matrix(
         serde_json::to_value(caps)?,
         json!({
             "preset": preset_name,
+            "shard": shard.map(|s| s.to_string()),
             "runs_planned": plan.len(),
             "started_utc": utc_stamp(),
             "profiles": plan.iter().map(|r| (r.preset.name(), r.profile)).collect::<std::collections::BTreeMap<_, _>>(),

@@ -1,65 +1,50 @@
-//! The results directory: per-run rows appended as each run completes, and
-//! the per-condition summaries rewritten after each run, so that an
-//! interrupted reproduction keeps everything it measured.
+//! The results directory of a reproduction: per-run rows appended as each
+//! run completes, and the per-condition summaries rewritten after each run
+//! from `runs.csv` as written, so that an interrupted reproduction keeps
+//! everything it measured and a merge of directories aggregates the same
+//! way. The files and their rows are [`crate::results`]'s.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use serde::de::DeserializeOwned;
 
-use super::aggregate::{
-    ConditionFigures, RunFigures, by_condition, condition_figures, run_figures,
-};
+use super::aggregate::{self, ConditionFigures, RunFigures, run_figures};
 use super::crosscheck;
 use super::matrix::Condition;
-use super::published;
-use super::runner::{CapPlan, RunData, Status, labels};
+use super::runner::{CapPlan, RunData};
 use super::sample_rows;
-use super::table::{Appender, Table, opt, opt_u, write_whole};
-use crate::sample::{ResourceSample, SocketSample};
+use crate::results::file::{read_all, read_optional};
+use crate::results::{
+    self, AppSendRow, Appenders, Component, ComponentColumns, GaugeRow, Ident, LargeRow, Missing,
+    PerRun, ProxyResponseRow, ResultSet, RunRow,
+};
 use crate::stack::ProxyBuffers;
 
-/// The marker of an unfinished results directory.
-pub const INCOMPLETE: &str = "INCOMPLETE";
+pub use crate::results::INCOMPLETE;
 
-/// Per-run files, in the order of `RESULT_FILES` in the README.
+/// The per-run files, in the order of `RESULT_FILES` in the README.
 #[derive(Debug)]
 pub struct Results {
     pub dir: PathBuf,
-    requests: Appender,
-    large: Appender,
-    progress: Appender,
-    runs: Appender,
-    resources: Appender,
-    sockets: Appender,
-    app_sends: Appender,
-    proxy_responses: Appender,
-    proxy_gauge: Appender,
-    /// Every run so far with its figures.
+    files: Appenders,
+    /// Every run so far with its row of `runs.csv`.
     pub done: Vec<(RunData, RunFigures)>,
+    /// `runs.csv` as written, read back after each run.
+    written: Vec<RunRow>,
     caps: CapPlan,
     buffers: ProxyBuffers,
 }
 
-const COMPONENTS: [&str; 3] = ["app", "proxy", "loadgen"];
-
 impl Results {
     pub fn create(dir: &Path, caps: CapPlan, buffers: ProxyBuffers) -> Result<Results> {
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let f = |name: &str| Appender::new(dir.join(name));
         Ok(Results {
             dir: dir.to_path_buf(),
-            requests: f("requests.csv"),
-            large: f("large-responses.csv"),
-            progress: f("slow-progress.csv"),
-            runs: f("runs.csv"),
-            resources: f("resource-samples.csv"),
-            sockets: f("socket-samples.csv"),
-            app_sends: f("app-sends.csv"),
-            proxy_responses: f("proxy-responses.csv"),
-            proxy_gauge: f("proxy-gauge.csv"),
+            files: Appenders::create(dir)?,
             done: Vec::new(),
+            written: Vec::new(),
             caps,
             buffers,
         })
@@ -67,286 +52,164 @@ impl Results {
 
     /// Marks the directory incomplete with a reason (or removes the mark).
     pub fn mark(&self, reason: Option<&str>) -> Result<()> {
-        let path = self.dir.join(INCOMPLETE);
-        match reason {
-            Some(r) => fs::write(&path, format!("{r}\n")).context("writing the INCOMPLETE marker"),
-            None => {
-                if path.exists() {
-                    fs::remove_file(&path).context("removing the INCOMPLETE marker")?;
-                }
-                Ok(())
-            }
-        }
+        results::mark_incomplete(&self.dir, reason)
     }
 
     /// Adds one run's rows to every file and rewrites the summaries.
     pub fn record(&mut self, data: RunData) -> Result<RunFigures> {
-        let load = data.dir.join("load");
-        let requests = Table::read_optional(&load.join("requests.csv"))?;
-        let large = Table::read_optional(&load.join("large-responses.csv"))?;
-        let progress = Table::read_optional(&load.join("slow-progress.csv"))?;
-        let sends = Table::read_optional(&data.dir.join("send-log.csv"))?;
-        let stats = Table::read_optional(&data.dir.join("proxy-stats.csv"))?;
-        let gauge = Table::read_optional(&data.dir.join("proxy-gauge.csv"))?;
-        let t0 = t0(&load, &data);
-
-        let ident: Vec<(String, String)> = labels(&data.spec)
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        let ident_h: Vec<String> = ident.iter().map(|(k, _)| k.clone()).collect();
-        let ident_v: Vec<String> = ident.iter().map(|(_, v)| v.clone()).collect();
-
-        if let Some(t) = &requests {
-            self.requests.append(&t.headers, &t.rows)?;
-        }
-        if let Some(t) = &progress {
-            self.progress.append(&t.headers, &t.rows)?;
-        }
-        if let Some(t) = &large {
-            let (h, rows) = with_app_sends(t, sends.as_ref());
-            self.large.append(&h, &rows)?;
-        }
-        if let Some(t) = &sends {
-            let (h, rows) = relative(t, "start_unix_s", t0, &ident_h, &ident_v);
-            self.app_sends.append(&h, &rows)?;
-        }
-        if let Some(t) = &stats {
-            let (h, rows) = relative(t, "start_unix_s", t0, &ident_h, &ident_v);
-            self.proxy_responses.append(&h, &rows)?;
-        }
-        if let Some(t) = &gauge {
-            let (h, rows) = relative(t, "t_unix_s", t0, &ident_h, &ident_v);
-            self.proxy_gauge.append(&h, &rows)?;
-        }
-        self.append_samples(
-            &data.samples.resources,
-            &data.samples.sockets,
-            t0,
-            &ident_h,
-            &ident_v,
-        )?;
-
-        let figures = run_figures(
-            requests.as_ref(),
-            large.as_ref(),
-            sends.as_ref(),
-            &data.samples.resources,
-        );
-        self.append_run(&data, &figures)?;
-        self.done.push((data, figures.clone()));
+        let set = self.rows_of(&data)?;
+        self.files.append(&set)?;
+        let row = set.runs[0].clone();
+        self.done.push((data, row.clone()));
+        self.written = read_all(&self.dir.join(results::RUNS_CSV))?;
         self.write_summaries()?;
-        Ok(figures)
+        Ok(row)
     }
 
-    fn append_samples(
-        &mut self,
-        resources: &[ResourceSample],
-        sockets: &[SocketSample],
-        t0: f64,
-        ih: &[String],
-        iv: &[String],
-    ) -> Result<()> {
-        let (h, rows) = sample_rows::resources(resources, t0, ih, iv);
-        self.resources.append(&h, &rows)?;
-        let (h, rows) = sample_rows::sockets(sockets, t0, ih, iv);
-        self.sockets.append(&h, &rows)
-    }
-
-    fn append_run(&mut self, data: &RunData, f: &RunFigures) -> Result<()> {
-        let mut h: Vec<String> = labels(&data.spec)
+    /// Every row one run adds, with the files it has none of in `missing`.
+    fn rows_of(&self, data: &RunData) -> Result<ResultSet> {
+        let load = data.dir.join("load");
+        let mut set = ResultSet::default();
+        let missing = &mut set.missing;
+        let requests = take(missing, results::REQUESTS_CSV, &load)?;
+        let progress = take(missing, results::PROGRESS_CSV, &load)?;
+        let large: Vec<LargeRow> = take(missing, results::LARGE_CSV, &load)?;
+        let logs = |file: &str| data.dir.join(file);
+        let sends: Vec<AppSendRow> = take_as(
+            missing,
+            results::APP_SENDS_CSV,
+            &logs(results::SEND_LOG_CSV),
+        )?;
+        let stats: Vec<ProxyResponseRow> = take_as(
+            missing,
+            results::PROXY_RESPONSES_CSV,
+            &logs(results::PROXY_STATS_CSV),
+        )?;
+        let gauge: Vec<GaugeRow> = take_as(
+            missing,
+            results::PROXY_GAUGE_CSV,
+            &logs(results::PROXY_GAUGE_LOG),
+        )?;
+        let t0 = t0(&load, data);
+        let c = data.spec.condition;
+        let ident = Ident {
+            run_id: data.spec.run_id.clone(),
+            server: c.server.into(),
+            route: c.route.into(),
+            slow_clients: c.slow,
+            repetition: data.spec.repetition,
+        };
+        let relative = |t: Option<f64>| t.map(|t| t - t0);
+        set.requests = requests;
+        set.progress = progress;
+        set.large = with_app_sends(large, &sends);
+        set.app_sends = sends
             .into_iter()
-            .map(|(k, _)| k.to_string())
+            .map(|mut r| {
+                r.stamp(&ident);
+                r.t_s = relative(r.start_unix_s);
+                r
+            })
             .collect();
-        h.extend(
-            [
-                "preset",
-                "status",
-                "reason",
-                "started_utc",
-                "wall_s",
-                "load_s",
-                "host_busy_cores",
-                "host_steal_ms",
-                "fast_requests",
-                "fast_ok",
-                "fast_errors",
-                "p50_ms",
-                "p95_ms",
-                "p99_ms",
-                "max_ms",
-                "max_schedule_lag_ms",
-                "large_responses",
-                "large_ok",
-                "app_send_s",
-                "client_receive_s",
-                "temp_peak_mib",
-            ]
-            .map(String::from),
-        );
-        for c in COMPONENTS {
-            for col in [
-                "cpu_cores",
-                "throttled_ms",
-                "memory_peak_bytes",
-                "rss_peak_bytes",
-                "cpu_cap_cores",
-                "memory_cap_bytes",
-            ] {
-                h.push(format!("{c}_{col}"));
-            }
+        set.proxy_responses = stats
+            .into_iter()
+            .map(|mut r| {
+                r.stamp(&ident);
+                r.t_s = relative(r.start_unix_s);
+                r
+            })
+            .collect();
+        set.gauge = gauge
+            .into_iter()
+            .map(|mut r| {
+                r.stamp(&ident);
+                r.t_s = relative(r.t_unix_s);
+                r
+            })
+            .collect();
+        set.resources = sample_rows::resources(&data.samples.resources, t0, &ident);
+        set.sockets = sample_rows::sockets(&data.samples.sockets, t0, &ident);
+        let mut run = run_figures(&set.requests, &set.large, &set.app_sends, &set.resources);
+        run.stamp(&ident);
+        run.preset = Some(data.spec.preset.name().to_string());
+        run.status = crate::results::Named::parse(data.status.label());
+        run.reason = Some(data.status.reason()).filter(|r| !r.is_empty());
+        run.started_utc = Some(utc(data.started_unix_s));
+        run.wall_s = Some(data.wall_s);
+        run.load_s = data.load_s;
+        run.host_busy_cores = data.host_busy_cores;
+        run.host_steal_ms = data.host_steal_ms;
+        for (component, cap) in [
+            (Component::App, self.caps.app),
+            (Component::Proxy, self.caps.proxy),
+            (Component::Loadgen, self.caps.loadgen),
+        ] {
+            let sampled = set.resources.iter().any(|s| s.component == component);
+            let cap = cap.filter(|_| sampled);
+            run.set_component(
+                component,
+                ComponentColumns {
+                    cpu_cap_cores: cap.map(|c| c.cpu_cores),
+                    memory_cap_bytes: cap.map(|c| c.memory_bytes),
+                    ..run.component(component)
+                },
+            );
         }
-        let mut r: Vec<String> = labels(&data.spec).into_iter().map(|(_, v)| v).collect();
-        r.extend([
-            data.spec.preset.name().to_string(),
-            data.status.label().to_string(),
-            data.status.reason(),
-            utc(data.started_unix_s),
-            format!("{:.3}", data.wall_s),
-            opt(data.load_s, 3),
-            opt(data.host_busy_cores, 3),
-            opt(data.host_steal_ms, 0),
-            f.fast_requests.to_string(),
-            f.fast_ok.to_string(),
-            (f.fast_requests - f.fast_ok).to_string(),
-            opt(f.p50_ms, 3),
-            opt(f.p95_ms, 3),
-            opt(f.p99_ms, 3),
-            opt(f.max_ms, 3),
-            opt(f.max_schedule_lag_ms, 3),
-            f.large_responses.to_string(),
-            f.large_ok.to_string(),
-            opt(f.app_send_s, 3),
-            opt(f.client_receive_s, 3),
-            opt(f.temp_peak_bytes.map(|b| b as f64 / (1u64 << 20) as f64), 2),
-        ]);
-        for c in COMPONENTS {
-            let u = f.components.get(c).cloned().unwrap_or_default();
-            let cap = match c {
-                "app" => self.caps.app,
-                "proxy" => self.caps.proxy,
-                _ => self.caps.loadgen,
-            };
-            let has = f.components.contains_key(c);
-            r.extend([
-                opt(u.cpu_cores, 4),
-                opt(u.throttled_ms, 1),
-                opt_u(u.memory_peak_bytes),
-                opt_u(u.rss_peak_bytes),
-                opt(cap.filter(|_| has).map(|c| c.cpu_cores), 2),
-                opt_u(cap.filter(|_| has).map(|c| c.memory_bytes)),
-            ]);
-        }
-        self.runs.append(&h, &[r])
+        set.runs = vec![run];
+        Ok(set)
     }
 
     /// The figures of every condition with at least one run so far.
     pub fn conditions(&self) -> BTreeMap<Condition, ConditionFigures> {
-        let ok = self
-            .done
-            .iter()
-            .filter(|(d, _)| d.status == Status::Ok)
-            .map(|(d, f)| (d.spec.condition, f));
-        let mut map: BTreeMap<Condition, ConditionFigures> = by_condition(ok)
-            .into_iter()
-            .map(|(c, runs)| (c, condition_figures(&runs)))
-            .collect();
-        for (d, _) in &self.done {
-            map.entry(d.spec.condition).or_default();
-        }
-        map
+        aggregate::by_condition(&aggregate::conditions(&self.written))
     }
 
-    /// Rewrites `conditions.csv` and `crosscheck.csv`.
+    /// Rewrites `conditions.csv` and `crosscheck.csv` from `runs.csv`.
     pub fn write_summaries(&self) -> Result<()> {
-        let conditions = self.conditions();
-        let mut rows = Vec::new();
-        for (c, f) in &conditions {
-            let failed: Vec<&RunData> = self
-                .done
-                .iter()
-                .filter(|(d, _)| d.spec.condition == *c && d.status != Status::Ok)
-                .map(|(d, _)| d)
-                .collect();
-            let note = failed
-                .first()
-                .map(|d| format!("{}: {}", d.status.label(), d.status.reason()))
-                .unwrap_or_default();
-            let publ = published::reference(c.server, c.route, c.slow);
-            let pp = publ.as_ref().map(|(p, _)| *p);
-            rows.push(vec![
-                c.server.to_string(),
-                c.route.to_string(),
-                c.slow.to_string(),
-                f.runs.to_string(),
-                failed.len().to_string(),
-                opt(f.p50, 2),
-                opt(f.p95, 2),
-                opt(f.p95_min, 2),
-                opt(f.p95_max, 2),
-                opt(f.app_send_s, 3),
-                opt(f.client_receive_s, 3),
-                opt(f.temp_peak_mib, 2),
-                f.fast_requests.to_string(),
-                f.fast_errors.to_string(),
-                opt(f.max_schedule_lag_ms, 3),
-                opt(f.app_cpu_cores, 4),
-                opt(pp.map(|p| p.p95), 2),
-                opt(pp.and_then(|p| p.p95_min), 2),
-                opt(pp.and_then(|p| p.p95_max), 2),
-                opt(pp.and_then(|p| p.app_send_s), 3),
-                opt(pp.and_then(|p| p.client_receive_s), 3),
-                publ.map(|(_, from)| from).unwrap_or_default(),
-                note,
-            ]);
-        }
-        write_whole(&self.dir.join("conditions.csv"), &CONDITION_HEADERS, &rows)?;
+        let conditions = aggregate::conditions(&self.written);
         let body = self
             .done
             .first()
             .map(|(d, _)| d.spec.profile.body.large_bytes)
             .unwrap_or(16 << 20);
-        let cross = crosscheck::rows(&conditions, 2, body, self.buffers.capacity());
-        let rows: Vec<Vec<String>> = cross.iter().map(|r| r.cells()).collect();
-        write_whole(
-            &self.dir.join("crosscheck.csv"),
-            &crosscheck::HEADERS,
-            &rows,
+        let cross: Vec<_> = crosscheck::rows(
+            &aggregate::by_condition(&conditions),
+            2,
+            body,
+            self.buffers.capacity(),
         )
+        .iter()
+        .map(crosscheck::Row::to_row)
+        .collect();
+        results::write_summaries(&self.dir, &conditions, &cross)
     }
 }
 
-/// The columns of `conditions.csv`: the original's names first (p50, p95,
-/// p95_min, p95_max in ms; app_send_s, client_receive_s; temp_peak_mib).
-pub const CONDITION_HEADERS: [&str; 23] = [
-    "server",
-    "route",
-    "slow_clients",
-    "runs",
-    "runs_failed",
-    "p50",
-    "p95",
-    "p95_min",
-    "p95_max",
-    "app_send_s",
-    "client_receive_s",
-    "temp_peak_mib",
-    "fast_requests",
-    "fast_errors",
-    "max_schedule_lag_ms",
-    "app_cpu_cores",
-    "published_p95",
-    "published_p95_min",
-    "published_p95_max",
-    "published_app_send_s",
-    "published_client_receive_s",
-    "published_from",
-    "note",
-];
+/// The rows of `dir/file`, or none with `file` recorded as missing.
+fn take<T: DeserializeOwned>(
+    missing: &mut Vec<Missing>,
+    file: &'static str,
+    dir: &Path,
+) -> Result<Vec<T>> {
+    take_as(missing, file, &dir.join(file))
+}
+
+/// The rows of `path`, or none with `file` recorded as missing.
+fn take_as<T: DeserializeOwned>(
+    missing: &mut Vec<Missing>,
+    file: &'static str,
+    path: &Path,
+) -> Result<Vec<T>> {
+    let rows = read_optional(path)?;
+    if rows.is_none() {
+        missing.push(Missing { file, error: None });
+    }
+    Ok(rows.unwrap_or_default())
+}
 
 /// The run's time zero: the load generator's, else the first sample's.
 fn t0(load: &Path, data: &RunData) -> f64 {
-    fs::read_to_string(load.join("summary.json"))
+    fs::read_to_string(load.join(results::SUMMARY_JSON))
         .ok()
         .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
         .and_then(|v| v.get("t0_unix_s")?.as_f64())
@@ -354,66 +217,63 @@ fn t0(load: &Path, data: &RunData) -> f64 {
         .unwrap_or(data.started_unix_s)
 }
 
-/// Prefixes identity columns and adds `t_s` (relative to the run's t0)
-/// computed from an absolute time column.
-fn relative(
-    t: &Table,
-    time_col: &str,
-    t0: f64,
-    ih: &[String],
-    iv: &[String],
-) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut h = ih.to_vec();
-    h.push("t_s".into());
-    h.extend(t.headers.iter().cloned());
-    let rows = t
-        .rows
-        .iter()
-        .map(|row| {
-            let mut r = iv.to_vec();
-            r.push(opt(t.f64(row, time_col).map(|v| v - t0), 3));
-            r.extend(row.iter().cloned());
-            r
-        })
-        .collect();
-    (h, rows)
-}
-
 /// Adds the app's side of each `/large` response to the client's rows:
 /// `app_send_s`, `app_bytes`, `app_worker`. The app cannot see which client
 /// a response went to (behind a proxy its peer is the proxy), so responses
 /// are paired by start order; per-run medians do not depend on the pairing.
-fn with_app_sends(large: &Table, sends: Option<&Table>) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut h = large.headers.clone();
-    h.extend(["app_send_s", "app_bytes", "app_worker"].map(String::from));
-    let mut order: Vec<usize> = (0..large.rows.len()).collect();
+fn with_app_sends(mut large: Vec<LargeRow>, sends: &[AppSendRow]) -> Vec<LargeRow> {
+    let mut order: Vec<usize> = (0..large.len()).collect();
     order.sort_by(|&a, &b| {
-        let k = |i: usize| large.f64(&large.rows[i], "started_s").unwrap_or(f64::MAX);
-        k(a).total_cmp(&k(b)).then(a.cmp(&b))
+        large[a]
+            .started_s
+            .total_cmp(&large[b].started_s)
+            .then(a.cmp(&b))
     });
-    let mut app: Vec<&Vec<String>> = sends.map(|s| s.rows.iter().collect()).unwrap_or_default();
-    if let Some(s) = sends {
-        app.sort_by(|a, b| {
-            let k = |r: &Vec<String>| s.f64(r, "start_unix_s").unwrap_or(f64::MAX);
-            k(a).total_cmp(&k(b))
-        });
-    }
-    let mut rows = large.rows.clone();
+    let mut app: Vec<&AppSendRow> = sends.iter().collect();
+    app.sort_by(|a, b| {
+        let k = |r: &AppSendRow| r.start_unix_s.unwrap_or(f64::MAX);
+        k(a).total_cmp(&k(b))
+    });
     for (rank, &i) in order.iter().enumerate() {
-        let cells = match (sends, app.get(rank)) {
-            (Some(s), Some(r)) => [
-                s.get(r, "app_send_s").unwrap_or("").to_string(),
-                s.get(r, "bytes").unwrap_or("").to_string(),
-                s.get(r, "worker").unwrap_or("").to_string(),
-            ],
-            _ => Default::default(),
-        };
-        rows[i].extend(cells);
+        if let Some(s) = app.get(rank) {
+            large[i].app_send_s = s.app_send_s;
+            large[i].app_bytes = Some(s.bytes);
+            large[i].app_worker = s.worker.clone();
+        }
     }
-    (h, rows)
+    large
 }
 
 fn utc(unix_s: f64) -> String {
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(unix_s.max(0.0));
     humantime::format_rfc3339_seconds(t).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_pair_with_sends_by_start_order() {
+        let large = |client: u32, started_s: f64| LargeRow {
+            client,
+            started_s,
+            ..LargeRow::default()
+        };
+        let send = |start: f64, s: f64| AppSendRow {
+            start_unix_s: Some(start),
+            app_send_s: Some(s),
+            bytes: 100,
+            worker: Some(format!("w{start}")),
+            ..AppSendRow::default()
+        };
+        let rows = with_app_sends(
+            vec![large(0, 0.2), large(1, 0.1), large(2, 0.3)],
+            &[send(11.0, 2.0), send(10.0, 1.0)],
+        );
+        assert_eq!(rows[1].app_send_s, Some(1.0), "the first to start");
+        assert_eq!(rows[0].app_send_s, Some(2.0));
+        assert_eq!(rows[0].app_worker.as_deref(), Some("w11"));
+        assert_eq!((rows[2].app_send_s, rows[2].app_bytes), (None, None));
+    }
 }

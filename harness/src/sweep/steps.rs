@@ -1,7 +1,19 @@
 //! A sweep's rows: the load generator's steps (`steps.csv` of `slowlab
 //! sweep-load`) with the CPU each component used during each step, appended
 //! to `sweep.csv`; and the sweep's summary (where errors first appear, the
-//! highest error-free rate), appended to `sweep-summary.csv`.
+//! highest error-free rate), appended to `sweep-summary.csv`. Both are
+//! [`crate::results`]'s rows.
+//!
+//! A step's CPU is the increase of the component's cumulative counter over
+//! the step's sending window, `start_unix_s..end_unix_s`, divided by the
+//! window's length. The sampler reads the counters every ~200 ms, but not
+//! at the window's edges, and on a busy machine its passes can be a second
+//! or more apart; so the counter at each edge is interpolated between the
+//! samples on either side of it, rather than taken from the first and last
+//! sample inside the window (which left a step empty when fewer than two
+//! samples fell inside, and measured a short, skewed stretch when two
+//! fell close together). Only where the samples do not reach past an edge
+//! does the nearest sample inside the window stand in for it.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -10,7 +22,10 @@ use anyhow::{Context, Result};
 
 use super::SweepArgs;
 use crate::reproduce::runner::CapPlan;
-use crate::reproduce::table::{Appender, Table, opt};
+use crate::results::file::read_all;
+use crate::results::{
+    Appender, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
+};
 use crate::sample::{ResourceSample, Samples};
 
 /// A step is flagged when the load generator used at least this share of a
@@ -20,49 +35,73 @@ pub const LOADGEN_SATURATED_CORES: f64 = 0.9;
 /// ... or when it started connections this late (p99).
 pub const LOADGEN_LAG_MS: f64 = 5.0;
 
-/// What one sweep found.
+/// What one sweep found: its row of `sweep-summary.csv` and its steps.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SweepSummary {
-    pub sweep_id: String,
-    pub steps: usize,
-    /// Demanded connection rate of the first step with errors.
-    pub first_error_conn_rate: Option<f64>,
-    /// The last step before the first error: demanded and achieved rates.
-    pub highest_error_free_conn_rate: Option<f64>,
-    pub highest_error_free_req_rate: Option<f64>,
-    pub highest_error_free_replies_per_s: Option<f64>,
-    pub loadgen_saturated_steps: usize,
-    pub ports_exhausted_steps: usize,
-    pub rows: Vec<(f64, f64, f64, f64, f64, bool)>,
+    pub row: SweepSummaryRow,
+    pub steps: Vec<SweepRow>,
 }
 
-/// CPU cores used by `component` between `start` and `end` (Unix seconds),
-/// from the cumulative counter of the samples inside the window.
-pub fn cpu_cores(samples: &[ResourceSample], component: &str, start: f64, end: f64) -> Option<f64> {
-    let (a, b) = first_and_last(samples, component, start, end)?;
-    let dt = b.t_unix_s - a.t_unix_s;
-    let (ca, cb) = (a.cpu_ns?, b.cpu_ns?);
-    (dt > 0.0 && cb >= ca).then(|| (cb - ca) as f64 / 1e9 / dt)
-}
+/// A cumulative counter of one component: (Unix time, value), in time order.
+type Series = Vec<(f64, f64)>;
 
-fn throttled_ms(samples: &[ResourceSample], component: &str, start: f64, end: f64) -> Option<f64> {
-    let (a, b) = first_and_last(samples, component, start, end)?;
-    let (a, b) = (a.throttled_ns?, b.throttled_ns?);
-    (b >= a).then(|| (b - a) as f64 / 1e6)
-}
-
-/// The first and last sample of `component` inside `[start, end]`.
-fn first_and_last<'s>(
-    samples: &'s [ResourceSample],
+/// The samples of `component` with a value of `counter`. CPU time comes
+/// from the cgroup, or summed over the processes where a cgroup read
+/// failed; the two count from different origins, so a series keeps the
+/// cgroup's samples when there are any.
+fn series(
+    samples: &[ResourceSample],
     component: &str,
-    start: f64,
-    end: f64,
-) -> Option<(&'s ResourceSample, &'s ResourceSample)> {
-    let mut inside = samples
-        .iter()
-        .filter(|s| s.component == component && s.t_unix_s >= start && s.t_unix_s <= end);
-    let first = inside.next()?;
-    Some((first, inside.next_back().unwrap_or(first)))
+    counter: fn(&ResourceSample) -> Option<u64>,
+) -> Series {
+    let mine = || samples.iter().filter(|s| s.component == component);
+    let cgroup = mine().any(|s| s.cpu_source == "cgroup");
+    let mut v: Series = mine()
+        .filter(|s| !cgroup || s.cpu_source == "cgroup")
+        .filter_map(|s| Some((s.t_unix_s, counter(s)? as f64)))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// The counter at `t`, interpolated between the samples around it; `None`
+/// when no sample lies on one side of `t`, or the counter went back.
+fn at(series: &[(f64, f64)], t: f64) -> Option<f64> {
+    let i = series.partition_point(|(x, _)| *x < t);
+    match (i.checked_sub(1).map(|j| series[j]), series.get(i)) {
+        (_, Some(&(x, v))) if x == t => Some(v),
+        (Some((ta, va)), Some(&(tb, vb))) if vb >= va => {
+            Some(va + (vb - va) * (t - ta) / (tb - ta))
+        }
+        _ => None,
+    }
+}
+
+/// How much the counter grew over `[start, end]`, and over how long: the
+/// whole window where the samples surround its edges, else from the first
+/// to the last sample inside it.
+fn increase(series: &[(f64, f64)], start: f64, end: f64) -> Option<(f64, f64)> {
+    let inside = || series.iter().filter(|(t, _)| *t >= start && *t <= end);
+    let a = at(series, start)
+        .map(|v| (start, v))
+        .or_else(|| inside().next().copied())?;
+    let b = at(series, end)
+        .map(|v| (end, v))
+        .or_else(|| inside().next_back().copied())?;
+    (b.0 > a.0 && b.1 >= a.1).then(|| (b.1 - a.1, b.0 - a.0))
+}
+
+/// CPU cores used by `component` between `start` and `end` (Unix seconds).
+pub fn cpu_cores(samples: &[ResourceSample], component: &str, start: f64, end: f64) -> Option<f64> {
+    let (ns, dt) = increase(&series(samples, component, |s| s.cpu_ns), start, end)?;
+    Some(ns / 1e9 / dt)
+}
+
+/// Milliseconds the CPU cap held `component` back between `start` and
+/// `end`, scaled to the whole window when the samples cover only part.
+fn throttled_ms(samples: &[ResourceSample], component: &str, start: f64, end: f64) -> Option<f64> {
+    let (ns, dt) = increase(&series(samples, component, |s| s.throttled_ns), start, end)?;
+    Some(ns / 1e6 * (end - start) / dt)
 }
 
 /// Appends the sweep's steps to `out/sweep.csv` and its summary to
@@ -74,205 +113,207 @@ pub fn merge(
     samples: &Samples,
     caps: CapPlan,
 ) -> Result<SweepSummary> {
-    let steps_path = dir.join("load").join("steps.csv");
-    let steps = Table::read(&steps_path)
+    let steps: Vec<SweepRow> = read_all(&dir.join("load").join(STEPS_CSV))
         .with_context(|| "the load generator wrote no steps".to_string())?;
-    let id = args.sweep_id();
-    let capped = if caps.app.is_some() {
-        "capped"
-    } else {
-        "uncapped"
+    let summary = summarize(args, caps, &samples.resources, steps);
+    Appender::new(out.join(SWEEP_CSV)).append_existing(&summary.steps)?;
+    Appender::new(out.join(SWEEP_SUMMARY_CSV))
+        .append_existing(std::slice::from_ref(&summary.row))?;
+    Ok(summary)
+}
+
+/// Adds the sweep's identity and each component's CPU to its steps, and
+/// finds where errors begin.
+fn summarize(
+    args: &SweepArgs,
+    caps: CapPlan,
+    r: &[ResourceSample],
+    steps: Vec<SweepRow>,
+) -> SweepSummary {
+    let mut s = SweepSummary {
+        row: SweepSummaryRow {
+            sweep_id: args.sweep_id(),
+            server: args.server.into(),
+            route: args.route.into(),
+            slow_clients: args.slow,
+            caps: if caps.app.is_some() {
+                "capped"
+            } else {
+                "uncapped"
+            }
+            .to_string(),
+            calls_per_conn: Some(args.calls_per_conn),
+            steps: Some(0),
+            loadgen_saturated_steps: Some(0),
+            ports_exhausted_steps: Some(0),
+            ..SweepSummaryRow::default()
+        },
+        steps: Vec::new(),
     };
-    let mut headers: Vec<String> = ["sweep_id", "server", "route", "slow_clients", "caps"]
-        .map(String::from)
-        .to_vec();
-    headers.extend(steps.headers.iter().cloned());
-    headers.extend(
-        [
-            "app_cpu_cores",
-            "proxy_cpu_cores",
-            "loadgen_cpu_cores",
-            "app_throttled_ms",
-            "proxy_throttled_ms",
-            "loadgen_saturated",
-        ]
-        .map(String::from),
-    );
-    let mut summary = SweepSummary {
-        sweep_id: id.clone(),
-        ..SweepSummary::default()
-    };
-    let mut rows = Vec::new();
+    let count = |n: &mut Option<usize>| *n = Some(n.unwrap_or(0) + 1);
     let mut seen_error = false;
-    for row in &steps.rows {
-        let start = steps.f64(row, "start_unix_s").unwrap_or(0.0);
-        let end = steps.f64(row, "end_unix_s").unwrap_or(0.0);
-        let r = &samples.resources;
-        let load_cpu = cpu_cores(r, "loadgen", start, end);
-        let lag = steps.f64(row, "p99_schedule_lag_ms");
-        let saturated = load_cpu.is_some_and(|c| c >= LOADGEN_SATURATED_CORES)
-            || lag.is_some_and(|l| l >= LOADGEN_LAG_MS);
-        let errors = steps.f64(row, "errors").unwrap_or(0.0);
-        let conn_rate = steps.f64(row, "conn_rate_demanded").unwrap_or(0.0);
-        let req_rate = steps.f64(row, "req_rate_demanded").unwrap_or(0.0);
-        let replies = steps.f64(row, "replies_per_s_avg").unwrap_or(0.0);
-        let p95 = steps.f64(row, "p95_ms").unwrap_or(f64::NAN);
-        summary.steps += 1;
-        summary.loadgen_saturated_steps += usize::from(saturated);
-        if steps.f64(row, "err_ports_exhausted").unwrap_or(0.0) > 0.0 {
-            summary.ports_exhausted_steps += 1;
+    for mut step in steps {
+        let (start, end) = (step.start_unix_s, step.end_unix_s);
+        step.sweep_id = s.row.sweep_id.clone();
+        step.server = s.row.server.clone();
+        step.route = s.row.route.clone();
+        step.slow_clients = s.row.slow_clients;
+        step.caps = s.row.caps.clone();
+        step.app_cpu_cores = cpu_cores(r, "app", start, end);
+        step.proxy_cpu_cores = cpu_cores(r, "proxy", start, end);
+        step.loadgen_cpu_cores = cpu_cores(r, "loadgen", start, end);
+        step.app_throttled_ms = throttled_ms(r, "app", start, end);
+        step.proxy_throttled_ms = throttled_ms(r, "proxy", start, end);
+        let saturated = step
+            .loadgen_cpu_cores
+            .is_some_and(|c| c >= LOADGEN_SATURATED_CORES)
+            || step
+                .p99_schedule_lag_ms
+                .is_some_and(|l| l >= LOADGEN_LAG_MS);
+        step.loadgen_saturated = Some(saturated);
+        count(&mut s.row.steps);
+        if saturated {
+            count(&mut s.row.loadgen_saturated_steps);
         }
-        if errors > 0.0 && !seen_error {
+        if step.err_ports_exhausted > 0 {
+            count(&mut s.row.ports_exhausted_steps);
+        }
+        if step.errors > 0 && !seen_error {
             seen_error = true;
-            summary.first_error_conn_rate = Some(conn_rate);
+            s.row.first_error_conn_rate = Some(step.conn_rate_demanded);
         }
         if !seen_error {
-            summary.highest_error_free_conn_rate = Some(conn_rate);
-            summary.highest_error_free_req_rate = Some(req_rate);
-            summary.highest_error_free_replies_per_s = Some(replies);
+            s.row.highest_error_free_conn_rate = Some(step.conn_rate_demanded);
+            s.row.highest_error_free_req_rate = Some(step.req_rate_demanded);
+            s.row.highest_error_free_replies_per_s = step.replies_per_s_avg;
         }
-        summary
-            .rows
-            .push((conn_rate, req_rate, replies, p95, errors, saturated));
-        let mut cells: Vec<String> = vec![
-            id.clone(),
-            args.server.to_string(),
-            args.route.to_string(),
-            args.slow.to_string(),
-            capped.to_string(),
-        ];
-        cells.extend(row.iter().cloned());
-        cells.extend([
-            opt(cpu_cores(r, "app", start, end), 4),
-            opt(cpu_cores(r, "proxy", start, end), 4),
-            opt(load_cpu, 4),
-            opt(throttled_ms(r, "app", start, end), 1),
-            opt(throttled_ms(r, "proxy", start, end), 1),
-            saturated.to_string(),
-        ]);
-        rows.push(cells);
+        s.steps.push(step);
     }
-    Appender::new(out.join("sweep.csv")).append_existing(&headers, &rows)?;
-    let sh: Vec<String> = [
-        "sweep_id",
-        "server",
-        "route",
-        "slow_clients",
-        "caps",
-        "calls_per_conn",
-        "steps",
-        "first_error_conn_rate",
-        "highest_error_free_conn_rate",
-        "highest_error_free_req_rate",
-        "highest_error_free_replies_per_s",
-        "loadgen_saturated_steps",
-        "ports_exhausted_steps",
-    ]
-    .map(String::from)
-    .to_vec();
-    let sr = vec![
-        id,
-        args.server.to_string(),
-        args.route.to_string(),
-        args.slow.to_string(),
-        capped.to_string(),
-        args.calls_per_conn.to_string(),
-        summary.steps.to_string(),
-        opt(summary.first_error_conn_rate, 0),
-        opt(summary.highest_error_free_conn_rate, 0),
-        opt(summary.highest_error_free_req_rate, 0),
-        opt(summary.highest_error_free_replies_per_s, 1),
-        summary.loadgen_saturated_steps.to_string(),
-        summary.ports_exhausted_steps.to_string(),
-    ];
-    Appender::new(out.join("sweep-summary.csv")).append_existing(&sh, &[sr])?;
-    Ok(summary)
+    s
 }
 
 /// The table printed at the end of a sweep.
 pub fn console_summary(s: &SweepSummary) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "sweep {}", s.sweep_id);
+    let num = |v: Option<f64>, d: usize, none: &str| {
+        v.map(|v| format!("{v:.d$}")).unwrap_or_else(|| none.into())
+    };
+    let _ = writeln!(out, "sweep {}", s.row.sweep_id);
     let _ = writeln!(
         out,
         "{:>10} {:>10} {:>10} {:>9} {:>7}  note",
         "conn/s", "req/s", "replies/s", "p95 ms", "errors"
     );
-    for &(c, r, rep, p95, err, sat) in &s.rows {
+    for st in &s.steps {
+        let mut notes = Vec::new();
+        if st.loadgen_saturated == Some(true) {
+            notes.push("load generator saturated: this step measures the client");
+        }
+        if st.loadgen_cpu_cores.is_none() {
+            notes.push("load generator CPU not sampled in this window");
+        }
         let _ = writeln!(
             out,
-            "{c:>10.0} {r:>10.0} {rep:>10.1} {:>9} {err:>7.0}  {}",
-            if p95.is_nan() {
-                "-".into()
-            } else {
-                format!("{p95:.2}")
-            },
-            if sat {
-                "load generator saturated: this step measures the client"
-            } else {
-                ""
-            }
+            "{:>10.0} {:>10.0} {:>10} {:>9} {:>7}  {}",
+            st.conn_rate_demanded,
+            st.req_rate_demanded,
+            num(st.replies_per_s_avg, 1, "-"),
+            num(st.p95_ms, 2, "-"),
+            st.errors,
+            notes.join("; ")
         );
     }
     let _ = writeln!(
         out,
         "highest error-free rate: {} req/s ({} conn/s); errors first at {} conn/s",
-        opt(s.highest_error_free_req_rate, 0).if_empty("none"),
-        opt(s.highest_error_free_conn_rate, 0).if_empty("none"),
-        opt(s.first_error_conn_rate, 0).if_empty("no step"),
+        num(s.row.highest_error_free_req_rate, 0, "none"),
+        num(s.row.highest_error_free_conn_rate, 0, "none"),
+        num(s.row.first_error_conn_rate, 0, "no step"),
     );
-    if s.loadgen_saturated_steps > 0 {
+    let saturated = s.row.loadgen_saturated_steps.unwrap_or(0);
+    if saturated > 0 {
         let _ = writeln!(
             out,
-            "WARNING: the load generator saturated in {} step(s); those steps measure the client",
-            s.loadgen_saturated_steps
+            "WARNING: the load generator saturated in {saturated} step(s); those steps measure the client",
         );
     }
-    if s.ports_exhausted_steps > 0 {
+    let ports = s.row.ports_exhausted_steps.unwrap_or(0);
+    if ports > 0 {
         let _ = writeln!(
             out,
-            "WARNING: ephemeral ports ran out in {} step(s) (TIME_WAIT); those errors are the client's, not the server's",
-            s.ports_exhausted_steps
+            "WARNING: ephemeral ports ran out in {ports} step(s) (TIME_WAIT); those errors are the client's, not the server's",
         );
     }
     out
-}
-
-trait IfEmpty {
-    fn if_empty(self, alt: &str) -> String;
-}
-
-impl IfEmpty for String {
-    fn if_empty(self, alt: &str) -> String {
-        if self.is_empty() {
-            alt.to_string()
-        } else {
-            self
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn sample(component: &str, t: f64, cpu_s: f64) -> ResourceSample {
+        ResourceSample {
+            t_unix_s: t,
+            component: component.into(),
+            cpu_ns: Some((cpu_s * 1e9).round() as u64),
+            cpu_source: "cgroup",
+            ..ResourceSample::default()
+        }
+    }
+
     #[test]
     fn cpu_inside_a_window() {
-        let s = |t: f64, cpu: u64| ResourceSample {
-            t_unix_s: t,
-            component: "app".into(),
-            cpu_ns: Some(cpu),
-            ..ResourceSample::default()
-        };
-        let samples = vec![
-            s(0.0, 0),
-            s(1.0, 500_000_000),
-            s(2.0, 1_000_000_000),
-            s(3.0, 3_000_000_000),
-        ];
-        assert_eq!(cpu_cores(&samples, "app", 0.5, 2.5), Some(0.5));
-        assert_eq!(cpu_cores(&samples, "app", 1.5, 3.0), Some(2.0));
+        let s = |t: f64, cpu: f64| sample("app", t, cpu);
+        let samples = vec![s(0.0, 0.0), s(1.0, 0.5), s(2.0, 1.0), s(3.0, 3.0)];
+        // 0.25 s at 0.5 (interpolated), 2.0 s at 2.5: 1.75 s over 2 s.
+        assert_eq!(cpu_cores(&samples, "app", 0.5, 2.5), Some(0.875));
+        assert!((cpu_cores(&samples, "app", 1.0, 3.0).unwrap() - 1.25).abs() < 1e-9);
         assert_eq!(cpu_cores(&samples, "proxy", 0.0, 3.0), None);
-        assert_eq!(cpu_cores(&samples, "app", 1.5, 1.9), None);
+        // Between two samples: the interpolated rate of that interval.
+        assert!((cpu_cores(&samples, "app", 1.5, 1.9).unwrap() - 0.5).abs() < 1e-9);
+    }
+
+    /// The bug seen in `slowlab sweep --server rust-async --route direct
+    /// --low 100 --high 300 --step 100 --step-duration 3s --no-caps`: a
+    /// load generator using a steady half core, sampled irregularly (a busy
+    /// sampler), had its first step right, its second empty and its third
+    /// off. Every step must show the half core.
+    #[test]
+    fn every_step_gets_its_cpu_from_the_samples_around_its_window() {
+        let times = [0.0, 0.15, 2.95, 3.05, 6.4, 9.6, 9.75];
+        let samples: Vec<ResourceSample> = times
+            .iter()
+            .map(|&t| sample("loadgen", 100.0 + t, 0.5 * t))
+            .collect();
+        let windows = [(0.1, 3.1), (3.4, 6.4 - 0.05), (6.5, 9.5)];
+        for (start, end) in windows {
+            let cores = cpu_cores(&samples, "loadgen", 100.0 + start, 100.0 + end);
+            assert!(
+                cores.is_some_and(|c| (c - 0.5).abs() < 1e-6),
+                "window {start}..{end}: {cores:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_procfs_fallback_sample_does_not_break_the_cgroup_series() {
+        let mut samples: Vec<ResourceSample> = (0..=10)
+            .map(|i| sample("app", i as f64, 0.25 * i as f64))
+            .collect();
+        // One cgroup read failed: the processes' own times, from another
+        // origin (and far below the cgroup's total).
+        samples[5].cpu_ns = Some(1);
+        samples[5].cpu_source = "procfs";
+        let c = cpu_cores(&samples, "app", 4.5, 5.5).unwrap();
+        assert!((c - 0.25).abs() < 1e-9, "{c}");
+    }
+
+    #[test]
+    fn a_window_the_samples_do_not_reach_is_empty() {
+        let samples = vec![sample("app", 0.0, 0.0), sample("app", 1.0, 1.0)];
+        assert_eq!(cpu_cores(&samples, "app", 5.0, 8.0), None);
+        // Reaching only into the window: the samples inside stand in.
+        let samples = vec![sample("app", 5.5, 0.0), sample("app", 6.5, 0.5)];
+        assert_eq!(cpu_cores(&samples, "app", 5.0, 8.0), Some(0.5));
     }
 }

@@ -1,0 +1,116 @@
+//! The load generator's files, merged run by run: `requests.csv`,
+//! `large-responses.csv` (with the app's side the harness adds) and
+//! `slow-progress.csv`. `slowlab load` writes them with the run's identity
+//! as label columns; the columns after those are loadgen's
+//! (`loadgen::output::*_COLUMNS`), and a test holds the two together.
+
+use serde::{Deserialize, Serialize};
+
+use super::cell;
+use super::names::{RouteName, ServerName};
+
+/// A row of `requests.csv` (one `/fast` request).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    #[serde(default)]
+    pub seq: u64,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub scheduled_s: f64,
+    #[serde(serialize_with = "cell::d6")]
+    pub started_s: f64,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub schedule_lag_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub connect_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub first_byte_ms: Option<f64>,
+    #[serde(serialize_with = "cell::d3")]
+    pub latency_ms: Option<f64>,
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl RequestRow {
+    /// A whole 200: the rows the percentiles are computed from.
+    pub fn ok(&self) -> bool {
+        self.error.as_deref().is_none_or(|e| e.trim().is_empty())
+            && self.status == Some(200)
+            && self.latency_ms.is_some()
+    }
+}
+
+/// A row of `large-responses.csv` (one slow download), with the app's side
+/// the harness appends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LargeRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    pub client: u32,
+    /// When the connect began.
+    #[serde(serialize_with = "cell::d6")]
+    pub started_s: f64,
+    #[serde(serialize_with = "cell::d3")]
+    pub connect_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub first_byte_ms: Option<f64>,
+    #[serde(default)]
+    pub status: Option<u16>,
+    pub bytes: u64,
+    pub content_length: Option<u64>,
+    /// From TCP established to the paced consumption of the last byte.
+    #[serde(serialize_with = "cell::d6")]
+    pub receive_s: Option<f64>,
+    #[serde(default)]
+    pub rcvbuf_requested_bytes: Option<u64>,
+    #[serde(default)]
+    pub rcvbuf_granted_bytes: Option<u64>,
+    #[serde(default)]
+    pub verified: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub app_send_s: Option<f64>,
+    #[serde(default)]
+    pub app_bytes: Option<u64>,
+    #[serde(default)]
+    pub app_worker: Option<String>,
+}
+
+impl LargeRow {
+    /// Whether the download ended whole: status 200 and no error.
+    pub fn ok(&self) -> bool {
+        self.error.as_deref().is_none_or(|e| e.trim().is_empty()) && self.status == Some(200)
+    }
+
+    /// When the download ended on the run's clock, if it ended whole.
+    pub fn end_s(&self) -> Option<f64> {
+        self.receive_s
+            .map(|r| self.started_s + self.connect_ms.unwrap_or(0.0) / 1000.0 + r)
+    }
+}
+
+/// A row of `slow-progress.csv`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgressRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    #[serde(serialize_with = "cell::d6")]
+    pub t_s: f64,
+    pub client: u32,
+    pub received_bytes: u64,
+    pub consumed_bytes: u64,
+}

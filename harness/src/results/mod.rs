@@ -1,0 +1,96 @@
+//! Every results file the harness writes and the report reads: its name,
+//! one serde row struct per file (used both to write and to read, so a
+//! column cannot be written in one place and read in another), the
+//! appender and the `INCOMPLETE` marker. A file's header is its struct's
+//! fields in order ([`columns`]); the README's CSV section documents them
+//! and a test holds the two together.
+//!
+//! # Layout
+//! - [`names`]: servers, routes, components, statuses and verdicts, parsed
+//!   once when read, with an `Unknown` for names of other versions.
+//! - [`cell`]: how numbers are written (decimals per column, empty cells).
+//! - [`file`]: a file through its struct: [`columns`], reading, appending.
+//! - [`runs`]: `runs.csv`, `conditions.csv`, `crosscheck.csv`.
+//! - [`load`]: the load generator's `requests.csv`, `large-responses.csv`,
+//!   `slow-progress.csv`.
+//! - [`samples`]: `resource-samples.csv`, `socket-samples.csv`.
+//! - [`logs`]: `app-sends.csv`, `proxy-responses.csv`, `proxy-gauge.csv`.
+//! - [`sweep`]: `sweep.csv`, `sweep-summary.csv`.
+//! - [`set`]: a whole directory as rows ([`read_dir`]), and [`Appenders`].
+
+pub mod cell;
+pub mod file;
+pub mod load;
+pub mod logs;
+pub mod names;
+pub mod runs;
+pub mod samples;
+pub mod set;
+pub mod sweep;
+
+pub use file::{Appender, columns};
+pub use load::{LargeRow, ProgressRow, RequestRow};
+pub use logs::{AppSendRow, GaugeRow, ProxyResponseRow};
+pub use names::{
+    Check, CheckName, Component, ComponentName, Name, Named, RouteName, RunStatus, ServerName,
+    StatusName, Verdict, VerdictName,
+};
+pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
+pub use samples::{ResourceRow, SocketRow};
+pub use set::{
+    Appenders, Ident, Missing, PerRun, ResultSet, Skipped, mark_incomplete, read_dir,
+    write_summaries,
+};
+pub use sweep::{SweepRow, SweepSummaryRow};
+
+/// The files `slowlab load` writes, merged into the results directory
+/// under the same names.
+pub use loadgen::output::{LARGE_CSV, PROGRESS_CSV, REQUESTS_CSV, SUMMARY_JSON};
+
+pub const CONDITIONS_CSV: &str = "conditions.csv";
+pub const RUNS_CSV: &str = "runs.csv";
+pub const RESOURCES_CSV: &str = "resource-samples.csv";
+pub const SOCKETS_CSV: &str = "socket-samples.csv";
+pub const APP_SENDS_CSV: &str = "app-sends.csv";
+pub const PROXY_RESPONSES_CSV: &str = "proxy-responses.csv";
+pub const PROXY_GAUGE_CSV: &str = "proxy-gauge.csv";
+pub const CROSSCHECK_CSV: &str = "crosscheck.csv";
+pub const SWEEP_CSV: &str = "sweep.csv";
+pub const SWEEP_SUMMARY_CSV: &str = "sweep-summary.csv";
+pub const ENVIRONMENT_JSON: &str = "environment.json";
+/// The marker of an unfinished results directory.
+pub const INCOMPLETE: &str = "INCOMPLETE";
+
+/// A run's raw files, in its directory: the app's send log, pingora's
+/// response log and gauge (the last keeps its name in the results).
+pub const SEND_LOG_CSV: &str = "send-log.csv";
+pub const PROXY_STATS_CSV: &str = "proxy-stats.csv";
+pub const PROXY_GAUGE_LOG: &str = PROXY_GAUGE_CSV;
+/// The steps `slowlab sweep-load` writes into its `--out`.
+pub const STEPS_CSV: &str = "steps.csv";
+
+/// Every CSV file of a results directory with its columns, in the README's
+/// order.
+pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
+    vec![
+        (CONDITIONS_CSV, columns::<ConditionRow>()),
+        (RUNS_CSV, columns::<RunRow>()),
+        (REQUESTS_CSV, columns::<RequestRow>()),
+        (LARGE_CSV, columns::<LargeRow>()),
+        (PROGRESS_CSV, columns::<ProgressRow>()),
+        (RESOURCES_CSV, columns::<ResourceRow>()),
+        (SOCKETS_CSV, columns::<SocketRow>()),
+        (APP_SENDS_CSV, columns::<AppSendRow>()),
+        (PROXY_RESPONSES_CSV, columns::<ProxyResponseRow>()),
+        (PROXY_GAUGE_CSV, columns::<GaugeRow>()),
+        (CROSSCHECK_CSV, columns::<CrossRow>()),
+        (SWEEP_CSV, columns::<SweepRow>()),
+        (SWEEP_SUMMARY_CSV, columns::<SweepSummaryRow>()),
+    ]
+}
+
+/// The identity columns every per-run file starts with.
+pub const IDENT_COLUMNS: [&str; 5] = ["run_id", "server", "route", "slow_clients", "repetition"];
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+//! The sampler's rows: `resource-samples.csv` (one row per component per
+//! sample) and `socket-samples.csv` (one row per TCP socket per sample),
+//! with `t_s` relative to the run's time zero.
+
+use serde::{Deserialize, Serialize};
+
+use super::cell;
+use super::names::{ComponentName, RouteName, ServerName};
+
+/// A row of `resource-samples.csv` (one component at one instant).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    #[serde(serialize_with = "cell::d3")]
+    pub t_s: f64,
+    pub component: ComponentName,
+    #[serde(default)]
+    pub procs: u64,
+    /// Cumulative CPU time.
+    #[serde(default, serialize_with = "cell::d6")]
+    pub cpu_s: Option<f64>,
+    /// `cgroup` or `procfs`.
+    #[serde(default)]
+    pub cpu_source: String,
+    /// Cumulative.
+    #[serde(default, serialize_with = "cell::d3")]
+    pub throttled_ms: Option<f64>,
+    #[serde(default)]
+    pub nr_throttled: Option<u64>,
+    pub memory_bytes: Option<u64>,
+    #[serde(default)]
+    pub rss_bytes: Option<u64>,
+    pub temp_files: Option<u64>,
+    pub temp_logical_bytes: Option<u64>,
+    pub temp_allocated_bytes: Option<u64>,
+    #[serde(default)]
+    pub sockets: u64,
+    #[serde(default)]
+    pub send_queue_bytes: u64,
+    #[serde(default)]
+    pub recv_queue_bytes: u64,
+    /// Connections waiting in the component's listening sockets.
+    #[serde(default)]
+    pub accept_backlog: Option<u64>,
+}
+
+/// A row of `socket-samples.csv` (one TCP socket of one component).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SocketRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    #[serde(serialize_with = "cell::d3")]
+    pub t_s: f64,
+    pub component: ComponentName,
+    pub local: String,
+    pub remote: String,
+    pub state: String,
+    pub tx_queue_bytes: u64,
+    pub rx_queue_bytes: u64,
+}
+
+impl SocketRow {
+    pub fn listening(&self) -> bool {
+        self.state == "LISTEN"
+    }
+
+    pub fn local_port(&self) -> Option<u16> {
+        port(&self.local)
+    }
+
+    pub fn remote_port(&self) -> Option<u16> {
+        port(&self.remote)
+    }
+}
+
+/// The port of `ip:port` (IPv6 addresses keep their colons before it).
+fn port(addr: &str) -> Option<u16> {
+    addr.rsplit_once(':').and_then(|(_, p)| p.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports() {
+        assert_eq!(port("127.0.0.1:8080"), Some(8080));
+        assert_eq!(port("[::1]:443"), Some(443));
+        assert_eq!(port("nonsense"), None);
+    }
+}

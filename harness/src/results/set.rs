@@ -1,0 +1,320 @@
+//! A results directory as rows: [`read_dir`] reads every file into its row
+//! struct and records what is missing or unreadable instead of failing;
+//! [`Appenders`] appends the per-run files run by run.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::file::{self, Appender};
+use super::names::{RouteName, ServerName};
+use super::*;
+
+/// A file that was wanted and not read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Missing {
+    pub file: &'static str,
+    /// `None` when absent; the error when unreadable.
+    pub error: Option<String>,
+}
+
+/// Rows of a file that could not be read and were left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub file: &'static str,
+    pub rows: usize,
+    /// The first row's error, with its line number.
+    pub first: String,
+}
+
+/// Every file of one results directory, as rows.
+#[derive(Debug, Default, Clone)]
+pub struct ResultSet {
+    pub dir: PathBuf,
+    pub conditions: Vec<ConditionRow>,
+    pub runs: Vec<RunRow>,
+    pub requests: Vec<RequestRow>,
+    pub large: Vec<LargeRow>,
+    pub progress: Vec<ProgressRow>,
+    pub resources: Vec<ResourceRow>,
+    pub sockets: Vec<SocketRow>,
+    pub app_sends: Vec<AppSendRow>,
+    pub proxy_responses: Vec<ProxyResponseRow>,
+    pub gauge: Vec<GaugeRow>,
+    pub crosscheck: Vec<CrossRow>,
+    pub sweep: Vec<SweepRow>,
+    pub sweep_summary: Vec<SweepSummaryRow>,
+    /// `environment.json`, `Null` when missing.
+    pub environment: serde_json::Value,
+    /// The text of the `INCOMPLETE` marker, when present.
+    pub incomplete: Option<String>,
+    /// Files expected and absent or unreadable; their rows are empty.
+    pub missing: Vec<Missing>,
+    /// Files read in part.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Reads every results file of `dir`. Never fails: what cannot be read is
+/// listed in `missing` or `skipped`. Files that only some directories have
+/// are expected only where they would have been written: the send log
+/// where a slow client ran, the pingora gauge where a pingora route had
+/// slow clients, the sweep files in a sweep directory, the reproduction's
+/// files unless the directory holds sweeps only.
+pub fn read_dir(dir: &Path) -> ResultSet {
+    let mut r = ResultSet {
+        dir: dir.to_path_buf(),
+        ..ResultSet::default()
+    };
+    if !r.is_sweep_only() {
+        r.conditions = r.table(CONDITIONS_CSV);
+        r.runs = r.table(RUNS_CSV);
+        r.requests = r.table(REQUESTS_CSV);
+        r.large = r.table(LARGE_CSV);
+        r.progress = r.table(PROGRESS_CSV);
+        r.resources = r.table(RESOURCES_CSV);
+        r.sockets = r.table(SOCKETS_CSV);
+        r.crosscheck = r.table(CROSSCHECK_CSV);
+        let any_slow = r.runs.iter().any(|x| x.slow_clients > 0) || r.runs.is_empty();
+        if any_slow || dir.join(APP_SENDS_CSV).exists() {
+            r.app_sends = r.table(APP_SENDS_CSV);
+        }
+        let any_pingora = r.runs.iter().any(|x| {
+            x.slow_clients > 0
+                && matches!(
+                    x.route.known().and_then(crate::stack::Route::proxy),
+                    Some((crate::stack::ProxyKind::Pingora, _))
+                )
+        });
+        if any_pingora || dir.join(PROXY_GAUGE_CSV).exists() {
+            r.gauge = r.table(PROXY_GAUGE_CSV);
+        }
+        if dir.join(PROXY_RESPONSES_CSV).exists() {
+            r.proxy_responses = r.table(PROXY_RESPONSES_CSV);
+        }
+    }
+    if dir.join(SWEEP_CSV).exists() || dir.join(SWEEP_SUMMARY_CSV).exists() {
+        r.sweep = r.table(SWEEP_CSV);
+        r.sweep_summary = r.table(SWEEP_SUMMARY_CSV);
+    }
+    r.environment = r.json(ENVIRONMENT_JSON);
+    r.incomplete = fs::read_to_string(dir.join(INCOMPLETE))
+        .ok()
+        .map(|s| s.trim().to_string());
+    r
+}
+
+impl ResultSet {
+    /// A directory of `slowlab sweep` results and nothing of a reproduction.
+    pub fn is_sweep_only(&self) -> bool {
+        self.dir.join(SWEEP_CSV).is_file()
+            && ![CONDITIONS_CSV, RUNS_CSV, REQUESTS_CSV]
+                .iter()
+                .any(|f| self.dir.join(f).is_file())
+    }
+
+    /// Whether a file was read (it is not in `missing`).
+    pub fn has(&self, file: &str) -> bool {
+        !self.missing.iter().any(|m| m.file == file)
+    }
+
+    /// The run with this id.
+    pub fn run(&self, run_id: &str) -> Option<&RunRow> {
+        self.runs.iter().find(|r| r.run_id == run_id)
+    }
+
+    /// Reads a CSV file into rows; a missing or unreadable file becomes an
+    /// entry of `missing` and no rows.
+    fn table<T: DeserializeOwned>(&mut self, file: &'static str) -> Vec<T> {
+        let path = self.dir.join(file);
+        if !path.exists() {
+            self.missing.push(Missing { file, error: None });
+            return Vec::new();
+        }
+        match file::read(&path) {
+            Ok(p) if p.rows.is_empty() && !p.bad.is_empty() => {
+                // Not one row parsed: the columns are not what we read.
+                self.missing.push(Missing {
+                    file,
+                    error: Some(p.bad[0].clone()),
+                });
+                Vec::new()
+            }
+            Ok(p) => {
+                if let Some(first) = p.bad.first() {
+                    self.skipped.push(Skipped {
+                        file,
+                        rows: p.bad.len(),
+                        first: first.clone(),
+                    });
+                }
+                p.rows
+            }
+            Err(e) => {
+                self.missing.push(Missing {
+                    file,
+                    error: Some(format!("{e:#}")),
+                });
+                Vec::new()
+            }
+        }
+    }
+
+    fn json(&mut self, file: &'static str) -> serde_json::Value {
+        let path = self.dir.join(file);
+        let parsed = fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))
+            .and_then(|s| {
+                serde_json::from_str(&s).with_context(|| format!("parsing {}", path.display()))
+            });
+        match parsed {
+            Ok(v) => v,
+            Err(e) => {
+                let error = path.exists().then(|| format!("{e:#}"));
+                self.missing.push(Missing { file, error });
+                serde_json::Value::Null
+            }
+        }
+    }
+}
+
+/// The identity columns that start every per-run file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Ident {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+}
+
+/// A row of a per-run file: it starts with the run's identity.
+pub trait PerRun {
+    fn ident(&self) -> Ident;
+    /// Overwrites the identity columns (when merging, or when a log that
+    /// lacks them is added to the results).
+    fn stamp(&mut self, ident: &Ident);
+}
+
+macro_rules! per_run {
+    ($($t:ty),+) => {$(
+        impl PerRun for $t {
+            fn ident(&self) -> Ident {
+                Ident {
+                    run_id: self.run_id.clone(),
+                    server: self.server.clone(),
+                    route: self.route.clone(),
+                    slow_clients: self.slow_clients,
+                    repetition: self.repetition,
+                }
+            }
+
+            fn stamp(&mut self, ident: &Ident) {
+                self.run_id = ident.run_id.clone();
+                self.server = ident.server.clone();
+                self.route = ident.route.clone();
+                self.slow_clients = ident.slow_clients;
+                self.repetition = ident.repetition;
+            }
+        }
+    )+};
+}
+
+per_run!(
+    RunRow,
+    RequestRow,
+    LargeRow,
+    ProgressRow,
+    ResourceRow,
+    SocketRow,
+    AppSendRow,
+    ProxyResponseRow,
+    GaugeRow
+);
+
+/// The per-run files of a results directory, appended run by run.
+#[derive(Debug)]
+pub struct Appenders {
+    requests: Appender<RequestRow>,
+    large: Appender<LargeRow>,
+    progress: Appender<ProgressRow>,
+    runs: Appender<RunRow>,
+    resources: Appender<ResourceRow>,
+    sockets: Appender<SocketRow>,
+    app_sends: Appender<AppSendRow>,
+    proxy_responses: Appender<ProxyResponseRow>,
+    gauge: Appender<GaugeRow>,
+}
+
+impl Appenders {
+    /// Creates `dir`; each file is created by the first append that has it.
+    pub fn create(dir: &Path) -> Result<Appenders> {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Appenders {
+            requests: Appender::new(dir.join(REQUESTS_CSV)),
+            large: Appender::new(dir.join(LARGE_CSV)),
+            progress: Appender::new(dir.join(PROGRESS_CSV)),
+            runs: Appender::new(dir.join(RUNS_CSV)),
+            resources: Appender::new(dir.join(RESOURCES_CSV)),
+            sockets: Appender::new(dir.join(SOCKETS_CSV)),
+            app_sends: Appender::new(dir.join(APP_SENDS_CSV)),
+            proxy_responses: Appender::new(dir.join(PROXY_RESPONSES_CSV)),
+            gauge: Appender::new(dir.join(PROXY_GAUGE_CSV)),
+        })
+    }
+
+    /// Appends the per-run rows of `set` (one run's, or a whole directory's
+    /// when merging) and flushes every file. A file listed in
+    /// `set.missing` is left alone, so that a file appears only once some
+    /// run had it (the pingora logs only with pingora routes).
+    pub fn append(&mut self, set: &ResultSet) -> Result<()> {
+        fn add<T: Serialize + DeserializeOwned>(
+            a: &mut Appender<T>,
+            set: &ResultSet,
+            file: &str,
+            rows: &[T],
+        ) -> Result<()> {
+            if set.has(file) {
+                a.append(rows)
+            } else {
+                Ok(())
+            }
+        }
+        add(&mut self.requests, set, REQUESTS_CSV, &set.requests)?;
+        add(&mut self.progress, set, PROGRESS_CSV, &set.progress)?;
+        add(&mut self.large, set, LARGE_CSV, &set.large)?;
+        add(&mut self.app_sends, set, APP_SENDS_CSV, &set.app_sends)?;
+        add(
+            &mut self.proxy_responses,
+            set,
+            PROXY_RESPONSES_CSV,
+            &set.proxy_responses,
+        )?;
+        add(&mut self.gauge, set, PROXY_GAUGE_CSV, &set.gauge)?;
+        add(&mut self.resources, set, RESOURCES_CSV, &set.resources)?;
+        add(&mut self.sockets, set, SOCKETS_CSV, &set.sockets)?;
+        add(&mut self.runs, set, RUNS_CSV, &set.runs)
+    }
+}
+
+/// Rewrites `conditions.csv` and `crosscheck.csv` of `dir`.
+pub fn write_summaries(dir: &Path, conditions: &[ConditionRow], cross: &[CrossRow]) -> Result<()> {
+    file::write_whole(&dir.join(CONDITIONS_CSV), conditions)?;
+    file::write_whole(&dir.join(CROSSCHECK_CSV), cross)
+}
+
+/// Marks `dir` incomplete with a reason, or removes the mark.
+pub fn mark_incomplete(dir: &Path, reason: Option<&str>) -> Result<()> {
+    let path = dir.join(INCOMPLETE);
+    match reason {
+        Some(r) => fs::write(&path, format!("{r}\n")).context("writing the INCOMPLETE marker"),
+        None => {
+            if path.exists() {
+                fs::remove_file(&path).context("removing the INCOMPLETE marker")?;
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The files of `slowlab sweep`: `sweep.csv` (one row per step: the sweep's
+//! identity, then the columns of `slowlab sweep-load`'s `steps.csv`, then
+//! the CPU each component used during the step) and `sweep-summary.csv`
+//! (one row per sweep). The step struct also reads the raw `steps.csv`,
+//! which lacks the identity and the harness's columns (they default).
+
+use serde::{Deserialize, Serialize};
+
+use super::cell;
+use super::names::{RouteName, ServerName};
+
+/// A row of `sweep.csv`; the columns from `step` to `slow_active` are
+/// `loadgen::sweep::row::HEADER`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    #[serde(default)]
+    pub sweep_id: String,
+    #[serde(default)]
+    pub server: ServerName,
+    #[serde(default)]
+    pub route: RouteName,
+    #[serde(default)]
+    pub slow_clients: u32,
+    /// `capped` or `uncapped`.
+    #[serde(default)]
+    pub caps: String,
+    #[serde(default)]
+    pub step: u32,
+    #[serde(default, serialize_with = "cell::plain")]
+    pub conn_rate_demanded: f64,
+    #[serde(serialize_with = "cell::plain")]
+    pub req_rate_demanded: f64,
+    #[serde(default)]
+    pub calls_per_conn: u32,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub start_unix_s: f64,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub end_unix_s: f64,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub duration_s: f64,
+    #[serde(default)]
+    pub sessions: u64,
+    #[serde(default)]
+    pub connections: u64,
+    #[serde(default)]
+    pub requests: u64,
+    #[serde(default)]
+    pub replies: u64,
+    #[serde(default, serialize_with = "cell::d2")]
+    pub conn_rate_achieved: f64,
+    #[serde(default, serialize_with = "cell::d2")]
+    pub req_rate_achieved: f64,
+    #[serde(default, serialize_with = "cell::d2")]
+    pub replies_per_s_min: Option<f64>,
+    #[serde(default, serialize_with = "cell::d2")]
+    pub replies_per_s_avg: Option<f64>,
+    #[serde(default, serialize_with = "cell::d2")]
+    pub replies_per_s_max: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub p50_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub p95_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub p99_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub max_ms: Option<f64>,
+    #[serde(default)]
+    pub errors: u64,
+    #[serde(default)]
+    pub err_timeout: u64,
+    #[serde(default)]
+    pub err_connect_refused: u64,
+    #[serde(default)]
+    pub err_reset: u64,
+    #[serde(default)]
+    pub err_ports_exhausted: u64,
+    #[serde(default)]
+    pub err_other: u64,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub max_schedule_lag_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub p99_schedule_lag_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub loadgen_cpu_s: f64,
+    #[serde(default)]
+    pub time_wait_sockets: Option<u64>,
+    #[serde(default)]
+    pub slow_active: u64,
+    #[serde(default, serialize_with = "cell::d4")]
+    pub app_cpu_cores: Option<f64>,
+    #[serde(default, serialize_with = "cell::d4")]
+    pub proxy_cpu_cores: Option<f64>,
+    #[serde(default, serialize_with = "cell::d4")]
+    pub loadgen_cpu_cores: Option<f64>,
+    #[serde(default, serialize_with = "cell::d1")]
+    pub app_throttled_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d1")]
+    pub proxy_throttled_ms: Option<f64>,
+    #[serde(default)]
+    pub loadgen_saturated: Option<bool>,
+}
+
+/// A row of `sweep-summary.csv`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepSummaryRow {
+    pub sweep_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub caps: String,
+    #[serde(default)]
+    pub calls_per_conn: Option<u32>,
+    #[serde(default)]
+    pub steps: Option<usize>,
+    #[serde(default, serialize_with = "cell::d0")]
+    pub first_error_conn_rate: Option<f64>,
+    #[serde(default, serialize_with = "cell::d0")]
+    pub highest_error_free_conn_rate: Option<f64>,
+    #[serde(default, serialize_with = "cell::d0")]
+    pub highest_error_free_req_rate: Option<f64>,
+    #[serde(default, serialize_with = "cell::d1")]
+    pub highest_error_free_replies_per_s: Option<f64>,
+    #[serde(default)]
+    pub loadgen_saturated_steps: Option<usize>,
+    #[serde(default)]
+    pub ports_exhausted_steps: Option<usize>,
+}

@@ -1,0 +1,209 @@
+//! The schema: every column documented in the README, the files other
+//! crates write matching their structs, the headers pinned, and rows that
+//! read back as they were written.
+
+use super::*;
+
+fn readme_csv_section() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let readme = std::fs::read_to_string(path).expect("README.md");
+    readme
+        .split("<!-- csv:start -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- csv:end -->").next())
+        .expect("README.md has the csv:start/csv:end section")
+        .to_string()
+}
+
+fn joined(parts: &[&[&str]]) -> Vec<String> {
+    parts
+        .iter()
+        .flat_map(|p| p.iter().map(|c| c.to_string()))
+        .collect()
+}
+
+#[test]
+fn every_column_of_every_file_is_documented() {
+    let docs = readme_csv_section();
+    for (file, cols) in schema() {
+        assert!(docs.contains(&format!("`{file}`")), "README lacks {file}");
+        let undocumented: Vec<&&str> = cols
+            .iter()
+            .filter(|col| {
+                let per_component = ["app_", "proxy_", "loadgen_"]
+                    .iter()
+                    .filter_map(|c| col.strip_prefix(c))
+                    .any(|rest| docs.contains(&format!("`<c>_{rest}`")));
+                !docs.contains(&format!("`{col}`")) && !per_component
+            })
+            .collect();
+        assert!(
+            undocumented.is_empty(),
+            "{file}: {undocumented:?} undocumented"
+        );
+    }
+}
+
+#[test]
+fn the_files_of_other_crates_match_their_structs() {
+    use loadgen::output::{LARGE_COLUMNS, PROGRESS_COLUMNS, REQUESTS_COLUMNS};
+    let app = ["app_send_s", "app_bytes", "app_worker"];
+    assert_eq!(
+        columns::<RequestRow>(),
+        joined(&[&IDENT_COLUMNS, REQUESTS_COLUMNS])
+    );
+    assert_eq!(
+        columns::<LargeRow>(),
+        joined(&[&IDENT_COLUMNS, LARGE_COLUMNS, &app])
+    );
+    assert_eq!(
+        columns::<ProgressRow>(),
+        joined(&[&IDENT_COLUMNS, PROGRESS_COLUMNS])
+    );
+    let logged = |header: &'static str| -> Vec<&'static str> { header.trim().split(',').collect() };
+    let stamped = |extra: &str| -> Vec<String> { joined(&[&IDENT_COLUMNS, &["t_s"], &[extra]]) };
+    for (cols, header) in [
+        (columns::<AppSendRow>(), server::send_log::HEADER),
+        (columns::<ProxyResponseRow>(), proxy::stats::STATS_HEADER),
+        (columns::<GaugeRow>(), proxy::stats::GAUGE_HEADER),
+    ] {
+        assert_eq!(&cols[..6], &stamped("")[..6]);
+        assert_eq!(cols[6..], logged(header));
+    }
+    assert_eq!(
+        crate::stack::SEND_LOG_HEADER.trim(),
+        server::send_log::HEADER
+    );
+    let sweep = columns::<SweepRow>();
+    assert_eq!(
+        sweep[5..5 + loadgen::sweep::HEADER.len()],
+        loadgen::sweep::HEADER
+    );
+}
+
+#[test]
+fn headers_are_pinned() {
+    let mut runs = IDENT_COLUMNS.join(",");
+    runs.push_str(
+        ",preset,status,reason,started_utc,wall_s,load_s,host_busy_cores,host_steal_ms,\
+         fast_requests,fast_ok,fast_errors,p50_ms,p95_ms,p99_ms,max_ms,max_schedule_lag_ms,\
+         large_responses,large_ok,app_send_s,client_receive_s,temp_peak_mib",
+    );
+    for c in ["app", "proxy", "loadgen"] {
+        for col in [
+            "cpu_cores",
+            "throttled_ms",
+            "memory_peak_bytes",
+            "rss_peak_bytes",
+            "cpu_cap_cores",
+            "memory_cap_bytes",
+        ] {
+            runs.push_str(&format!(",{c}_{col}"));
+        }
+    }
+    assert_eq!(columns::<RunRow>().join(","), runs);
+    assert_eq!(
+        columns::<ConditionRow>().join(","),
+        "server,route,slow_clients,runs,runs_failed,p50,p95,p95_min,p95_max,app_send_s,\
+         client_receive_s,temp_peak_mib,fast_requests,fast_errors,max_schedule_lag_ms,\
+         app_cpu_cores,published_p95,published_p95_min,published_p95_max,published_app_send_s,\
+         published_client_receive_s,published_from,note"
+    );
+    assert_eq!(
+        columns::<CrossRow>().join(","),
+        "check,server,route,slow_clients,handlers,absorbs_whole_response,predicted,observed,\
+         p95_ms,baseline_p95_ms,baseline_from,reference,reference_observed,reference_p95_ms,\
+         p95_ratio,agree"
+    );
+    assert_eq!(
+        columns::<ResourceRow>()[5..].join(","),
+        "t_s,component,procs,cpu_s,cpu_source,throttled_ms,nr_throttled,memory_bytes,rss_bytes,\
+         temp_files,temp_logical_bytes,temp_allocated_bytes,sockets,send_queue_bytes,\
+         recv_queue_bytes,accept_backlog"
+    );
+    assert_eq!(
+        columns::<SocketRow>()[5..].join(","),
+        "t_s,component,local,remote,state,tx_queue_bytes,rx_queue_bytes"
+    );
+    assert_eq!(
+        columns::<SweepRow>()[..5].join(",") + "|" + &columns::<SweepRow>()[36..].join(","),
+        "sweep_id,server,route,slow_clients,caps|app_cpu_cores,proxy_cpu_cores,\
+         loadgen_cpu_cores,app_throttled_ms,proxy_throttled_ms,loadgen_saturated"
+    );
+    assert_eq!(
+        columns::<SweepSummaryRow>().join(","),
+        "sweep_id,server,route,slow_clients,caps,calls_per_conn,steps,first_error_conn_rate,\
+         highest_error_free_conn_rate,highest_error_free_req_rate,\
+         highest_error_free_replies_per_s,loadgen_saturated_steps,ports_exhausted_steps"
+    );
+}
+
+#[test]
+fn a_directory_reads_back_what_was_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    let ident = Ident {
+        run_id: "007".into(),
+        server: crate::stack::Server::RustSync2.into(),
+        route: Named::parse("haproxy-on"),
+        slow_clients: 2,
+        repetition: 1,
+    };
+    let mut run = RunRow {
+        status: RunStatus::Ok.into(),
+        wall_s: Some(12.5),
+        p95_ms: Some(2934.125),
+        fast_requests: 72,
+        fast_ok: 70,
+        fast_errors: 2,
+        ..RunRow::default()
+    };
+    run.stamp(&ident);
+    run.set_component(
+        Component::Proxy,
+        ComponentColumns {
+            cpu_cores: Some(0.25),
+            memory_peak_bytes: Some(1 << 20),
+            ..ComponentColumns::default()
+        },
+    );
+    let mut gauge = GaugeRow {
+        t_s: Some(1.5),
+        conn: 3,
+        upstream_read_bytes: 100,
+        client_written_bytes: 40,
+        ..GaugeRow::default()
+    };
+    gauge.stamp(&ident);
+    let set = ResultSet {
+        runs: vec![run.clone()],
+        gauge: vec![gauge.clone()],
+        missing: vec![Missing {
+            file: APP_SENDS_CSV,
+            error: None,
+        }],
+        ..ResultSet::default()
+    };
+    let mut a = Appenders::create(dir.path()).unwrap();
+    a.append(&set).unwrap();
+    a.append(&set).unwrap();
+    assert!(
+        !dir.path().join(APP_SENDS_CSV).exists(),
+        "a missing log is not created"
+    );
+    let text = std::fs::read_to_string(dir.path().join(RUNS_CSV)).unwrap();
+    let line = text.lines().nth(1).unwrap();
+    assert!(
+        line.starts_with("007,rust-sync2,haproxy-on,2,1,,ok,,,12.500,"),
+        "{line}"
+    );
+    assert!(line.contains(",2934.125,"), "{line}");
+    let back = read_dir(dir.path());
+    assert_eq!(back.runs, [run.clone(), run]);
+    assert_eq!(back.gauge[0], gauge);
+    assert_eq!(
+        back.runs[0].component(Component::Proxy).cpu_cores,
+        Some(0.25)
+    );
+    assert_eq!(back.runs[0].route, Named::Unknown("haproxy-on".into()));
+    assert!(back.missing.iter().any(|m| m.file == CONDITIONS_CSV));
+}
