@@ -17,6 +17,9 @@ use crate::process::{self, Guard, Spec, free_port};
 
 /// The WSGI app, embedded so that the binary is all a user needs.
 pub const WSGI_APP: &str = include_str!("../../python/slowlab_app.py");
+/// Gunicorn's config: a `post_fork` hook that gives each worker a
+/// parent-death signal, so workers die with their master.
+pub const GUNICORN_CONF: &str = include_str!("../../python/slowlab_gunicorn_conf.py");
 
 /// How long a component may take to answer after it was started.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
@@ -95,6 +98,8 @@ impl Launcher<'_> {
     pub fn write_app(dir: &Path) -> Result<PathBuf> {
         fs::create_dir_all(dir)?;
         fs::write(dir.join("slowlab_app.py"), WSGI_APP).context("writing the WSGI app")?;
+        fs::write(dir.join("slowlab_gunicorn_conf.py"), GUNICORN_CONF)
+            .context("writing the Gunicorn config")?;
         Ok(dir.to_path_buf())
     }
 
@@ -138,7 +143,12 @@ impl Launcher<'_> {
                     let port = free_port()?;
                     let addr = SocketAddr::from(([127, 0, 0, 1], port));
                     let mut args = vec![
-                        "--bind".to_string(),
+                        "--config".to_string(),
+                        self.app_dir
+                            .join("slowlab_gunicorn_conf.py")
+                            .to_string_lossy()
+                            .into(),
+                        "--bind".into(),
                         addr.to_string(),
                         "--chdir".into(),
                         self.app_dir.to_string_lossy().into(),
