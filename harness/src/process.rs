@@ -192,57 +192,73 @@ impl Guard {
     /// Waits for the first stdout line `listening on <addr>` and returns the
     /// address.
     pub fn wait_ready_line(&mut self, timeout: Duration) -> Result<SocketAddr> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(line) = first_line(&self.stdout) {
-                let addr = parse_ready_line(&line)
-                    .with_context(|| format!("{}: unexpected first line `{line}`", self.name))?;
-                return Ok(addr);
-            }
-            if let Some(status) = self.try_wait() {
-                bail!(
-                    "{} exited ({status}) before it was ready: {}",
-                    self.name,
-                    self.last_error_line()
-                );
-            }
-            if Instant::now() >= deadline {
-                bail!(
-                    "{} printed no ready line within {timeout:?}: {}",
-                    self.name,
-                    self.last_error_line()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.poll(
+            timeout,
+            Duration::from_millis(20),
+            "was ready",
+            |g| match first_line(&g.stdout) {
+                Some(line) => parse_ready_line(&line)
+                    .with_context(|| format!("{}: unexpected first line `{line}`", g.name))
+                    .map(Poll::Done),
+                None => Ok(Poll::Pending("printed no ready line".into())),
+            },
+        )
     }
 
     /// Polls `GET path` on `addr` until it answers 200.
     pub fn wait_http_ok(&mut self, addr: SocketAddr, path: &str, timeout: Duration) -> Result<()> {
+        self.poll(timeout, Duration::from_millis(50), "answered", |_| {
+            Ok(match http_status(addr, path) {
+                Ok(200) => Poll::Done(()),
+                Ok(code) => Poll::Pending(format!(
+                    "did not answer GET {path} on {addr} (status {code})"
+                )),
+                Err(e) => Poll::Pending(format!("did not answer GET {path} on {addr} ({e:#})")),
+            })
+        })
+    }
+
+    /// Calls `check` every `step` until it is done, the child exits (an
+    /// error: it exited before it `what`), or `timeout` passes (an error
+    /// with the last pending reason). Both errors quote the child's last
+    /// stderr line.
+    fn poll<T>(
+        &mut self,
+        timeout: Duration,
+        step: Duration,
+        what: &str,
+        mut check: impl FnMut(&Guard) -> Result<Poll<T>>,
+    ) -> Result<T> {
         let deadline = Instant::now() + timeout;
         loop {
-            let last = match http_status(addr, path) {
-                Ok(200) => return Ok(()),
-                Ok(code) => format!("status {code}"),
-                Err(e) => format!("{e:#}"),
+            let pending = match check(self)? {
+                Poll::Done(v) => return Ok(v),
+                Poll::Pending(why) => why,
             };
             if let Some(status) = self.try_wait() {
                 bail!(
-                    "{} exited ({status}) before it answered: {}",
+                    "{} exited ({status}) before it {what}: {}",
                     self.name,
                     self.last_error_line()
                 );
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "{} did not answer GET {path} on {addr} within {timeout:?} ({last}): {}",
+                    "{} {pending} within {timeout:?}: {}",
                     self.name,
                     self.last_error_line()
                 );
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(step);
         }
     }
+}
+
+/// One look of [`Guard::poll`].
+enum Poll<T> {
+    Done(T),
+    /// Not yet, and why (for the time-out message).
+    Pending(String),
 }
 
 impl Drop for Guard {
