@@ -32,8 +32,8 @@ pub use file::{Appender, columns};
 pub use load::{LargeRow, ProgressRow, RequestRow};
 pub use logs::{AppSendRow, GaugeRow, ProxyResponseRow};
 pub use names::{
-    Check, CheckName, Component, ComponentName, Name, Named, RouteName, RunStatus, ServerName,
-    StatusName, Verdict, VerdictName,
+    CapsMode, CapsName, Check, CheckName, Component, ComponentName, Name, Named, RouteName,
+    RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };
 pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
 pub use samples::{ResourceRow, SocketRow};

@@ -121,6 +121,8 @@ pub type StatusName = Named<RunStatus>;
 pub type VerdictName = Named<Verdict>;
 /// The kind of a check in `crosscheck.csv`.
 pub type CheckName = Named<Check>;
+/// Whether a sweep ran under the experiment's caps.
+pub type CapsName = Named<CapsMode>;
 
 /// Declares a closed set of names: the enum, its canonical spellings and
 /// [`Name`].
@@ -131,6 +133,8 @@ macro_rules! names {
         pub enum $t { $($(#[$vdoc])* $v),+ }
 
         impl $t {
+            pub const ALL: &'static [$t] = &[$($t::$v),+];
+
             /// The name as files write it.
             pub fn name(self) -> &'static str {
                 match self { $($t::$v => $s),+ }
@@ -138,7 +142,7 @@ macro_rules! names {
         }
 
         impl Name for $t {
-            const ALL: &'static [$t] = &[$($t::$v),+];
+            const ALL: &'static [$t] = $t::ALL;
             fn name(self) -> &'static str {
                 $t::name(self)
             }
@@ -178,6 +182,15 @@ names!(
         Blocked = "blocked",
         Partial = "partial",
         Relieved = "relieved",
+    }
+);
+
+names!(
+    /// Whether the experiment's caps were in force (`caps` of the sweep
+    /// files).
+    CapsMode {
+        Capped = "capped",
+        Uncapped = "uncapped",
     }
 );
 

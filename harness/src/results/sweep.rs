@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use super::names::{RouteName, ServerName};
+use super::names::{CapsName, RouteName, ServerName};
 
 /// A row of `sweep.csv`; the columns from `step` to `slow_active` are
 /// `loadgen::sweep::row::HEADER`.
@@ -21,9 +21,8 @@ pub struct SweepRow {
     pub route: RouteName,
     #[serde(default)]
     pub slow_clients: u32,
-    /// `capped` or `uncapped`.
     #[serde(default)]
-    pub caps: String,
+    pub caps: CapsName,
     #[serde(default)]
     pub step: u32,
     #[serde(default, serialize_with = "cell::plain")]
@@ -107,7 +106,7 @@ pub struct SweepSummaryRow {
     pub server: ServerName,
     pub route: RouteName,
     pub slow_clients: u32,
-    pub caps: String,
+    pub caps: CapsName,
     #[serde(default)]
     pub calls_per_conn: Option<u32>,
     #[serde(default)]

@@ -24,7 +24,7 @@ use super::SweepArgs;
 use crate::reproduce::runner::CapPlan;
 use crate::results::file::read_all;
 use crate::results::{
-    Appender, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
+    Appender, CapsMode, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
 };
 use crate::sample::{ResourceSample, Samples};
 
@@ -137,11 +137,11 @@ fn summarize(
             route: args.route.into(),
             slow_clients: args.slow,
             caps: if caps.app.is_some() {
-                "capped"
+                CapsMode::Capped
             } else {
-                "uncapped"
+                CapsMode::Uncapped
             }
-            .to_string(),
+            .into(),
             calls_per_conn: Some(args.calls_per_conn),
             steps: Some(0),
             loadgen_saturated_steps: Some(0),
