@@ -16,7 +16,7 @@ use super::crosscheck;
 use super::matrix::Condition;
 use super::runner::{CapPlan, RunData};
 use super::sample_rows;
-use crate::results::file::{read_all, read_optional};
+use crate::results::file::{read_all, read_log_optional, read_optional};
 use crate::results::{
     self, AppSendRow, Appenders, Component, ComponentColumns, GaugeRow, Ident, LargeRow, Missing,
     PerRun, ProxyResponseRow, ResultSet, RunRow,
@@ -74,23 +74,6 @@ impl Results {
         let requests = take(missing, results::REQUESTS_CSV, &load)?;
         let progress = take(missing, results::PROGRESS_CSV, &load)?;
         let large: Vec<LargeRow> = take(missing, results::LARGE_CSV, &load)?;
-        let logs = |file: &str| data.dir.join(file);
-        let sends: Vec<AppSendRow> = take_as(
-            missing,
-            results::APP_SENDS_CSV,
-            &logs(results::SEND_LOG_CSV),
-        )?;
-        let stats: Vec<ProxyResponseRow> = take_as(
-            missing,
-            results::PROXY_RESPONSES_CSV,
-            &logs(results::PROXY_STATS_CSV),
-        )?;
-        let gauge: Vec<GaugeRow> = take_as(
-            missing,
-            results::PROXY_GAUGE_CSV,
-            &logs(results::PROXY_GAUGE_LOG),
-        )?;
-        let t0 = t0(&load, data);
         let c = data.spec.condition;
         let ident = Ident {
             run_id: data.spec.run_id.clone(),
@@ -99,32 +82,52 @@ impl Results {
             slow_clients: c.slow,
             repetition: data.spec.repetition,
         };
+        // The logs lack the identity and `t_s`, computed below.
+        let mut lead = ident.cells();
+        lead.push(("t_s", String::new()));
+        let logs = |raw: &str| data.dir.join(raw);
+        let sends: Vec<AppSendRow> = take_log(
+            missing,
+            results::APP_SENDS_CSV,
+            &logs(results::SEND_LOG_CSV),
+            &lead,
+        )?;
+        let stats: Vec<ProxyResponseRow> = take_log(
+            missing,
+            results::PROXY_RESPONSES_CSV,
+            &logs(results::PROXY_STATS_CSV),
+            &lead,
+        )?;
+        let gauge: Vec<GaugeRow> = take_log(
+            missing,
+            results::PROXY_GAUGE_CSV,
+            &logs(results::PROXY_GAUGE_LOG),
+            &lead,
+        )?;
+        let t0 = t0(&load, data);
         let relative = |t: Option<f64>| t.map(|t| t - t0);
         set.requests = requests;
         set.progress = progress;
         set.large = with_app_sends(large, &sends);
         set.app_sends = sends
             .into_iter()
-            .map(|mut r| {
-                r.stamp(&ident);
-                r.t_s = relative(r.start_unix_s);
-                r
+            .map(|r| AppSendRow {
+                t_s: relative(r.start_unix_s),
+                ..r
             })
             .collect();
         set.proxy_responses = stats
             .into_iter()
-            .map(|mut r| {
-                r.stamp(&ident);
-                r.t_s = relative(r.start_unix_s);
-                r
+            .map(|r| ProxyResponseRow {
+                t_s: relative(r.start_unix_s),
+                ..r
             })
             .collect();
         set.gauge = gauge
             .into_iter()
-            .map(|mut r| {
-                r.stamp(&ident);
-                r.t_s = relative(r.t_unix_s);
-                r
+            .map(|r| GaugeRow {
+                t_s: relative(r.t_unix_s),
+                ..r
             })
             .collect();
         set.resources = sample_rows::resources(&data.samples.resources, t0, &ident);
@@ -191,16 +194,22 @@ fn take<T: DeserializeOwned>(
     file: &'static str,
     dir: &Path,
 ) -> Result<Vec<T>> {
-    take_as(missing, file, &dir.join(file))
+    let rows = read_optional(&dir.join(file))?;
+    if rows.is_none() {
+        missing.push(Missing { file, error: None });
+    }
+    Ok(rows.unwrap_or_default())
 }
 
-/// The rows of `path`, or none with `file` recorded as missing.
-fn take_as<T: DeserializeOwned>(
+/// The rows of a component's log at `path` behind `lead`, or none with
+/// `file` (the results file they go to) recorded as missing.
+fn take_log<T: DeserializeOwned>(
     missing: &mut Vec<Missing>,
     file: &'static str,
     path: &Path,
+    lead: &[(&str, String)],
 ) -> Result<Vec<T>> {
-    let rows = read_optional(path)?;
+    let rows = read_log_optional(path, lead)?;
     if rows.is_none() {
         missing.push(Missing { file, error: None });
     }

@@ -215,8 +215,18 @@ mod tests {
         let odd = RouteName::parse("haproxy-on");
         assert_eq!(odd, Named::Unknown("haproxy-on".into()));
         assert_eq!(odd.to_string(), "haproxy-on");
-        assert!(ServerName::from(Server::RustAsync) < ServerName::parse("zzz"));
-        assert!(ServerName::from(Server::GunicornSync2) < Server::RustSync2.into());
+        let order: Vec<ServerName> = ["zzz", "rust-async", "aaa", "gunicorn-sync2", "rust-sync2"]
+            .iter()
+            .map(|n| Named::parse(n))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let names: Vec<&str> = order.iter().map(Named::as_str).collect();
+        assert_eq!(
+            names,
+            ["gunicorn-sync2", "rust-sync2", "rust-async", "aaa", "zzz"],
+            "known names in the harness's order, then unknown ones"
+        );
         assert_eq!(StatusName::parse("ok"), RunStatus::Ok);
         assert_eq!(ComponentName::parse("loadgen"), Component::Loadgen);
     }

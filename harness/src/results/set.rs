@@ -190,6 +190,20 @@ pub struct Ident {
     pub repetition: u32,
 }
 
+impl Ident {
+    /// The identity as leading cells (for [`super::file::read_log`]).
+    pub fn cells(&self) -> Vec<(&'static str, String)> {
+        let values = [
+            self.run_id.clone(),
+            self.server.to_string(),
+            self.route.to_string(),
+            self.slow_clients.to_string(),
+            self.repetition.to_string(),
+        ];
+        IDENT_COLUMNS.into_iter().zip(values).collect()
+    }
+}
+
 /// A row of a per-run file: it starts with the run's identity.
 pub trait PerRun {
     fn ident(&self) -> Ident;

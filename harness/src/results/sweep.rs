@@ -1,8 +1,9 @@
 //! The files of `slowlab sweep`: `sweep.csv` (one row per step: the sweep's
 //! identity, then the columns of `slowlab sweep-load`'s `steps.csv`, then
 //! the CPU each component used during the step) and `sweep-summary.csv`
-//! (one row per sweep). The step struct also reads the raw `steps.csv`,
-//! which lacks the identity and the harness's columns (they default).
+//! (one row per sweep). The step struct also reads the raw `steps.csv`
+//! (through [`super::file::read_log`], which puts the sweep's identity in
+//! front); the harness's columns, absent there, are empty until filled.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,15 +14,10 @@ use super::names::{CapsName, RouteName, ServerName};
 /// `loadgen::sweep::row::HEADER`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
-    #[serde(default)]
     pub sweep_id: String,
-    #[serde(default)]
     pub server: ServerName,
-    #[serde(default)]
     pub route: RouteName,
-    #[serde(default)]
     pub slow_clients: u32,
-    #[serde(default)]
     pub caps: CapsName,
     #[serde(default)]
     pub step: u32,

@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 
 use super::SweepArgs;
 use crate::reproduce::runner::CapPlan;
-use crate::results::file::read_all;
+use crate::results::file::read_log;
 use crate::results::{
     Appender, CapsMode, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
 };
@@ -88,7 +88,7 @@ fn increase(series: &[(f64, f64)], start: f64, end: f64) -> Option<(f64, f64)> {
     let b = at(series, end)
         .map(|v| (end, v))
         .or_else(|| inside().next_back().copied())?;
-    (b.0 > a.0 && b.1 >= a.1).then(|| (b.1 - a.1, b.0 - a.0))
+    (b.0 > a.0 && b.1 >= a.1).then_some((b.1 - a.1, b.0 - a.0))
 }
 
 /// CPU cores used by `component` between `start` and `end` (Unix seconds).
@@ -113,52 +113,55 @@ pub fn merge(
     samples: &Samples,
     caps: CapPlan,
 ) -> Result<SweepSummary> {
-    let steps: Vec<SweepRow> = read_all(&dir.join("load").join(STEPS_CSV))
+    let id = identity(args, caps);
+    let lead = [
+        ("sweep_id", id.sweep_id.clone()),
+        ("server", id.server.to_string()),
+        ("route", id.route.to_string()),
+        ("slow_clients", id.slow_clients.to_string()),
+        ("caps", id.caps.to_string()),
+    ];
+    let steps: Vec<SweepRow> = read_log(&dir.join("load").join(STEPS_CSV), &lead)
         .with_context(|| "the load generator wrote no steps".to_string())?;
-    let summary = summarize(args, caps, &samples.resources, steps);
+    let summary = summarize(id, &samples.resources, steps);
     Appender::new(out.join(SWEEP_CSV)).append_existing(&summary.steps)?;
     Appender::new(out.join(SWEEP_SUMMARY_CSV))
         .append_existing(std::slice::from_ref(&summary.row))?;
     Ok(summary)
 }
 
-/// Adds the sweep's identity and each component's CPU to its steps, and
-/// finds where errors begin.
-fn summarize(
-    args: &SweepArgs,
-    caps: CapPlan,
-    r: &[ResourceSample],
-    steps: Vec<SweepRow>,
-) -> SweepSummary {
+/// The sweep's row of `sweep-summary.csv` before its steps are counted.
+fn identity(args: &SweepArgs, caps: CapPlan) -> SweepSummaryRow {
+    SweepSummaryRow {
+        sweep_id: args.sweep_id(),
+        server: args.server.into(),
+        route: args.route.into(),
+        slow_clients: args.slow,
+        caps: if caps.app.is_some() {
+            CapsMode::Capped
+        } else {
+            CapsMode::Uncapped
+        }
+        .into(),
+        calls_per_conn: Some(args.calls_per_conn),
+        steps: Some(0),
+        loadgen_saturated_steps: Some(0),
+        ports_exhausted_steps: Some(0),
+        ..SweepSummaryRow::default()
+    }
+}
+
+/// Adds each component's CPU to the sweep's steps, and finds where errors
+/// begin.
+fn summarize(row: SweepSummaryRow, r: &[ResourceSample], steps: Vec<SweepRow>) -> SweepSummary {
     let mut s = SweepSummary {
-        row: SweepSummaryRow {
-            sweep_id: args.sweep_id(),
-            server: args.server.into(),
-            route: args.route.into(),
-            slow_clients: args.slow,
-            caps: if caps.app.is_some() {
-                CapsMode::Capped
-            } else {
-                CapsMode::Uncapped
-            }
-            .into(),
-            calls_per_conn: Some(args.calls_per_conn),
-            steps: Some(0),
-            loadgen_saturated_steps: Some(0),
-            ports_exhausted_steps: Some(0),
-            ..SweepSummaryRow::default()
-        },
+        row,
         steps: Vec::new(),
     };
     let count = |n: &mut Option<usize>| *n = Some(n.unwrap_or(0) + 1);
     let mut seen_error = false;
     for mut step in steps {
         let (start, end) = (step.start_unix_s, step.end_unix_s);
-        step.sweep_id = s.row.sweep_id.clone();
-        step.server = s.row.server.clone();
-        step.route = s.row.route.clone();
-        step.slow_clients = s.row.slow_clients;
-        step.caps = s.row.caps.clone();
         step.app_cpu_cores = cpu_cores(r, "app", start, end);
         step.proxy_cpu_cores = cpu_cores(r, "proxy", start, end);
         step.loadgen_cpu_cores = cpu_cores(r, "loadgen", start, end);
