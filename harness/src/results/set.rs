@@ -125,6 +125,26 @@ impl ResultSet {
         self.runs.iter().find(|r| r.run_id == run_id)
     }
 
+    /// Rewrites the identity of every per-run row (`runs.csv` and the
+    /// files after it), e.g. to renumber runs when directories are merged.
+    pub fn restamp(&mut self, new: impl Fn(&Ident) -> Ident) {
+        fn each<T: PerRun>(rows: &mut [T], new: &impl Fn(&Ident) -> Ident) {
+            for r in rows {
+                let id = new(&r.ident());
+                r.stamp(&id);
+            }
+        }
+        each(&mut self.runs, &new);
+        each(&mut self.requests, &new);
+        each(&mut self.large, &new);
+        each(&mut self.progress, &new);
+        each(&mut self.resources, &new);
+        each(&mut self.sockets, &new);
+        each(&mut self.app_sends, &new);
+        each(&mut self.proxy_responses, &new);
+        each(&mut self.gauge, &new);
+    }
+
     /// Reads a CSV file into rows; a missing or unreadable file becomes an
     /// entry of `missing` and no rows.
     fn table<T: DeserializeOwned>(&mut self, file: &'static str) -> Vec<T> {

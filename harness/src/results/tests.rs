@@ -197,6 +197,13 @@ fn a_directory_reads_back_what_was_appended() {
         "{line}"
     );
     assert!(line.contains(",2934.125,"), "{line}");
+    let mut back = read_dir(dir.path());
+    back.restamp(|id| Ident {
+        run_id: format!("1{}", id.run_id),
+        ..id.clone()
+    });
+    assert_eq!(back.gauge[0].run_id, "1007");
+    assert_eq!(back.runs[1].run_id, "1007");
     let back = read_dir(dir.path());
     assert_eq!(back.runs, [run.clone(), run]);
     assert_eq!(back.gauge[0], gauge);

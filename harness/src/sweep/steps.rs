@@ -312,6 +312,48 @@ mod tests {
     }
 
     #[test]
+    fn the_summary_finds_the_first_errors_and_flags_the_steps() {
+        let step = |n: u32, start: f64, errors: u64, lag: f64| SweepRow {
+            step: n,
+            conn_rate_demanded: 100.0 * n as f64,
+            req_rate_demanded: 1000.0 * n as f64,
+            start_unix_s: start,
+            end_unix_s: start + 3.0,
+            replies_per_s_avg: Some(990.0 * n as f64),
+            errors,
+            err_ports_exhausted: errors / 2,
+            p99_schedule_lag_ms: Some(lag),
+            ..SweepRow::default()
+        };
+        let samples: Vec<ResourceSample> = (0..=40)
+            .map(|i| sample("loadgen", i as f64 * 0.25, 0.3 * i as f64 * 0.25))
+            .collect();
+        let steps = vec![
+            step(1, 0.0, 0, 0.1),
+            step(2, 4.0, 0, 6.0),
+            step(3, 8.0, 4, 0.1),
+        ];
+        let s = summarize(SweepSummaryRow::default(), &samples, steps);
+        assert_eq!(s.row.steps, Some(3));
+        assert_eq!(s.row.loadgen_saturated_steps, Some(1), "the late step");
+        assert_eq!(s.row.ports_exhausted_steps, Some(1));
+        assert_eq!(s.row.first_error_conn_rate, Some(300.0));
+        assert_eq!(s.row.highest_error_free_req_rate, Some(2000.0));
+        assert_eq!(s.row.highest_error_free_replies_per_s, Some(1980.0));
+        for st in &s.steps {
+            let c = st.loadgen_cpu_cores.unwrap();
+            assert!((c - 0.3).abs() < 1e-9, "step {}: {c}", st.step);
+            assert_eq!(st.app_cpu_cores, None, "no app samples");
+        }
+        let table = console_summary(&s);
+        assert!(table.contains("errors first at 300 conn/s"), "{table}");
+        assert!(
+            table.contains("load generator saturated in 1 step"),
+            "{table}"
+        );
+    }
+
+    #[test]
     fn a_window_the_samples_do_not_reach_is_empty() {
         let samples = vec![sample("app", 0.0, 0.0), sample("app", 1.0, 1.0)];
         assert_eq!(cpu_cores(&samples, "app", 5.0, 8.0), None);
