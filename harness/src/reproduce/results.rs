@@ -82,9 +82,8 @@ impl Results {
             slow_clients: c.slow,
             repetition: data.spec.repetition,
         };
-        // The logs lack the identity and `t_s`, computed below.
-        let mut lead = ident.cells();
-        lead.push(("t_s", String::new()));
+        // The logs lack the identity (and `t_s`, computed below).
+        let lead = ident.cells();
         let logs = |raw: &str| data.dir.join(raw);
         let sends: Vec<AppSendRow> = take_log(
             missing,

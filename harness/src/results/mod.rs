@@ -89,8 +89,5 @@ pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
     ]
 }
 
-/// The identity columns every per-run file starts with.
-pub const IDENT_COLUMNS: [&str; 5] = ["run_id", "server", "route", "slow_clients", "repetition"];
-
 #[cfg(test)]
 mod tests;

@@ -200,8 +200,9 @@ impl ResultSet {
     }
 }
 
-/// The identity columns that start every per-run file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+/// The identity columns that start every per-run file (a test holds every
+/// per-run struct to them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
 pub struct Ident {
     pub run_id: String,
     pub server: ServerName,
@@ -220,7 +221,11 @@ impl Ident {
             self.slow_clients.to_string(),
             self.repetition.to_string(),
         ];
-        IDENT_COLUMNS.into_iter().zip(values).collect()
+        file::columns::<Ident>()
+            .iter()
+            .copied()
+            .zip(values)
+            .collect()
     }
 }
 

@@ -95,6 +95,25 @@ pub struct SweepRow {
     pub loadgen_saturated: Option<bool>,
 }
 
+impl SweepSummaryRow {
+    /// The sweep's identity as the leading cells of its steps' rows in
+    /// `sweep.csv` (for [`super::file::read_log`]).
+    pub fn step_lead(&self) -> Vec<(&'static str, String)> {
+        let values = [
+            self.sweep_id.clone(),
+            self.server.to_string(),
+            self.route.to_string(),
+            self.slow_clients.to_string(),
+            self.caps.to_string(),
+        ];
+        super::columns::<SweepRow>()
+            .iter()
+            .copied()
+            .zip(values)
+            .collect()
+    }
+}
+
 /// A row of `sweep-summary.csv`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepSummaryRow {

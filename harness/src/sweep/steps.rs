@@ -114,14 +114,7 @@ pub fn merge(
     caps: CapPlan,
 ) -> Result<SweepSummary> {
     let id = identity(args, caps);
-    let lead = [
-        ("sweep_id", id.sweep_id.clone()),
-        ("server", id.server.to_string()),
-        ("route", id.route.to_string()),
-        ("slow_clients", id.slow_clients.to_string()),
-        ("caps", id.caps.to_string()),
-    ];
-    let steps: Vec<SweepRow> = read_log(&dir.join("load").join(STEPS_CSV), &lead)
+    let steps: Vec<SweepRow> = read_log(&dir.join("load").join(STEPS_CSV), &id.step_lead())
         .with_context(|| "the load generator wrote no steps".to_string())?;
     let summary = summarize(id, &samples.resources, steps);
     Appender::new(out.join(SWEEP_CSV)).append_existing(&summary.steps)?;
