@@ -6,7 +6,10 @@
 //! lesson whose every number comes from the directory's data.
 //!
 //! # Layout
-//! - [`data`]: loading the directory, and what is missing from it.
+//! - this file: [`SECTIONS`], every section once (id, title, builder), and
+//!   writing the files.
+//! - [`data`]: loading the directory (through [`crate::results`]), what
+//!   each file is used for, `environment.json` lookups.
 //! - [`select`]: which conditions and runs each chart shows, in what order.
 //! - [`facts`]: the numbers the lesson quotes, computed from the data.
 //! - [`lesson`]: the opening explanation, written from those facts.
@@ -14,7 +17,7 @@
 //! - [`whereabouts`]: where the `/large` bytes are at each sample (chart 5).
 //! - [`tables`]: section 6, the cross-check and the published comparison.
 //! - [`notices`]: what is missing, and the machine the run was made on.
-//! - [`sweep`]: the hook for `slowlab sweep` results.
+//! - [`sweep`]: the `slowlab sweep` section and its charts.
 //! - [`doc`]: the document model both renderers share.
 //! - [`html`], [`markdown`]: the two renderers.
 //! - [`fmt`]: how numbers are written.

@@ -25,7 +25,7 @@ use crate::stack::ProxyBuffers;
 
 pub use crate::results::INCOMPLETE;
 
-/// The per-run files, in the order of `RESULT_FILES` in the README.
+/// The results directory of a reproduction in progress.
 #[derive(Debug)]
 pub struct Results {
     pub dir: PathBuf,
