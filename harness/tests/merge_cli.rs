@@ -112,6 +112,18 @@ fn merged_shards_equal_the_whole_and_name_what_differs() {
     assert_eq!(diffs[0]["key"], "kernel");
     assert_eq!(diffs[0]["values"][0], "6.12.0-other");
     assert!(!merged.join("INCOMPLETE").exists());
+
+    // The report says that the machines differ, and in what.
+    let mut cmd = Command::new(support::slowlab());
+    cmd.arg("report").arg(&merged);
+    let out = Child::spawn(cmd).finish(Duration::from_secs(60));
+    assert!(out.status.success(), "{}", out.stderr);
+    let md = read(&merged, "report.md");
+    assert!(
+        md.contains("merged from 2 results directories whose machines differ")
+            && md.contains("kernel: 6.12.0-other / 6.18.44-fc-v657"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -487,3 +487,44 @@ fn chromium_renders_the_page_without_errors() {
         assert!(!line.contains("Uncaught"), "script error: {line}");
     }
 }
+
+#[test]
+fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
+    use harness::results::{self, Appenders};
+    let set = results::read_dir(&fixture());
+    assert!(set.missing.is_empty(), "{:?}", set.missing);
+    assert!(set.skipped.is_empty(), "{:?}", set.skipped);
+    assert!(!set.runs.is_empty() && !set.requests.is_empty() && !set.gauge.is_empty());
+    let out = tempfile::tempdir().unwrap();
+    Appenders::create(out.path()).unwrap().append(&set).unwrap();
+    results::write_summaries(out.path(), &set.conditions, &set.crosscheck).unwrap();
+    let again = results::read_dir(out.path());
+    assert_eq!(again.runs, set.runs);
+    assert_eq!(again.requests, set.requests);
+    assert_eq!(again.large, set.large);
+    assert_eq!(again.sockets, set.sockets);
+    assert_eq!(again.gauge, set.gauge);
+    assert_eq!(again.conditions, set.conditions);
+    assert_eq!(again.crosscheck, set.crosscheck);
+    let mut same = Vec::new();
+    for (file, columns) in results::schema() {
+        let path = out.path().join(file);
+        if !path.exists() {
+            continue;
+        }
+        assert_eq!(headers(&path).iter().collect::<Vec<_>>(), columns, "{file}");
+        // Where the fixture's version had the same columns, the file is
+        // written byte for byte as it was.
+        let old = fixture().join(file);
+        if headers(&old).iter().collect::<Vec<_>>() == columns {
+            assert_eq!(
+                fs::read_to_string(&path).unwrap(),
+                fs::read_to_string(&old).unwrap(),
+                "{file} rewritten"
+            );
+            same.push(file);
+        }
+    }
+    // All but runs.csv, which has gained columns since the fixture.
+    assert_eq!(same.len(), 10, "rewritten byte for byte: {same:?}");
+}

@@ -22,10 +22,8 @@ use anyhow::{Context, Result};
 use common::exit::BadInput;
 use serde_json::{Value, json};
 
-use crate::reproduce::{aggregate, crosscheck};
-use crate::results::{
-    self, Appenders, ConditionRow, CrossRow, Ident, PerRun, ResultSet, RunRow, read_dir,
-};
+use crate::reproduce::results::write_summaries_of;
+use crate::results::{self, Appenders, Ident, PerRun, ResultSet, read_dir};
 use crate::stack::ProxyBuffers;
 
 /// `slowlab merge` arguments.
@@ -154,41 +152,11 @@ fn renumber(sets: &[ResultSet]) -> Vec<Vec<(String, String)>> {
     out
 }
 
-/// Per input, the new rank and identity of each of its run ids.
-type Index<'a> = HashMap<&'a str, (usize, Ident)>;
-
-/// Collects one file's rows of every input, with their runs' new ids, in
-/// the order of the new ids (rows of one run keep their order). Rows of a
-/// run that `runs.csv` does not list (a reproduction killed between
-/// appending a run's rows and its `runs.csv` row) are left out and counted.
-fn gather<T: PerRun + Clone>(
-    sets: &[ResultSet],
-    index: &[Index<'_>],
-    rows: fn(&ResultSet) -> &Vec<T>,
-    dropped: &mut usize,
-) -> Vec<T> {
-    let mut keyed: Vec<(usize, T)> = Vec::new();
-    for (s, set) in sets.iter().enumerate() {
-        for row in rows(set) {
-            match index[s].get(row.ident().run_id.as_str()) {
-                Some((rank, ident)) => {
-                    let mut row = row.clone();
-                    row.stamp(ident);
-                    keyed.push((*rank, row));
-                }
-                None => *dropped += 1,
-            }
-        }
-    }
-    // A stable sort: the rows of one run keep their order.
-    keyed.sort_by_key(|(rank, _)| *rank);
-    keyed.into_iter().map(|(_, r)| r).collect()
-}
-
 /// Merges the rows of every input into one set with new run ids.
 pub fn merge(sets: &[ResultSet]) -> Merged {
     let renumbered = renumber(sets);
-    let index: Vec<Index<'_>> = sets
+    // Per input, the rank and the new identity of each of its runs.
+    let index: Vec<HashMap<&str, (usize, Ident)>> = sets
         .iter()
         .zip(&renumbered)
         .map(|(set, ids)| {
@@ -206,52 +174,19 @@ pub fn merge(sets: &[ResultSet]) -> Merged {
                 .collect()
         })
         .collect();
-    let mut dropped = 0;
-    let mut set = ResultSet {
-        runs: gather(sets, &index, |s| &s.runs, &mut dropped),
-        requests: gather(sets, &index, |s| &s.requests, &mut dropped),
-        large: gather(sets, &index, |s| &s.large, &mut dropped),
-        progress: gather(sets, &index, |s| &s.progress, &mut dropped),
-        resources: gather(sets, &index, |s| &s.resources, &mut dropped),
-        sockets: gather(sets, &index, |s| &s.sockets, &mut dropped),
-        app_sends: gather(sets, &index, |s| &s.app_sends, &mut dropped),
-        proxy_responses: gather(sets, &index, |s| &s.proxy_responses, &mut dropped),
-        gauge: gather(sets, &index, |s| &s.gauge, &mut dropped),
-        ..ResultSet::default()
-    };
-    if dropped > 0 {
-        eprintln!("slowlab: {dropped} row(s) of runs that runs.csv does not list were left out");
+    // Rows of a run that `runs.csv` does not list (a reproduction killed
+    // between appending a run's rows and its `runs.csv` row) are left out.
+    let (set, left_out) =
+        ResultSet::concat(sets, |s, id| index[s].get(id.run_id.as_str()).cloned());
+    if left_out > 0 {
+        eprintln!("slowlab: {left_out} row(s) of runs that runs.csv does not list were left out");
     }
-    // A file is written when any input had it.
-    let mut missing = sets[0].missing.clone();
-    missing.retain(|m| sets.iter().all(|s| !s.has(m.file)));
-    set.missing = missing;
     let envs: Vec<Value> = sets.iter().map(|s| s.environment.clone()).collect();
     Merged {
         set,
         renumbered,
         differences: env::differences(&envs),
     }
-}
-
-/// `conditions.csv` and `crosscheck.csv` from the rows of `runs.csv`, as a
-/// reproduction writes them after each run.
-pub fn summaries(
-    runs: &[RunRow],
-    body_bytes: u64,
-    proxy_capacity: u64,
-) -> (Vec<ConditionRow>, Vec<CrossRow>) {
-    let conditions = aggregate::conditions(runs);
-    let cross = crosscheck::rows(
-        &aggregate::by_condition(&conditions),
-        2,
-        body_bytes,
-        proxy_capacity,
-    )
-    .iter()
-    .map(crosscheck::Row::to_row)
-    .collect();
-    (conditions, cross)
 }
 
 /// The `/large` body size and the proxy's capacity the runs were planned
@@ -283,8 +218,7 @@ fn plan_sizes(env: &Value) -> (u64, u64) {
 fn write(out: &Path, sets: &[ResultSet], merged: &Merged) -> Result<()> {
     Appenders::create(out)?.append(&merged.set)?;
     let (body, capacity) = plan_sizes(&sets[0].environment);
-    let (conditions, cross) = summaries(&merged.set.runs, body, capacity);
-    results::write_summaries(out, &conditions, &cross)?;
+    write_summaries_of(out, &merged.set.runs, body, capacity)?;
 
     let sources: Vec<Value> = sets
         .iter()

@@ -7,6 +7,8 @@ use common::stats::median;
 use super::data::Results;
 use super::select::{self, Cond};
 use super::whereabouts::{Role, roles};
+use crate::results::{Check, Component, ServerName};
+use crate::stack::{Route, Server};
 
 /// What one route did for the lesson's server.
 #[derive(Debug, Clone, Default)]
@@ -49,13 +51,13 @@ pub struct Facts {
     pub rcvbuf_granted: Option<f64>,
     pub wmem: Option<[f64; 3]>,
     pub rmem: Option<[f64; 3]>,
-    pub server: Option<String>,
+    pub server: Option<ServerName>,
     pub handlers: Option<u32>,
     pub direct: RouteFacts,
     pub off: RouteFacts,
     pub on: RouteFacts,
     /// Servers with more handlers than slow clients, direct: (server, p95).
-    pub more_handlers: Vec<(String, Option<f64>)>,
+    pub more_handlers: Vec<(ServerName, Option<f64>)>,
     /// The largest per-run average CPU of the app, in cores.
     pub app_cpu_max: Option<f64>,
 }
@@ -66,26 +68,26 @@ fn max_of(it: impl Iterator<Item = f64>) -> Option<f64> {
 
 /// The server the lesson follows: one whose handlers the slow clients can
 /// all occupy, Gunicorn sync first (the original), then its replica.
-fn lesson_server(r: &Results, slow: u32) -> Option<String> {
+fn lesson_server(r: &Results, slow: u32) -> Option<ServerName> {
     let conds = select::at_slow(r, slow);
-    let blockable = |s: &str| select::handlers(s).is_some_and(|h| h <= slow);
-    ["gunicorn-sync2", "rust-sync2"]
+    let blockable = |s: &ServerName| select::handlers(s).is_some_and(|h| h <= slow);
+    [Server::GunicornSync2, Server::RustSync2]
         .into_iter()
-        .map(str::to_string)
+        .map(ServerName::from)
         .chain(conds.iter().map(|c| c.server.clone()))
         .find(|s| blockable(s) && conds.iter().any(|c| &c.server == s))
         .or_else(|| conds.first().map(|c| c.server.clone()))
 }
 
 fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
-    let row = r
-        .conditions
-        .iter()
-        .find(|c| c.server == cond.server && c.route == cond.route && c.slow_clients == cond.slow);
-    let base = r
-        .conditions
-        .iter()
-        .find(|c| c.server == cond.server && c.route == cond.route && c.slow_clients == 0);
+    let row = select::condition_row(r, &cond);
+    let base = select::condition_row(
+        r,
+        &Cond {
+            slow: 0,
+            ..cond.clone()
+        },
+    );
     let runs = select::ok_runs(r, &cond);
     let mut f = RouteFacts {
         p95: row.and_then(|c| c.p95),
@@ -93,17 +95,15 @@ fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
         app_send_s: row.and_then(|c| c.app_send_s),
         client_receive_s: row.and_then(|c| c.client_receive_s),
         temp_peak_mib: row.and_then(|c| c.temp_peak_mib),
-        proxy_memory_peak: max_of(runs.iter().filter_map(|x| x.proxy_memory_peak_bytes)),
+        proxy_memory_peak: max_of(
+            runs.iter()
+                .filter_map(|x| x.proxy_memory_peak_bytes.map(|v| v as f64)),
+        ),
         verdict: r
             .crosscheck
             .iter()
-            .find(|c| {
-                c.check == "prediction"
-                    && c.server == cond.server
-                    && c.route == cond.route
-                    && c.slow_clients == cond.slow
-            })
-            .and_then(|c| c.observed.clone()),
+            .find(|c| c.check == Check::Prediction && cond.is(&c.server, &c.route, c.slow_clients))
+            .and_then(|c| c.observed.as_ref().map(|v| v.to_string())),
         ..RouteFacts::default()
     };
     if let Some(run) = select::median_run(r, &cond) {
@@ -127,7 +127,7 @@ fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
         f.max_accept_backlog = max_of(
             r.resources
                 .iter()
-                .filter(|x| x.run_id == id && x.component == "app")
+                .filter(|x| x.run_id == id && x.component == Component::App)
                 .filter_map(|x| x.accept_backlog.map(|v| v as f64)),
         );
         let ends: Vec<f64> = r
@@ -202,14 +202,15 @@ pub fn gather(r: &Results) -> Facts {
         ..Facts::default()
     };
     f.server = lesson_server(r, slow);
-    f.handlers = f.server.as_deref().and_then(select::handlers);
+    f.handlers = f.server.as_ref().and_then(select::handlers);
     if let Some(server) = &f.server {
         let conds: Vec<Cond> = select::at_slow(r, slow)
             .into_iter()
             .filter(|c| &c.server == server)
             .collect();
-        let pick = |p: fn(&str) -> bool| conds.iter().find(|c| p(&c.route)).cloned();
-        if let Some(c) = pick(|r| r == "direct") {
+        let pick =
+            |p: fn(&crate::results::RouteName) -> bool| conds.iter().find(|c| p(&c.route)).cloned();
+        if let Some(c) = pick(|r| *r == Route::Direct) {
             f.direct = route_facts(r, c, body);
         }
         if let Some(c) = pick(select::buffering_off) {
@@ -221,14 +222,12 @@ pub fn gather(r: &Results) -> Facts {
     }
     f.more_handlers = select::at_slow(r, slow)
         .into_iter()
-        .filter(|c| c.route == "direct" && select::handlers(&c.server).is_none_or(|h| h > slow))
-        .filter(|c| c.server.parse::<crate::stack::Server>().is_ok())
+        .filter(|c| {
+            c.route == Route::Direct && select::handlers(&c.server).is_none_or(|h| h > slow)
+        })
+        .filter(|c| c.server.known().is_some())
         .map(|c| {
-            let p95 = r
-                .conditions
-                .iter()
-                .find(|x| x.server == c.server && x.route == c.route && x.slow_clients == c.slow)
-                .and_then(|x| x.p95);
+            let p95 = select::condition_row(r, &c).and_then(|x| x.p95);
             (c.server, p95)
         })
         .collect();

@@ -24,7 +24,10 @@ fn triple(v: [f64; 3]) -> String {
 }
 
 fn route_name(f: &RouteFacts) -> String {
-    f.cond.as_ref().map(|c| c.route.clone()).unwrap_or_default()
+    f.cond
+        .as_ref()
+        .map(|c| c.route.to_string())
+        .unwrap_or_default()
 }
 
 /// Whether the slow clients can occupy every handler of the server the
@@ -43,10 +46,7 @@ fn verdict(r: &RouteFacts) -> String {
 /// What happened, in the reader's terms.
 fn setup(f: &Facts) -> Option<String> {
     let server = f.server.as_ref()?;
-    let describe = server
-        .parse::<Server>()
-        .map(|s| s.describe().to_string())
-        .ok();
+    let describe = server.known().map(|s| s.describe().to_string());
     para(vec![
         match (f.body, f.slow_rate) {
             (Some(b), Some(rate)) => Some(format!(
@@ -261,7 +261,7 @@ fn relief(f: &Facts, slow: u32) -> Option<String> {
             .more_handlers
             .iter()
             .map(|(s, p)| {
-                let h = s.parse::<Server>().ok().and_then(Server::handlers);
+                let h = s.known().and_then(Server::handlers);
                 let hs = h
                     .map(|h| format!("{h} handlers"))
                     .unwrap_or_else(|| "a task per connection".into());
@@ -305,12 +305,11 @@ fn cost(f: &Facts) -> Option<String> {
 }
 
 /// Builds the lesson section.
-pub fn section(r: &Results) -> Section {
+pub fn section(r: &Results, s: &mut Section) -> anyhow::Result<()> {
     let f = facts::gather(r);
-    let mut s = Section::new("lesson", "What happened, and why");
     if f.server.is_none() {
         s.note("There are no conditions with slow clients in this directory, so there is no lesson to draw from it yet.");
-        return s;
+        return Ok(());
     }
     let parts = [
         setup(&f),
@@ -323,5 +322,5 @@ pub fn section(r: &Results) -> Section {
     for p in parts.into_iter().flatten() {
         s.push(Block::Para(text(&p)));
     }
-    s
+    Ok(())
 }

@@ -6,8 +6,10 @@
 //! lesson whose every number comes from the directory's data.
 //!
 //! # Layout
-//! - [`data`]: loading the directory, and what is missing from it.
-//! - [`rows`]: the typed rows of each results file.
+//! - this file: [`SECTIONS`], every section once (id, title, builder), and
+//!   writing the files.
+//! - [`data`]: loading the directory (through [`crate::results`]), what
+//!   each file is used for, `environment.json` lookups.
 //! - [`select`]: which conditions and runs each chart shows, in what order.
 //! - [`facts`]: the numbers the lesson quotes, computed from the data.
 //! - [`lesson`]: the opening explanation, written from those facts.
@@ -15,7 +17,7 @@
 //! - [`whereabouts`]: where the `/large` bytes are at each sample (chart 5).
 //! - [`tables`]: section 6, the cross-check and the published comparison.
 //! - [`notices`]: what is missing, and the machine the run was made on.
-//! - [`sweep`]: the hook for `slowlab sweep` results.
+//! - [`sweep`]: the `slowlab sweep` section and its charts.
 //! - [`doc`]: the document model both renderers share.
 //! - [`html`], [`markdown`]: the two renderers.
 //! - [`fmt`]: how numbers are written.
@@ -31,7 +33,6 @@ pub mod lesson;
 pub mod markdown;
 pub mod notices;
 pub mod open;
-pub mod rows;
 pub mod select;
 pub mod sweep;
 pub mod tables;
@@ -85,65 +86,120 @@ pub fn write(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A function that builds one section from the results.
-type SectionFn = fn(&Results) -> Result<Section>;
+/// A function that fills one section from the results; a section it
+/// leaves without blocks is left out of the report.
+type SectionFn = fn(&Results, &mut Section) -> Result<()>;
+
+/// Which results directories a section belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `slowlab reproduce` output (with or without sweeps).
+    Reproduction,
+    /// `slowlab sweep` output and nothing of a reproduction.
+    SweepOnly,
+    Both,
+}
+
+/// One section of the report.
+#[derive(Debug, Clone, Copy)]
+pub struct SectionSpec {
+    /// The HTML id; the tests look sections up by it.
+    pub id: &'static str,
+    pub title: &'static str,
+    pub kind: Kind,
+    pub build: SectionFn,
+}
+
+/// Every section, in the order of the report.
+pub const SECTIONS: [SectionSpec; 11] = [
+    SectionSpec {
+        id: "missing",
+        title: "What is missing from this directory",
+        kind: Kind::Reproduction,
+        build: notices::missing,
+    },
+    SectionSpec {
+        id: "missing",
+        title: "This sweep did not finish",
+        kind: Kind::SweepOnly,
+        build: notices::sweep_incomplete,
+    },
+    SectionSpec {
+        id: "lesson",
+        title: "What happened, and why",
+        kind: Kind::Reproduction,
+        build: lesson::section,
+    },
+    SectionSpec {
+        id: "p95",
+        title: "1. p95 of /fast by route and number of slow connections",
+        kind: Kind::Reproduction,
+        build: charts::p95::section,
+    },
+    SectionSpec {
+        id: "write-receive",
+        title: "2. App write time and client receive time",
+        kind: Kind::Reproduction,
+        build: charts::write_receive::section,
+    },
+    SectionSpec {
+        id: "timeline",
+        title: "3. One run over time",
+        kind: Kind::Reproduction,
+        build: charts::timeline::section,
+    },
+    SectionSpec {
+        id: "temp-files",
+        title: "4. Proxy temp files over time",
+        kind: Kind::Reproduction,
+        build: charts::temp_files::section,
+    },
+    SectionSpec {
+        id: "bytes",
+        title: "5. Where the bytes are",
+        kind: Kind::Reproduction,
+        build: charts::bytes::section,
+    },
+    SectionSpec {
+        id: "crosscheck",
+        title: "6. Cross-check and published figures",
+        kind: Kind::Reproduction,
+        build: tables::section,
+    },
+    SectionSpec {
+        id: "sweep",
+        title: "Rate sweep",
+        kind: Kind::Both,
+        build: sweep::section,
+    },
+    SectionSpec {
+        id: "environment",
+        title: "The machine and the load",
+        kind: Kind::Both,
+        build: notices::machine,
+    },
+];
 
 /// Builds the document. A section that cannot be drawn becomes a note in
 /// its place, so one bad file costs one chart, not the report.
 pub fn build(r: &Results) -> Document {
-    let mut sections = Vec::new();
-    if r.is_sweep_only() {
-        // `slowlab sweep` output: no reproduction to miss or to explain.
-        if let Some(why) = &r.incomplete {
-            let mut s = Section::new("missing", "This sweep did not finish");
-            s.note(&format!(
-                "`INCOMPLETE`: {why}. The charts show the steps that were measured."
-            ));
-            sections.push(s);
-        }
-        sections.extend(sweep::section(r));
-        sections.push(notices::machine(r));
-        return document(r, sections);
-    }
-    if let Some(s) = notices::missing(r) {
-        sections.push(s);
-    }
-    sections.push(lesson::section(r));
-    let parts: [(&'static str, &str, SectionFn); 6] = [
-        ("p95", "1. p95 of /fast", charts::p95::section),
-        (
-            "write-receive",
-            "2. App write time and client receive time",
-            charts::write_receive::section,
-        ),
-        (
-            "timeline",
-            "3. One run over time",
-            charts::timeline::section,
-        ),
-        (
-            "temp-files",
-            "4. Proxy temp files over time",
-            charts::temp_files::section,
-        ),
-        ("bytes", "5. Where the bytes are", charts::bytes::section),
-        (
-            "crosscheck",
-            "6. Cross-check and published figures",
-            tables::section,
-        ),
-    ];
-    for (id, title, f) in parts {
-        sections.push(f(r).unwrap_or_else(|e| {
-            let mut s = Section::new(id, title);
-            s.note(&format!("This section could not be drawn: {e:#}"));
-            s
-        }));
-    }
-    if let Some(s) = sweep::section(r) {
-        sections.push(s);
-    }
-    sections.push(notices::machine(r));
+    let kind = if r.is_sweep_only() {
+        Kind::SweepOnly
+    } else {
+        Kind::Reproduction
+    };
+    let sections = SECTIONS
+        .iter()
+        .filter(|spec| spec.kind == kind || spec.kind == Kind::Both)
+        .filter_map(|spec| {
+            let mut s = Section::new(spec.id, spec.title);
+            if let Err(e) = (spec.build)(r, &mut s) {
+                s.blocks.clear();
+                s.note(&format!("This section could not be drawn: {e:#}"));
+            }
+            (!s.blocks.is_empty()).then_some(s)
+        })
+        .collect();
     document(r, sections)
 }
 

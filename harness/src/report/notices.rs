@@ -2,7 +2,7 @@
 //! what is missing (an interrupted run, absent files, failed runs), and the
 //! machine and load the numbers were measured with.
 
-use super::data::Results;
+use super::data::{Results, used_for};
 use super::doc::{Block, Section, Table, text};
 use super::fmt;
 
@@ -30,8 +30,9 @@ pub fn subtitle(r: &Results) -> String {
     parts.join(" · ")
 }
 
-/// The section listing what is missing, or `None` when nothing is.
-pub fn missing(r: &Results) -> Option<Section> {
+/// The section listing what is missing; empty (and left out) when
+/// nothing is.
+pub fn missing(r: &Results, s: &mut Section) -> anyhow::Result<()> {
     let mut items = Vec::new();
     if let Some(why) = &r.incomplete {
         let why = if why.is_empty() {
@@ -45,10 +46,15 @@ pub fn missing(r: &Results) -> Option<Section> {
     }
     for m in &r.missing {
         items.push(text(&match &m.error {
-            None => format!("`{}` is missing; it is needed for {}.", m.file, m.used_for),
+            None => format!(
+                "`{}` is missing; it is needed for {}.",
+                m.file,
+                used_for(m.file)
+            ),
             Some(e) => format!(
                 "`{}` could not be read ({e}); it is needed for {}.",
-                m.file, m.used_for
+                m.file,
+                used_for(m.file)
             ),
         }));
     }
@@ -90,12 +96,21 @@ pub fn missing(r: &Results) -> Option<Section> {
         )));
     }
     if items.is_empty() {
-        return None;
+        return Ok(());
     }
-    let mut s = Section::new("missing", "What is missing from this directory");
     s.note("Some data is missing. The charts below are drawn from what is there; each says when something it needs is absent.");
     s.push(Block::List(items));
-    Some(s)
+    Ok(())
+}
+
+/// For a sweep directory: that a sweep did not finish, if one did not.
+pub fn sweep_incomplete(r: &Results, s: &mut Section) -> anyhow::Result<()> {
+    if let Some(why) = &r.incomplete {
+        s.note(&format!(
+            "`INCOMPLETE`: {why}. The charts show the steps that were measured."
+        ));
+    }
+    Ok(())
 }
 
 /// Runs whose ~200 ms samples have a gap of more than a second: the
@@ -133,16 +148,56 @@ fn row(t: &mut Table, k: &str, v: Option<String>) {
 }
 
 /// The machine and load the numbers depend on, from `environment.json`.
-pub fn machine(r: &Results) -> Section {
-    let mut s = Section::new("environment", "The machine and the load");
+/// For a directory of `slowlab merge`: how many machines, and the settings
+/// on which they differ (`environment.json` `merged.differences`).
+fn merged_machines(r: &Results, s: &mut Section) {
+    let Some(m) = r.environment.get("merged") else {
+        return;
+    };
+    let n = m["sources"].as_array().map_or(0, Vec::len);
+    let diffs: Vec<String> = m["differences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            let values: Vec<&str> = d["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .collect();
+            format!(
+                "{}: {}",
+                d["key"].as_str().unwrap_or("?"),
+                values.join(" / ")
+            )
+        })
+        .collect();
+    if diffs.is_empty() {
+        s.para(&format!(
+            "These runs were merged from {n} results directories (`slowlab merge`) whose machines \
+             agree on every recorded setting, so the values below hold for all of them."
+        ));
+    } else {
+        s.note(&format!(
+            "These runs were merged from {n} results directories whose machines differ, so runs \
+             of different machines are not strictly comparable. They differ in {}. The values \
+             below are the first directory's.",
+            diffs.join("; ")
+        ));
+    }
+}
+
+pub fn machine(r: &Results, s: &mut Section) -> anyhow::Result<()> {
     if r.environment.is_null() {
         s.note("`environment.json` is missing, so the kernel, its buffer sysctls and the load profile are unknown.");
-        return s;
+        return Ok(());
     }
     s.para(
         "The absolute numbers depend on the kernel, its TCP buffer sysctls, the CPU and the caps; \
          the shape is the finding. From `environment.json`:",
     );
+    merged_machines(r, s);
     let mut t = Table {
         header: vec!["what".into(), "value".into()],
         ..Table::default()
@@ -167,7 +222,7 @@ pub fn machine(r: &Results) -> Section {
     row(&mut t, "memory", e(&["memory_total"]));
     row(&mut t, "glibc", e(&["glibc"]));
     row(&mut t, "cgroups", e(&["cgroup", "mode"]));
-    for c in ["app", "proxy", "loadgen"] {
+    for c in crate::results::Component::ALL.iter().map(|c| c.name()) {
         let cores = r.env_f64(&["caps", c, "cpu_cores"]);
         let mem = r.env_f64(&["caps", c, "memory_bytes"]);
         let v = match (cores, mem) {
@@ -235,7 +290,7 @@ pub fn machine(r: &Results) -> Section {
         }),
     );
     s.push(Block::Table(t));
-    s
+    Ok(())
 }
 
 /// How this directory's load differs from the original's, which the

@@ -1,27 +1,27 @@
 //! Which conditions and runs each chart shows, in a stable order: servers
 //! and routes in the order the harness defines them (direct, buffering off,
 //! buffering on), and for a condition the run with its median p95, as the
-//! original's time-series charts did.
+//! original's time-series charts did. Names come parsed from the files;
+//! names this version does not know sort last and are still drawn.
 
 use super::data::Results;
-use super::rows::RunRow;
 use crate::reproduce::published;
+use crate::results::{RouteName, RunRow, ServerName};
 use crate::stack::{ProxyKind, Route, Server};
 
-/// One cell of the matrix, by name (names the harness does not know sort
-/// last and still get drawn).
+/// One cell of the matrix.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cond {
-    pub server: String,
-    pub route: String,
+    pub server: ServerName,
+    pub route: RouteName,
     pub slow: u32,
 }
 
 impl Cond {
-    pub fn new(server: &str, route: &str, slow: u32) -> Cond {
+    pub fn new(server: &ServerName, route: &RouteName, slow: u32) -> Cond {
         Cond {
-            server: server.to_string(),
-            route: route.to_string(),
+            server: server.clone(),
+            route: route.clone(),
             slow,
         }
     }
@@ -29,77 +29,79 @@ impl Cond {
     pub fn label(&self) -> String {
         format!("{} {}", self.server, self.route)
     }
-}
 
-/// The position of a server in `Server::ALL`, unknown names last.
-pub fn server_rank(name: &str) -> usize {
-    Server::ALL
-        .iter()
-        .position(|s| s.name() == name)
-        .unwrap_or(Server::ALL.len())
-}
-
-/// The position of a route: direct, then buffering off, then on.
-pub fn route_rank(name: &str) -> usize {
-    match name.parse::<Route>() {
-        Ok(Route::Direct) => 0,
-        Ok(Route::NginxOff) => 1,
-        Ok(Route::PingoraOff) => 2,
-        Ok(Route::NginxOn) => 3,
-        Ok(Route::PingoraOn) => 4,
-        Err(_) => 5,
+    /// Whether a row of this server, route and slow clients is this cell.
+    pub fn is(&self, server: &ServerName, route: &RouteName, slow: u32) -> bool {
+        self.server == *server && self.route == *route && self.slow == slow
     }
 }
 
+/// The position of a route: direct, then buffering off, then on; unknown
+/// routes last.
+pub fn route_rank(route: &RouteName) -> usize {
+    match route.known() {
+        Some(Route::Direct) => 0,
+        Some(Route::NginxOff) => 1,
+        Some(Route::PingoraOff) => 2,
+        Some(Route::NginxOn) => 3,
+        Some(Route::PingoraOn) => 4,
+        None => 5,
+    }
+}
+
+/// Routes in display order.
+pub fn route_key(route: &RouteName) -> (usize, RouteName) {
+    (route_rank(route), route.clone())
+}
+
+/// The proxy of a known route and its buffering.
+fn proxy(route: &RouteName) -> Option<(ProxyKind, bool)> {
+    route.known().and_then(Route::proxy)
+}
+
 /// Whether the route is a proxy with buffering on.
-pub fn buffering_on(route: &str) -> bool {
-    matches!(
-        route.parse::<Route>().ok().and_then(Route::proxy),
-        Some((_, true))
-    )
+pub fn buffering_on(route: &RouteName) -> bool {
+    matches!(proxy(route), Some((_, true)))
 }
 
 /// Whether the route is a proxy with buffering off.
-pub fn buffering_off(route: &str) -> bool {
-    matches!(
-        route.parse::<Route>().ok().and_then(Route::proxy),
-        Some((_, false))
-    )
+pub fn buffering_off(route: &RouteName) -> bool {
+    matches!(proxy(route), Some((_, false)))
 }
 
 /// Whether the route goes through NGINX (whose buffers are not sampled).
-pub fn is_nginx(route: &str) -> bool {
-    matches!(
-        route.parse::<Route>().ok().and_then(Route::proxy),
-        Some((ProxyKind::Nginx, _))
-    )
+pub fn is_nginx(route: &RouteName) -> bool {
+    matches!(proxy(route), Some((ProxyKind::Nginx, _)))
 }
 
-/// Whether the route goes through a proxy at all.
-pub fn has_proxy(route: &str) -> bool {
-    route.parse::<Route>().ok().and_then(Route::proxy).is_some() || route != "direct"
+/// Whether the route goes through pingora (whose gauge is sampled).
+pub fn is_pingora(route: &RouteName) -> bool {
+    matches!(proxy(route), Some((ProxyKind::Pingora, _)))
+}
+
+/// Whether the route goes through a proxy at all (an unknown route is
+/// assumed to).
+pub fn has_proxy(route: &RouteName) -> bool {
+    route.known().is_none_or(|r| r.proxy().is_some())
 }
 
 /// How many responses the server can write at once, if known and bounded.
-pub fn handlers(server: &str) -> Option<u32> {
-    server.parse::<Server>().ok().and_then(Server::handlers)
+pub fn handlers(server: &ServerName) -> Option<u32> {
+    server.known().and_then(Server::handlers)
 }
 
 /// The original's figure for this condition or its Gunicorn/NGINX
 /// counterpart, and whose it is.
 pub fn published(c: &Cond) -> Option<(published::Published, String)> {
-    let s = c.server.parse::<Server>().ok()?;
-    let r = c.route.parse::<Route>().ok()?;
-    published::reference(s, r, c.slow)
+    published::reference(c.server.known()?, c.route.known()?, c.slow)
 }
 
-fn sort_key(server: &str, route: &str, slow: u32) -> (usize, String, usize, String, u32) {
+fn sort_key(c: &Cond) -> (ServerName, usize, RouteName, u32) {
     (
-        server_rank(server),
-        server.to_string(),
-        route_rank(route),
-        route.to_string(),
-        slow,
+        c.server.clone(),
+        route_rank(&c.route),
+        c.route.clone(),
+        c.slow,
     )
 }
 
@@ -115,16 +117,9 @@ pub fn conditions(r: &Results) -> Vec<Cond> {
                 .map(|x| Cond::new(&x.server, &x.route, x.slow_clients)),
         )
         .collect();
-    out.sort_by_key(|c| sort_key(&c.server, &c.route, c.slow));
+    out.sort_by_key(sort_key);
     out.dedup();
     out
-}
-
-/// The servers present, in order.
-pub fn servers(r: &Results) -> Vec<String> {
-    let mut s: Vec<String> = conditions(r).into_iter().map(|c| c.server).collect();
-    s.dedup();
-    s
 }
 
 /// The conditions with `slow` slow clients, in order.
@@ -139,10 +134,15 @@ pub fn at_slow(r: &Results, slow: u32) -> Vec<Cond> {
 pub fn ok_runs<'a>(r: &'a Results, c: &Cond) -> Vec<&'a RunRow> {
     r.runs
         .iter()
-        .filter(|x| {
-            x.ok() && x.server == c.server && x.route == c.route && x.slow_clients == c.slow
-        })
+        .filter(|x| x.ok() && c.is(&x.server, &x.route, x.slow_clients))
         .collect()
+}
+
+/// The row of `conditions.csv` of a condition.
+pub fn condition_row<'a>(r: &'a Results, c: &Cond) -> Option<&'a crate::results::ConditionRow> {
+    r.conditions
+        .iter()
+        .find(|x| c.is(&x.server, &x.route, x.slow_clients))
 }
 
 /// The run with the median p95 of its condition (the lower middle for an
@@ -184,34 +184,24 @@ pub fn comparison_slow(r: &Results) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::{Named, RunStatus};
 
     fn run(id: &str, p95: Option<f64>) -> RunRow {
         RunRow {
             run_id: id.into(),
-            server: "rust-sync2".into(),
-            route: "direct".into(),
+            server: Server::RustSync2.into(),
+            route: Route::Direct.into(),
             slow_clients: 2,
             repetition: 1,
-            preset: None,
-            status: "ok".into(),
-            reason: None,
+            status: RunStatus::Ok.into(),
             p95_ms: p95,
-            fast_requests: None,
-            fast_ok: None,
-            large_responses: None,
-            large_ok: None,
-            app_send_s: None,
-            app_cpu_cores: None,
-            app_memory_peak_bytes: None,
-            proxy_memory_peak_bytes: None,
-            proxy_rss_peak_bytes: None,
-            max_schedule_lag_ms: None,
+            ..RunRow::default()
         }
     }
 
     #[test]
     fn the_median_run_is_a_run_that_happened() {
-        let c = Cond::new("rust-sync2", "direct", 2);
+        let c = Cond::new(&Server::RustSync2.into(), &Route::Direct.into(), 2);
         let mut r = Results {
             runs: vec![
                 run("1", Some(3.0)),
@@ -229,12 +219,25 @@ mod tests {
     }
 
     #[test]
-    fn route_order_is_direct_off_on() {
-        let mut r = vec!["pingora-on", "nginx-on", "direct", "nginx-off", "x"];
-        r.sort_by_key(|n| route_rank(n));
-        assert_eq!(r, ["direct", "nginx-off", "nginx-on", "pingora-on", "x"]);
-        assert!(buffering_on("nginx-on") && buffering_on("pingora-on"));
-        assert!(buffering_off("pingora-off") && !buffering_off("direct"));
-        assert!(is_nginx("nginx-off") && !is_nginx("pingora-off"));
+    fn route_order_is_direct_off_on_and_unknown_names_last() {
+        let mut r: Vec<RouteName> = ["pingora-on", "nginx-on", "direct", "nginx-off", "x"]
+            .iter()
+            .map(|n| Named::parse(n))
+            .collect();
+        r.sort_by_key(route_key);
+        let names: Vec<String> = r.iter().map(|n| n.to_string()).collect();
+        assert_eq!(
+            names,
+            ["direct", "nginx-off", "nginx-on", "pingora-on", "x"]
+        );
+        let p = |n: &str| RouteName::parse(n);
+        assert!(buffering_on(&p("nginx-on")) && buffering_on(&p("pingora-on")));
+        assert!(buffering_off(&p("pingora-off")) && !buffering_off(&p("direct")));
+        assert!(is_nginx(&p("nginx-off")) && !is_nginx(&p("pingora-off")));
+        assert!(has_proxy(&p("x")) && !has_proxy(&p("direct")));
+        assert!(
+            ServerName::parse("rust-async") < ServerName::parse("aaa"),
+            "unknown servers sort after the known ones"
+        );
     }
 }

@@ -8,102 +8,69 @@
 //! stack keeps its colour in every panel.
 //!
 //! # Layout
-//! - this file: reading the files, the section, its figures and table.
+//! - this file: the section, its figures and table, from the rows of
+//!   `sweep.csv` and `sweep-summary.csv` ([`crate::results::sweep`]).
 //! - [`chart`]: drawing the two charts.
 
 pub mod chart;
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
-use serde::Deserialize;
+use anyhow::Result;
 
 use super::charts::{Csv, cell};
 use super::data::Results;
 use super::doc::{Block, Figure, Section, Table, text};
 use super::select;
-
-/// The file a sweep writes, one row per step.
-pub const SWEEP_CSV: &str = "sweep.csv";
-/// One row per sweep.
-pub const SUMMARY_CSV: &str = "sweep-summary.csv";
-
-/// The columns of `sweep.csv` the section draws.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Step {
-    pub sweep_id: String,
-    pub server: String,
-    pub route: String,
-    pub slow_clients: u32,
-    pub caps: String,
-    pub req_rate_demanded: f64,
-    pub replies_per_s_min: Option<f64>,
-    pub replies_per_s_avg: Option<f64>,
-    pub replies_per_s_max: Option<f64>,
-    pub p95_ms: Option<f64>,
-    pub errors: Option<f64>,
-    pub loadgen_saturated: Option<bool>,
-}
-
-/// The columns of `sweep-summary.csv` the table shows.
-#[derive(Debug, Clone, Deserialize)]
-struct Summary {
-    sweep_id: String,
-    server: String,
-    route: String,
-    slow_clients: u32,
-    caps: String,
-    calls_per_conn: Option<f64>,
-    steps: Option<usize>,
-    first_error_conn_rate: Option<f64>,
-    highest_error_free_conn_rate: Option<f64>,
-    highest_error_free_req_rate: Option<f64>,
-    highest_error_free_replies_per_s: Option<f64>,
-    loadgen_saturated_steps: Option<usize>,
-    ports_exhausted_steps: Option<usize>,
-}
-
-fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
-    let mut r =
-        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
-    r.deserialize()
-        .map(|row| row.with_context(|| format!("reading {}", path.display())))
-        .collect()
-}
+use crate::results::{
+    CapsMode, Missing, RouteName, SWEEP_CSV, SWEEP_SUMMARY_CSV, ServerName, SweepRow,
+    SweepSummaryRow,
+};
 
 /// A stack's label: `rust-async direct`.
-pub fn stack(server: &str, route: &str) -> String {
+pub fn stack(server: &ServerName, route: &RouteName) -> String {
     format!("{server} {route}")
 }
 
-/// The sweep section, when `dir` holds sweep results; `None` otherwise.
-pub fn section(r: &Results) -> Option<Section> {
-    let path = r.dir.join(SWEEP_CSV);
-    if !path.is_file() {
-        return None;
+/// Why a sweep file gave no rows, if it is missing or unreadable.
+fn missing<'a>(r: &'a Results, file: &str) -> Option<&'a Missing> {
+    r.missing.iter().find(|m| m.file == file)
+}
+
+/// Builds the sweep section, when the directory holds sweep results.
+pub fn section(r: &Results, s: &mut Section) -> Result<()> {
+    if !r.dir.join(SWEEP_CSV).is_file() {
+        return Ok(());
     }
-    let mut s = Section::new("sweep", "Rate sweep");
     s.para(
         "As in the rate-sweep article (autobench driving httperf): each step opens sessions at a demanded \
          connection rate for a fixed time, open loop, each session making `calls_per_conn` sequential `/fast` \
          requests; a request not answered within the timeout is an error. A server saturates where replies per \
          second stop following the demanded rate, response time climbs and errors appear.",
     );
-    if let Err(e) = charts(&path, &mut s) {
-        s.note(&format!("The sweep charts could not be drawn: {e:#}"));
+    match missing(r, SWEEP_CSV) {
+        Some(m) => s.note(&format!(
+            "The sweep charts could not be drawn: `{SWEEP_CSV}` could not be read ({}).",
+            m.error.as_deref().unwrap_or("absent")
+        )),
+        None => {
+            if let Err(e) = charts(&r.sweep, s) {
+                s.note(&format!("The sweep charts could not be drawn: {e:#}"));
+            }
+        }
     }
-    let summary = r.dir.join(SUMMARY_CSV);
-    match read::<Summary>(&summary) {
-        Ok(rows) if !rows.is_empty() => table(&rows, &mut s),
-        Ok(_) => s.note(&format!("`{SUMMARY_CSV}` has no sweeps yet.")),
-        Err(e) if !summary.exists() => s.note(&format!("`{SUMMARY_CSV}` is missing ({e:#}).")),
-        Err(e) => s.note(&format!("`{SUMMARY_CSV}` could not be read: {e:#}")),
+    match missing(r, SWEEP_SUMMARY_CSV) {
+        Some(Missing { error: None, .. }) => s.note(&format!("`{SWEEP_SUMMARY_CSV}` is missing.")),
+        Some(Missing { error: Some(e), .. }) => {
+            s.note(&format!("`{SWEEP_SUMMARY_CSV}` could not be read: {e}"))
+        }
+        None if r.sweep_summary.is_empty() => {
+            s.note(&format!("`{SWEEP_SUMMARY_CSV}` has no sweeps yet."))
+        }
+        None => table(&r.sweep_summary, s),
     }
-    Some(s)
+    Ok(())
 }
 
-fn charts(path: &Path, s: &mut Section) -> Result<()> {
-    let steps: Vec<Step> = read(path)?;
+fn charts(steps: &[SweepRow], s: &mut Section) -> Result<()> {
     if steps.is_empty() {
         s.note(&format!("`{SWEEP_CSV}` has no steps yet."));
         return Ok(());
@@ -122,19 +89,19 @@ fn charts(path: &Path, s: &mut Section) -> Result<()> {
         "errors",
         "loadgen_saturated",
     ]);
-    for x in &steps {
+    for x in steps {
         csv.row(&[
             x.sweep_id.clone(),
-            x.server.clone(),
-            x.route.clone(),
+            x.server.to_string(),
+            x.route.to_string(),
             x.slow_clients.to_string(),
-            x.caps.clone(),
+            x.caps.to_string(),
             cell(Some(x.req_rate_demanded), 0),
             cell(x.replies_per_s_min, 2),
             cell(x.replies_per_s_avg, 2),
             cell(x.replies_per_s_max, 2),
             cell(x.p95_ms, 3),
-            cell(x.errors, 0),
+            x.errors.to_string(),
             x.loadgen_saturated
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
@@ -145,7 +112,7 @@ fn charts(path: &Path, s: &mut Section) -> Result<()> {
                  or a p99 schedule lag of 5 ms), which measures the client as much as the server.";
     s.push(Block::Figure(Figure {
         file: "report-sweep-replies.svg".into(),
-        svg: chart::draw(&steps, chart::Metric::Replies)?,
+        svg: chart::draw(steps, chart::Metric::Replies)?,
         alt: "replies per second against the demanded request rate, one line per sweep".into(),
         caption: text(&format!(
             "Unit: the step (one sending window). Point: replies per second over the window (complete 200 \
@@ -156,7 +123,7 @@ fn charts(path: &Path, s: &mut Section) -> Result<()> {
     }));
     s.push(Block::Figure(Figure {
         file: "report-sweep-p95.svg".into(),
-        svg: chart::draw(&steps, chart::Metric::P95)?,
+        svg: chart::draw(steps, chart::Metric::P95)?,
         alt: "p95 response time against the demanded request rate, one line per sweep".into(),
         caption: text(&format!(
             "Unit: the step. Point: the p95 (nearest rank) of the response times of the step's successful \
@@ -168,21 +135,21 @@ fn charts(path: &Path, s: &mut Section) -> Result<()> {
     Ok(())
 }
 
-fn table(rows: &[Summary], s: &mut Section) {
-    let mut rows: Vec<&Summary> = rows.iter().collect();
+fn table(rows: &[SweepSummaryRow], s: &mut Section) {
+    let mut rows: Vec<&SweepSummaryRow> = rows.iter().collect();
     rows.sort_by_key(|r| {
         (
-            r.caps != "uncapped",
+            r.caps != CapsMode::Uncapped,
             r.slow_clients,
-            select::server_rank(&r.server),
-            select::route_rank(&r.route),
+            r.server.clone(),
+            select::route_key(&r.route),
         )
     });
     let num = |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "–".into());
     let body = rows
         .iter()
         .map(|r| {
-            let calls = r.calls_per_conn.unwrap_or(1.0);
+            let calls = r.calls_per_conn.map_or(1.0, f64::from);
             let first = match r.first_error_conn_rate {
                 Some(c) => format!("{:.0} ({c:.0} conn/s)", c * calls),
                 None => "none in the range".into(),
@@ -190,8 +157,8 @@ fn table(rows: &[Summary], s: &mut Section) {
             vec![
                 stack(&r.server, &r.route),
                 r.slow_clients.to_string(),
-                r.caps.clone(),
-                num(r.calls_per_conn),
+                r.caps.to_string(),
+                num(r.calls_per_conn.map(f64::from)),
                 r.steps.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
                 match r.highest_error_free_req_rate {
                     Some(q) => format!("{q:.0} ({} conn/s)", num(r.highest_error_free_conn_rate)),

@@ -7,21 +7,23 @@ use anyhow::Result;
 use super::data::Results;
 use super::doc::{Block, Section, Table};
 use super::fmt;
-use super::rows::CrossRow;
 use super::select::{self, Cond};
 use crate::reproduce::published::{MAX_SCHEDULE_LAG_MS, TEMP_PEAK_MIB};
+use crate::results::{Check, ConditionRow, CrossRow};
 
 /// `✓ yes`, `✗ no`, or a dash.
-fn mark(agree: Option<&str>) -> String {
+fn mark(agree: Option<bool>) -> String {
     match agree {
-        Some("yes") => "✓ yes".into(),
-        Some("no") => "✗ no".into(),
-        _ => "–".into(),
+        Some(true) => "✓ yes".into(),
+        Some(false) => "✗ no".into(),
+        None => "–".into(),
     }
 }
 
-fn s(v: &Option<String>) -> String {
-    v.clone()
+/// A text cell, or a dash.
+fn s<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(|x| x.to_string())
         .filter(|x| !x.is_empty())
         .unwrap_or_else(|| "–".into())
 }
@@ -64,20 +66,20 @@ fn crosscheck(r: &Results, sec: &mut Section) {
         rows: r
             .crosscheck
             .iter()
-            .filter(|c| c.check == "prediction")
+            .filter(|c| c.check == Check::Prediction)
             .map(|c| {
                 vec![
-                    c.server.clone(),
-                    c.route.clone(),
+                    c.server.to_string(),
+                    c.route.to_string(),
                     c.slow_clients.to_string(),
                     c.handlers.clone(),
-                    c.absorbs_whole_response.clone(),
+                    c.absorbs_whole_response.to_string(),
                     s(&c.predicted),
                     s(&c.observed),
                     fmt::or_dash(c.p95_ms, fmt::ms),
                     times_baseline(c),
                     s(&c.baseline_from),
-                    mark(c.agree.as_deref()),
+                    mark(c.agree),
                 ]
             })
             .collect(),
@@ -89,7 +91,7 @@ fn crosscheck(r: &Results, sec: &mut Section) {
     let replica: Vec<&CrossRow> = r
         .crosscheck
         .iter()
-        .filter(|c| c.check == "replica")
+        .filter(|c| c.check == Check::Replica)
         .collect();
     if replica.is_empty() {
         sec.para("No Rust replica ran next to its Gunicorn/NGINX counterpart here, so there is no replica check.");
@@ -122,7 +124,7 @@ fn crosscheck(r: &Results, sec: &mut Section) {
                     fmt::or_dash(c.p95_ms, fmt::ms),
                     fmt::or_dash(c.reference_p95_ms, fmt::ms),
                     fmt::or_dash(c.p95_ratio, |v| format!("{v:.2}")),
-                    mark(c.agree.as_deref()),
+                    mark(c.agree),
                 ]
             })
             .collect(),
@@ -167,13 +169,21 @@ fn published_table(r: &Results, sec: &mut Section) {
         numeric: vec![2, 3, 4, 6, 8, 9, 10, 11],
         ..Table::default()
     };
-    for c in &r.conditions {
+    let mut conditions: Vec<&ConditionRow> = r.conditions.iter().collect();
+    conditions.sort_by_key(|c| {
+        (
+            c.server.clone(),
+            c.slow_clients,
+            select::route_key(&c.route),
+        )
+    });
+    for c in conditions {
         let cond = Cond::new(&c.server, &c.route, c.slow_clients);
         let p = select::published(&cond);
         let pp = p.as_ref().map(|x| x.0);
         t.rows.push(vec![
-            c.server.clone(),
-            c.route.clone(),
+            c.server.to_string(),
+            c.route.to_string(),
             c.slow_clients.to_string(),
             c.runs.to_string(),
             fmt::or_dash(c.p95, ms_plain),
@@ -191,14 +201,6 @@ fn published_table(r: &Results, sec: &mut Section) {
             p.map(|x| x.1).unwrap_or_else(|| "not measured".into()),
         ]);
     }
-    t.rows.sort_by_key(|row| {
-        (
-            select::server_rank(&row[0]),
-            row[0].clone(),
-            row[2].clone(),
-            select::route_rank(&row[1]),
-        )
-    });
     sec.para(
         "This directory's figures next to the original's (p95 in ms, median of the runs; times in seconds). \
          A Rust replica or pingora is compared with its Gunicorn/NGINX counterpart, named in the last column.",
@@ -233,8 +235,8 @@ fn published_table(r: &Results, sec: &mut Section) {
         fmt::or_dash(lag, fmt::ms),
         fmt::ms(MAX_SCHEDULE_LAG_MS),
     ]);
-    let req: u64 = r.conditions.iter().filter_map(|c| c.fast_requests).sum();
-    let err: u64 = r.conditions.iter().filter_map(|c| c.fast_errors).sum();
+    let req: u64 = r.conditions.iter().map(|c| c.fast_requests).sum();
+    let err: u64 = r.conditions.iter().map(|c| c.fast_errors).sum();
     extra.rows.push(vec![
         "/fast requests that failed".into(),
         format!("{err} of {}", fmt::count(req as usize)),
@@ -244,13 +246,12 @@ fn published_table(r: &Results, sec: &mut Section) {
 }
 
 /// Builds section 6.
-pub fn section(r: &Results) -> Result<Section> {
-    let mut sec = Section::new("crosscheck", "6. Cross-check and published figures");
-    crosscheck(r, &mut sec);
+pub fn section(r: &Results, sec: &mut Section) -> Result<()> {
+    crosscheck(r, sec);
     if r.conditions.is_empty() {
         sec.note("`conditions.csv` is missing or empty, so there are no figures to compare with the published ones.");
     } else {
-        published_table(r, &mut sec);
+        published_table(r, sec);
     }
-    Ok(sec)
+    Ok(())
 }

@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::data::Results;
-use super::rows::{GaugeRow, SocketRow};
 use super::select;
+use crate::results::{Component, GaugeRow, RouteName, SocketRow};
 
 /// What a sampled socket is on the path of a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,21 +40,23 @@ pub enum Role {
 pub fn roles<'a>(sockets: &[&'a SocketRow]) -> Vec<(Role, &'a SocketRow)> {
     let app_ports: BTreeSet<u16> = sockets
         .iter()
-        .filter(|s| s.component == "app" && s.listening())
+        .filter(|s| s.component == Component::App && s.listening())
         .filter_map(|s| s.local_port())
         .collect();
     sockets
         .iter()
         .map(|s| {
-            let role = match (s.component.as_str(), s.listening()) {
+            let role = match (s.component.known(), s.listening()) {
                 (_, true) => Role::Listen,
-                ("app", _) => Role::App,
-                ("proxy", _) if s.remote_port().is_some_and(|p| app_ports.contains(&p)) => {
+                (Some(Component::App), _) => Role::App,
+                (Some(Component::Proxy), _)
+                    if s.remote_port().is_some_and(|p| app_ports.contains(&p)) =>
+                {
                     Role::ProxyUpstream
                 }
-                ("proxy", _) => Role::ProxyDownstream,
-                ("loadgen", _) => Role::Client,
-                _ => Role::Other,
+                (Some(Component::Proxy), _) => Role::ProxyDownstream,
+                (Some(Component::Loadgen), _) => Role::Client,
+                (None, _) => Role::Other,
             };
             (role, *s)
         })
@@ -85,7 +87,7 @@ pub struct Sample {
 #[derive(Debug, Clone, Default)]
 pub struct Whereabouts {
     pub run_id: String,
-    pub route: String,
+    pub route: RouteName,
     /// Bytes of all its `/large` responses.
     pub total: f64,
     pub samples: Vec<Sample>,
@@ -137,7 +139,7 @@ fn gauge_ticks(rows: &[&GaugeRow]) -> (Vec<(f64, f64)>, f64) {
 }
 
 /// Computes chart 5's layers for one run, or says why it cannot.
-pub fn compute(r: &Results, run_id: &str, route: &str) -> Result<Whereabouts, String> {
+pub fn compute(r: &Results, run_id: &str, route: &RouteName) -> Result<Whereabouts, String> {
     let sockets: Vec<&SocketRow> = r.sockets.iter().filter(|s| s.run_id == run_id).collect();
     if sockets.is_empty() {
         return Err("no socket samples for this run".into());
@@ -169,7 +171,7 @@ pub fn compute(r: &Results, run_id: &str, route: &str) -> Result<Whereabouts, St
     for v in progress.values_mut() {
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
     }
-    let pingora = route.starts_with("pingora");
+    let pingora = select::is_pingora(route);
     let gauge_rows: Vec<&GaugeRow> = r.gauge.iter().filter(|g| g.run_id == run_id).collect();
     let gauge = (pingora && !gauge_rows.is_empty()).then(|| gauge_ticks(&gauge_rows));
     let proxied = select::has_proxy(route);
@@ -201,7 +203,7 @@ pub fn compute(r: &Results, run_id: &str, route: &str) -> Result<Whereabouts, St
         .fold(0.0f64, f64::max);
     let mut out = Whereabouts {
         run_id: run_id.to_string(),
-        route: route.to_string(),
+        route: route.clone(),
         total,
         app_ends: sends.iter().flatten().copied().collect(),
         ..Whereabouts::default()
@@ -240,7 +242,7 @@ pub fn compute(r: &Results, run_id: &str, route: &str) -> Result<Whereabouts, St
     out.temp_logical = r
         .resources
         .iter()
-        .filter(|x| x.run_id == run_id && x.component == "proxy")
+        .filter(|x| x.run_id == run_id && x.component == Component::Proxy)
         .filter_map(|x| Some((x.t_s, x.temp_logical_bytes? as f64)))
         .filter(|(t, _)| end <= 0.0 || *t <= end + 0.5)
         .collect();
@@ -265,12 +267,11 @@ mod tests {
         SocketRow {
             run_id: "1".into(),
             t_s: 0.0,
-            component: component.into(),
+            component: crate::results::Named::parse(component),
             local: local.into(),
             remote: remote.into(),
             state: state.into(),
-            tx_queue_bytes: 0,
-            rx_queue_bytes: 0,
+            ..SocketRow::default()
         }
     }
 
@@ -285,25 +286,21 @@ mod tests {
 
     #[test]
     fn the_remainder_is_unwritten_until_the_app_finishes() {
-        use crate::report::rows::{AppSendRow, LargeRow, ProgressRow};
+        use crate::results::{AppSendRow, LargeRow, ProgressRow};
         let large = LargeRow {
             run_id: "1".into(),
-            client: 0,
-            started_s: 0.0,
             connect_ms: Some(0.0),
             bytes: 100,
             content_length: Some(100),
             receive_s: Some(2.0),
-            rcvbuf_requested_bytes: None,
-            rcvbuf_granted_bytes: None,
-            app_send_s: None,
+            ..LargeRow::default()
         };
         let progress = |t: f64, b: u64| ProgressRow {
             run_id: "1".into(),
             t_s: t,
-            client: 0,
             received_bytes: b,
             consumed_bytes: b,
+            ..ProgressRow::default()
         };
         let r = Results {
             large: vec![large],
@@ -313,8 +310,8 @@ mod tests {
                 t_s: Some(0.0),
                 app_send_s: Some(1.5),
                 bytes: 100,
-                worker: None,
-                complete: Some("true".into()),
+                complete: Some(true),
+                ..AppSendRow::default()
             }],
             sockets: vec![
                 sock("app", "127.0.0.1:5000", "0.0.0.0:0", "LISTEN"),
@@ -324,7 +321,7 @@ mod tests {
             ],
             ..Results::default()
         };
-        let w = compute(&r, "1", "direct").unwrap();
+        let w = compute(&r, "1", &crate::stack::Route::Direct.into()).unwrap();
         assert_eq!(w.total, 100.0);
         assert_eq!(w.app_ends, vec![1.5]);
         let at = |t: f64| w.samples.iter().find(|s| (s.t - t).abs() < 1e-9).unwrap();

@@ -12,7 +12,7 @@ use common::stats::{median, rank_index};
 use super::matrix::Condition;
 use super::published;
 use crate::results::{
-    AppSendRow, Component, ComponentColumns, ConditionRow, LargeRow, Name, RequestRow, ResourceRow,
+    AppSendRow, Component, ComponentColumns, ConditionRow, LargeRow, RequestRow, ResourceRow,
     RouteName, RunRow, ServerName,
 };
 
@@ -87,7 +87,7 @@ pub fn run_figures(
         .filter_map(|s| s.temp_logical_bytes)
         .max()
         .map(|b| b as f64 / MIB);
-    for c in Component::ALL.iter().copied() {
+    for &c in Component::ALL {
         let mine: Vec<&ResourceRow> = resources.iter().filter(|s| s.component == c).collect();
         if !mine.is_empty() {
             f.set_component(c, component_use(&mine));

@@ -273,6 +273,19 @@ pub struct RunSpec {
     pub profile: LoadProfile,
 }
 
+impl RunSpec {
+    /// The identity columns every row of this run starts with.
+    pub fn ident(&self) -> crate::results::Ident {
+        crate::results::Ident {
+            run_id: self.run_id.clone(),
+            server: self.condition.server.into(),
+            route: self.condition.route.into(),
+            slow_clients: self.condition.slow,
+            repetition: self.repetition,
+        }
+    }
+}
+
 /// Expands presets into runs. Repetitions are the outer loop, so that slow
 /// drift of the machine spreads over every condition instead of hitting one.
 pub fn plan(presets: &[Preset], runs: Option<u32>, filter: Option<&Filter>) -> Vec<RunSpec> {

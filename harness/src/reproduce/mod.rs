@@ -146,12 +146,20 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         &tools,
         &mode,
         caps,
-        &preset_name,
-        args.shard,
+        &Naming {
+            preset: &preset_name,
+            shard: args.shard,
+        },
         args.no_report,
     );
     cgroup::remove_base(&mode);
     result
+}
+
+/// What `environment.json` calls the plan: its presets and its shard.
+struct Naming<'a> {
+    preset: &'a str,
+    shard: Option<shard::Shard>,
 }
 
 fn run_matrix(
@@ -160,10 +168,10 @@ fn run_matrix(
     tools: &prepare::Tools,
     mode: &Mode,
     caps: CapPlan,
-    preset_name: &str,
-    shard: Option<shard::Shard>,
+    naming: &Naming<'_>,
     no_report: bool,
 ) -> Result<()> {
+    let preset_name = naming.preset;
     let buffers = ProxyBuffers::EXPERIMENT;
     let mut results = Results::create(out, caps, buffers)?;
     results.mark(Some(&format!("started; 0 of {} runs done", plan.len())))?;
@@ -179,7 +187,7 @@ fn run_matrix(
         serde_json::to_value(caps)?,
         json!({
             "preset": preset_name,
-            "shard": shard.map(|s| s.to_string()),
+            "shard": naming.shard.map(|s| s.to_string()),
             "runs_planned": plan.len(),
             "started_utc": utc_stamp(),
             "profiles": plan.iter().map(|r| (r.preset.name(), r.profile)).collect::<std::collections::BTreeMap<_, _>>(),

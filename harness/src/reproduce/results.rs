@@ -16,16 +16,16 @@ use super::crosscheck;
 use super::matrix::Condition;
 use super::runner::{CapPlan, RunData};
 use super::sample_rows;
-use crate::results::file::{read_all, read_optional};
+use crate::results::file::{read_all, read_log_optional, read_optional};
 use crate::results::{
-    self, AppSendRow, Appenders, Component, ComponentColumns, GaugeRow, Ident, LargeRow, Missing,
-    PerRun, ProxyResponseRow, ResultSet, RunRow,
+    self, AppSendRow, Appenders, Component, ComponentColumns, GaugeRow, LargeRow, Missing, PerRun,
+    ProxyResponseRow, ResultSet, RunRow,
 };
 use crate::stack::ProxyBuffers;
 
 pub use crate::results::INCOMPLETE;
 
-/// The per-run files, in the order of `RESULT_FILES` in the README.
+/// The results directory of a reproduction in progress.
 #[derive(Debug)]
 pub struct Results {
     pub dir: PathBuf,
@@ -74,57 +74,52 @@ impl Results {
         let requests = take(missing, results::REQUESTS_CSV, &load)?;
         let progress = take(missing, results::PROGRESS_CSV, &load)?;
         let large: Vec<LargeRow> = take(missing, results::LARGE_CSV, &load)?;
-        let logs = |file: &str| data.dir.join(file);
-        let sends: Vec<AppSendRow> = take_as(
+        let ident = data.spec.ident();
+        // The logs lack the identity (and `t_s`, computed below).
+        let lead = ident.cells();
+        let logs = |raw: &str| data.dir.join(raw);
+        let sends: Vec<AppSendRow> = take_log(
             missing,
             results::APP_SENDS_CSV,
             &logs(results::SEND_LOG_CSV),
+            &lead,
         )?;
-        let stats: Vec<ProxyResponseRow> = take_as(
+        let stats: Vec<ProxyResponseRow> = take_log(
             missing,
             results::PROXY_RESPONSES_CSV,
             &logs(results::PROXY_STATS_CSV),
+            &lead,
         )?;
-        let gauge: Vec<GaugeRow> = take_as(
+        let gauge: Vec<GaugeRow> = take_log(
             missing,
             results::PROXY_GAUGE_CSV,
             &logs(results::PROXY_GAUGE_LOG),
+            &lead,
         )?;
         let t0 = t0(&load, data);
-        let c = data.spec.condition;
-        let ident = Ident {
-            run_id: data.spec.run_id.clone(),
-            server: c.server.into(),
-            route: c.route.into(),
-            slow_clients: c.slow,
-            repetition: data.spec.repetition,
-        };
         let relative = |t: Option<f64>| t.map(|t| t - t0);
         set.requests = requests;
         set.progress = progress;
         set.large = with_app_sends(large, &sends);
         set.app_sends = sends
             .into_iter()
-            .map(|mut r| {
-                r.stamp(&ident);
-                r.t_s = relative(r.start_unix_s);
-                r
+            .map(|r| AppSendRow {
+                t_s: relative(r.start_unix_s),
+                ..r
             })
             .collect();
         set.proxy_responses = stats
             .into_iter()
-            .map(|mut r| {
-                r.stamp(&ident);
-                r.t_s = relative(r.start_unix_s);
-                r
+            .map(|r| ProxyResponseRow {
+                t_s: relative(r.start_unix_s),
+                ..r
             })
             .collect();
         set.gauge = gauge
             .into_iter()
-            .map(|mut r| {
-                r.stamp(&ident);
-                r.t_s = relative(r.t_unix_s);
-                r
+            .map(|r| GaugeRow {
+                t_s: relative(r.t_unix_s),
+                ..r
             })
             .collect();
         set.resources = sample_rows::resources(&data.samples.resources, t0, &ident);
@@ -166,23 +161,35 @@ impl Results {
 
     /// Rewrites `conditions.csv` and `crosscheck.csv` from `runs.csv`.
     pub fn write_summaries(&self) -> Result<()> {
-        let conditions = aggregate::conditions(&self.written);
         let body = self
             .done
             .first()
             .map(|(d, _)| d.spec.profile.body.large_bytes)
             .unwrap_or(16 << 20);
-        let cross: Vec<_> = crosscheck::rows(
-            &aggregate::by_condition(&conditions),
-            2,
-            body,
-            self.buffers.capacity(),
-        )
-        .iter()
-        .map(crosscheck::Row::to_row)
-        .collect();
-        results::write_summaries(&self.dir, &conditions, &cross)
+        write_summaries_of(&self.dir, &self.written, body, self.buffers.capacity())
     }
+}
+
+/// Writes `conditions.csv` and `crosscheck.csv` of `dir` from the rows of
+/// its `runs.csv`: after each run of a reproduction, and for a merged
+/// directory (`slowlab merge`), by the same code.
+pub fn write_summaries_of(
+    dir: &Path,
+    runs: &[RunRow],
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> Result<()> {
+    let conditions = aggregate::conditions(runs);
+    let cross: Vec<_> = crosscheck::rows(
+        &aggregate::by_condition(&conditions),
+        2,
+        body_bytes,
+        proxy_capacity,
+    )
+    .iter()
+    .map(crosscheck::Row::to_row)
+    .collect();
+    results::write_summaries(dir, &conditions, &cross)
 }
 
 /// The rows of `dir/file`, or none with `file` recorded as missing.
@@ -191,16 +198,22 @@ fn take<T: DeserializeOwned>(
     file: &'static str,
     dir: &Path,
 ) -> Result<Vec<T>> {
-    take_as(missing, file, &dir.join(file))
+    let rows = read_optional(&dir.join(file))?;
+    if rows.is_none() {
+        missing.push(Missing { file, error: None });
+    }
+    Ok(rows.unwrap_or_default())
 }
 
-/// The rows of `path`, or none with `file` recorded as missing.
-fn take_as<T: DeserializeOwned>(
+/// The rows of a component's log at `path` behind `lead`, or none with
+/// `file` (the results file they go to) recorded as missing.
+fn take_log<T: DeserializeOwned>(
     missing: &mut Vec<Missing>,
     file: &'static str,
     path: &Path,
+    lead: &[(&str, String)],
 ) -> Result<Vec<T>> {
-    let rows = read_optional(path)?;
+    let rows = read_log_optional(path, lead)?;
     if rows.is_none() {
         missing.push(Missing { file, error: None });
     }

@@ -175,7 +175,9 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
         fast_path: "/fast".into(),
         timeout: p.timeout,
         out: Some(dir.join("load")),
-        labels: labels(spec)
+        labels: spec
+            .ident()
+            .cells()
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect(),
@@ -188,17 +190,6 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
         realtime: true,
         spin: Duration::ZERO,
     }
-}
-
-/// The identity columns of every row of a run, in order.
-pub fn labels(spec: &RunSpec) -> Vec<(&'static str, String)> {
-    vec![
-        ("run_id", spec.run_id.clone()),
-        ("server", spec.condition.server.to_string()),
-        ("route", spec.condition.route.to_string()),
-        ("slow_clients", spec.condition.slow.to_string()),
-        ("repetition", spec.repetition.to_string()),
-    ]
 }
 
 #[cfg(test)]

@@ -97,6 +97,43 @@ pub fn read_optional<T: DeserializeOwned>(path: &Path) -> Result<Option<Vec<T>>>
     }
 }
 
+/// Reads a component's own log (a file without the leading columns of its
+/// results file) as rows of `T`: each line behind `lead`, the leading
+/// columns' names and values.
+pub fn read_log<T: DeserializeOwned>(path: &Path, lead: &[(&str, String)]) -> Result<Vec<T>> {
+    let mut r =
+        csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut header = csv::StringRecord::from(lead.iter().map(|(k, _)| *k).collect::<Vec<_>>());
+    header.extend(r.headers()?.iter());
+    let mut rows = Vec::new();
+    for (i, rec) in r.records().enumerate() {
+        let mut full =
+            csv::StringRecord::from(lead.iter().map(|(_, v)| v.as_str()).collect::<Vec<_>>());
+        full.extend(
+            rec.with_context(|| format!("reading {}", path.display()))?
+                .iter(),
+        );
+        // Line i + 2: one for the header, one because lines count from 1.
+        rows.push(
+            full.deserialize(Some(&header))
+                .with_context(|| format!("{}: line {}", path.display(), i + 2))?,
+        );
+    }
+    Ok(rows)
+}
+
+/// [`read_log`] of `path` if it exists.
+pub fn read_log_optional<T: DeserializeOwned>(
+    path: &Path,
+    lead: &[(&str, String)],
+) -> Result<Option<Vec<T>>> {
+    if path.exists() {
+        read_log(path, lead).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 fn header_of(path: &Path) -> Result<Vec<String>> {
     let mut r =
         csv::Reader::from_path(path).with_context(|| format!("opening {}", path.display()))?;
@@ -225,6 +262,23 @@ mod tests {
         fs::write(a.path(), "a,c\n1,2\n").unwrap();
         let mut other = Appender::<Row>::new(a.path().to_path_buf());
         assert!(other.append_existing(&[]).is_err());
+    }
+
+    #[test]
+    fn a_log_is_read_behind_leading_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log.csv");
+        fs::write(&p, "b\n1.5\n\n").unwrap();
+        let rows: Vec<Row> = read_log(&p, &[("a", "9".into())]).unwrap();
+        assert_eq!(rows, [Row { a: 9, b: Some(1.5) }]);
+        fs::write(&p, "b\nx\n").unwrap();
+        let err = read_log::<Row>(&p, &[("a", "9".into())]).unwrap_err();
+        assert!(format!("{err:#}").contains("line 2"), "{err:#}");
+        assert!(
+            read_log_optional::<Row>(&dir.path().join("none"), &[])
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

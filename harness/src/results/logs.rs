@@ -3,7 +3,7 @@
 //! (`proxy-responses.csv`, `proxy-gauge.csv`). Each row is the log's line
 //! after the run's identity and `t_s` (the log's wall-clock time on the
 //! run's clock). The same structs read the raw per-run logs, which lack
-//! those leading columns (they default).
+//! those leading columns, through [`super::file::read_log`].
 
 use serde::{Deserialize, Serialize};
 
@@ -13,15 +13,10 @@ use super::names::{RouteName, ServerName};
 /// A row of `app-sends.csv` (one `/large` response of the app).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AppSendRow {
-    #[serde(default)]
     pub run_id: String,
-    #[serde(default)]
     pub server: ServerName,
-    #[serde(default)]
     pub route: RouteName,
-    #[serde(default)]
     pub slow_clients: u32,
-    #[serde(default)]
     pub repetition: u32,
     /// When the body started, on the run's clock.
     #[serde(default, serialize_with = "cell::d3")]
@@ -49,15 +44,10 @@ impl AppSendRow {
 /// A row of `proxy-responses.csv` (one response of pingora).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProxyResponseRow {
-    #[serde(default)]
     pub run_id: String,
-    #[serde(default)]
     pub server: ServerName,
-    #[serde(default)]
     pub route: RouteName,
-    #[serde(default)]
     pub slow_clients: u32,
-    #[serde(default)]
     pub repetition: u32,
     #[serde(default, serialize_with = "cell::d3")]
     pub t_s: Option<f64>,
@@ -78,15 +68,10 @@ pub struct ProxyResponseRow {
 /// A row of `proxy-gauge.csv` (one open pingora response at one instant).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GaugeRow {
-    #[serde(default)]
     pub run_id: String,
-    #[serde(default)]
     pub server: ServerName,
-    #[serde(default)]
     pub route: RouteName,
-    #[serde(default)]
     pub slow_clients: u32,
-    #[serde(default)]
     pub repetition: u32,
     #[serde(default, serialize_with = "cell::d3")]
     pub t_s: Option<f64>,

@@ -32,8 +32,8 @@ pub use file::{Appender, columns};
 pub use load::{LargeRow, ProgressRow, RequestRow};
 pub use logs::{AppSendRow, GaugeRow, ProxyResponseRow};
 pub use names::{
-    Check, CheckName, Component, ComponentName, Name, Named, RouteName, RunStatus, ServerName,
-    StatusName, Verdict, VerdictName,
+    CapsMode, CapsName, Check, CheckName, Component, ComponentName, Name, Named, RouteName,
+    RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };
 pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
 pub use samples::{ResourceRow, SocketRow};
@@ -88,9 +88,6 @@ pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
         (SWEEP_SUMMARY_CSV, columns::<SweepSummaryRow>()),
     ]
 }
-
-/// The identity columns every per-run file starts with.
-pub const IDENT_COLUMNS: [&str; 5] = ["run_id", "server", "route", "slow_clients", "repetition"];
 
 #[cfg(test)]
 mod tests;

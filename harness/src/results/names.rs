@@ -121,6 +121,8 @@ pub type StatusName = Named<RunStatus>;
 pub type VerdictName = Named<Verdict>;
 /// The kind of a check in `crosscheck.csv`.
 pub type CheckName = Named<Check>;
+/// Whether a sweep ran under the experiment's caps.
+pub type CapsName = Named<CapsMode>;
 
 /// Declares a closed set of names: the enum, its canonical spellings and
 /// [`Name`].
@@ -131,6 +133,8 @@ macro_rules! names {
         pub enum $t { $($(#[$vdoc])* $v),+ }
 
         impl $t {
+            pub const ALL: &'static [$t] = &[$($t::$v),+];
+
             /// The name as files write it.
             pub fn name(self) -> &'static str {
                 match self { $($t::$v => $s),+ }
@@ -138,7 +142,7 @@ macro_rules! names {
         }
 
         impl Name for $t {
-            const ALL: &'static [$t] = &[$($t::$v),+];
+            const ALL: &'static [$t] = $t::ALL;
             fn name(self) -> &'static str {
                 $t::name(self)
             }
@@ -182,6 +186,15 @@ names!(
 );
 
 names!(
+    /// Whether the experiment's caps were in force (`caps` of the sweep
+    /// files).
+    CapsMode {
+        Capped = "capped",
+        Uncapped = "uncapped",
+    }
+);
+
+names!(
     /// What a row of `crosscheck.csv` checks.
     Check {
         /// The rule's prediction against the observation.
@@ -202,8 +215,18 @@ mod tests {
         let odd = RouteName::parse("haproxy-on");
         assert_eq!(odd, Named::Unknown("haproxy-on".into()));
         assert_eq!(odd.to_string(), "haproxy-on");
-        assert!(ServerName::from(Server::RustAsync) < ServerName::parse("zzz"));
-        assert!(ServerName::from(Server::GunicornSync2) < Server::RustSync2.into());
+        let order: Vec<ServerName> = ["zzz", "rust-async", "aaa", "gunicorn-sync2", "rust-sync2"]
+            .iter()
+            .map(|n| Named::parse(n))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let names: Vec<&str> = order.iter().map(Named::as_str).collect();
+        assert_eq!(
+            names,
+            ["gunicorn-sync2", "rust-sync2", "rust-async", "aaa", "zzz"],
+            "known names in the harness's order, then unknown ones"
+        );
         assert_eq!(StatusName::parse("ok"), RunStatus::Ok);
         assert_eq!(ComponentName::parse("loadgen"), Component::Loadgen);
     }

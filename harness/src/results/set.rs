@@ -125,6 +125,80 @@ impl ResultSet {
         self.runs.iter().find(|r| r.run_id == run_id)
     }
 
+    /// Rewrites the identity of every per-run row (`runs.csv` and the
+    /// files after it), e.g. to renumber runs when directories are merged.
+    pub fn restamp(&mut self, new: impl Fn(&Ident) -> Ident) {
+        fn each<T: PerRun>(rows: &mut [T], new: &impl Fn(&Ident) -> Ident) {
+            for r in rows {
+                let id = new(&r.ident());
+                r.stamp(&id);
+            }
+        }
+        each(&mut self.runs, &new);
+        each(&mut self.requests, &new);
+        each(&mut self.large, &new);
+        each(&mut self.progress, &new);
+        each(&mut self.resources, &new);
+        each(&mut self.sockets, &new);
+        each(&mut self.app_sends, &new);
+        each(&mut self.proxy_responses, &new);
+        each(&mut self.gauge, &new);
+    }
+
+    /// The per-run rows of `sets` as one set (for `slowlab merge`): each
+    /// row's run is placed by `place(input, identity)`, which gives the
+    /// run's rank and its new identity, or `None` to leave the row out.
+    /// Rows sort by rank; the rows of one run keep their order. A file is
+    /// in the result when any input had it. Returns the set and the number
+    /// of rows left out.
+    pub fn concat(
+        sets: &[ResultSet],
+        place: impl Fn(usize, &Ident) -> Option<(usize, Ident)>,
+    ) -> (ResultSet, usize) {
+        fn gather<T: PerRun + Clone>(
+            sets: &[ResultSet],
+            rows: fn(&ResultSet) -> &Vec<T>,
+            place: &impl Fn(usize, &Ident) -> Option<(usize, Ident)>,
+            left_out: &mut usize,
+        ) -> Vec<T> {
+            let mut ranked: Vec<(usize, T)> = Vec::new();
+            for (s, set) in sets.iter().enumerate() {
+                for row in rows(set) {
+                    match place(s, &row.ident()) {
+                        Some((rank, ident)) => {
+                            let mut row = row.clone();
+                            row.stamp(&ident);
+                            ranked.push((rank, row));
+                        }
+                        None => *left_out += 1,
+                    }
+                }
+            }
+            // A stable sort: the rows of one run keep their order.
+            ranked.sort_by_key(|(rank, _)| *rank);
+            ranked.into_iter().map(|(_, r)| r).collect()
+        }
+        let mut n = 0;
+        let p = &place;
+        let mut set = ResultSet {
+            runs: gather(sets, |s| &s.runs, p, &mut n),
+            requests: gather(sets, |s| &s.requests, p, &mut n),
+            large: gather(sets, |s| &s.large, p, &mut n),
+            progress: gather(sets, |s| &s.progress, p, &mut n),
+            resources: gather(sets, |s| &s.resources, p, &mut n),
+            sockets: gather(sets, |s| &s.sockets, p, &mut n),
+            app_sends: gather(sets, |s| &s.app_sends, p, &mut n),
+            proxy_responses: gather(sets, |s| &s.proxy_responses, p, &mut n),
+            gauge: gather(sets, |s| &s.gauge, p, &mut n),
+            ..ResultSet::default()
+        };
+        if let Some(first) = sets.first() {
+            set.missing = first.missing.clone();
+            set.missing.retain(|m| sets.iter().all(|s| !s.has(m.file)));
+        }
+        (set, n)
+    }
+
     /// Reads a CSV file into rows; a missing or unreadable file becomes an
     /// entry of `missing` and no rows.
     fn table<T: DeserializeOwned>(&mut self, file: &'static str) -> Vec<T> {
@@ -180,14 +254,33 @@ impl ResultSet {
     }
 }
 
-/// The identity columns that start every per-run file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+/// The identity columns that start every per-run file (a test holds every
+/// per-run struct to them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize)]
 pub struct Ident {
     pub run_id: String,
     pub server: ServerName,
     pub route: RouteName,
     pub slow_clients: u32,
     pub repetition: u32,
+}
+
+impl Ident {
+    /// The identity as leading cells (for [`super::file::read_log`]).
+    pub fn cells(&self) -> Vec<(&'static str, String)> {
+        let values = [
+            self.run_id.clone(),
+            self.server.to_string(),
+            self.route.to_string(),
+            self.slow_clients.to_string(),
+            self.repetition.to_string(),
+        ];
+        file::columns::<Ident>()
+            .iter()
+            .copied()
+            .zip(values)
+            .collect()
+    }
 }
 
 /// A row of a per-run file: it starts with the run's identity.

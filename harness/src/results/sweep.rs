@@ -1,29 +1,24 @@
 //! The files of `slowlab sweep`: `sweep.csv` (one row per step: the sweep's
 //! identity, then the columns of `slowlab sweep-load`'s `steps.csv`, then
 //! the CPU each component used during the step) and `sweep-summary.csv`
-//! (one row per sweep). The step struct also reads the raw `steps.csv`,
-//! which lacks the identity and the harness's columns (they default).
+//! (one row per sweep). The step struct also reads the raw `steps.csv`
+//! (through [`super::file::read_log`], which puts the sweep's identity in
+//! front); the harness's columns, absent there, are empty until filled.
 
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use super::names::{RouteName, ServerName};
+use super::names::{CapsName, RouteName, ServerName};
 
 /// A row of `sweep.csv`; the columns from `step` to `slow_active` are
 /// `loadgen::sweep::row::HEADER`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepRow {
-    #[serde(default)]
     pub sweep_id: String,
-    #[serde(default)]
     pub server: ServerName,
-    #[serde(default)]
     pub route: RouteName,
-    #[serde(default)]
     pub slow_clients: u32,
-    /// `capped` or `uncapped`.
-    #[serde(default)]
-    pub caps: String,
+    pub caps: CapsName,
     #[serde(default)]
     pub step: u32,
     #[serde(default, serialize_with = "cell::plain")]
@@ -100,6 +95,25 @@ pub struct SweepRow {
     pub loadgen_saturated: Option<bool>,
 }
 
+impl SweepSummaryRow {
+    /// The sweep's identity as the leading cells of its steps' rows in
+    /// `sweep.csv` (for [`super::file::read_log`]).
+    pub fn step_lead(&self) -> Vec<(&'static str, String)> {
+        let values = [
+            self.sweep_id.clone(),
+            self.server.to_string(),
+            self.route.to_string(),
+            self.slow_clients.to_string(),
+            self.caps.to_string(),
+        ];
+        super::columns::<SweepRow>()
+            .iter()
+            .copied()
+            .zip(values)
+            .collect()
+    }
+}
+
 /// A row of `sweep-summary.csv`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepSummaryRow {
@@ -107,7 +121,7 @@ pub struct SweepSummaryRow {
     pub server: ServerName,
     pub route: RouteName,
     pub slow_clients: u32,
-    pub caps: String,
+    pub caps: CapsName,
     #[serde(default)]
     pub calls_per_conn: Option<u32>,
     #[serde(default)]

@@ -44,6 +44,21 @@ fn every_column_of_every_file_is_documented() {
     }
 }
 
+const IDENT_COLUMNS: [&str; 5] = ["run_id", "server", "route", "slow_clients", "repetition"];
+
+#[test]
+fn every_per_run_file_starts_with_the_identity() {
+    assert_eq!(columns::<Ident>(), IDENT_COLUMNS);
+    for (file, cols) in schema() {
+        if ![CONDITIONS_CSV, CROSSCHECK_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV].contains(&file) {
+            assert_eq!(cols[..5], IDENT_COLUMNS, "{file}");
+        }
+    }
+    let lead = SweepSummaryRow::default().step_lead();
+    let names: Vec<&str> = lead.iter().map(|(k, _)| *k).collect();
+    assert_eq!(names, columns::<SweepSummaryRow>()[..5]);
+}
+
 #[test]
 fn the_files_of_other_crates_match_their_structs() {
     use loadgen::output::{LARGE_COLUMNS, PROGRESS_COLUMNS, REQUESTS_COLUMNS};
@@ -197,6 +212,13 @@ fn a_directory_reads_back_what_was_appended() {
         "{line}"
     );
     assert!(line.contains(",2934.125,"), "{line}");
+    let mut back = read_dir(dir.path());
+    back.restamp(|id| Ident {
+        run_id: format!("1{}", id.run_id),
+        ..id.clone()
+    });
+    assert_eq!(back.gauge[0].run_id, "1007");
+    assert_eq!(back.runs[1].run_id, "1007");
     let back = read_dir(dir.path());
     assert_eq!(back.runs, [run.clone(), run]);
     assert_eq!(back.gauge[0], gauge);

@@ -112,7 +112,7 @@ impl Launcher<'_> {
         paths: &RunPaths,
         cgroup: Option<Cgroup>,
     ) -> Result<Running> {
-        let send_log = paths.logs.join("send-log.csv");
+        let send_log = paths.logs.join(crate::results::SEND_LOG_CSV);
         let spec = |program: PathBuf, args: Vec<String>| Spec {
             name: format!("app ({server})"),
             program,
@@ -274,8 +274,8 @@ impl Launcher<'_> {
                     threads: 1,
                     read_timeout: defaults.read_timeout,
                     send_timeout: defaults.send_timeout,
-                    stats_log: Some(paths.logs.join("proxy-stats.csv")),
-                    gauge_log: Some(paths.logs.join("proxy-gauge.csv")),
+                    stats_log: Some(paths.logs.join(crate::results::PROXY_STATS_CSV)),
+                    gauge_log: Some(paths.logs.join(crate::results::PROXY_GAUGE_LOG)),
                     gauge_interval: defaults.gauge_interval,
                     allow_remote: false,
                 });

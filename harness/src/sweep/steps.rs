@@ -22,9 +22,9 @@ use anyhow::{Context, Result};
 
 use super::SweepArgs;
 use crate::reproduce::runner::CapPlan;
-use crate::results::file::read_all;
+use crate::results::file::read_log;
 use crate::results::{
-    Appender, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
+    Appender, CapsMode, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
 };
 use crate::sample::{ResourceSample, Samples};
 
@@ -88,7 +88,7 @@ fn increase(series: &[(f64, f64)], start: f64, end: f64) -> Option<(f64, f64)> {
     let b = at(series, end)
         .map(|v| (end, v))
         .or_else(|| inside().next_back().copied())?;
-    (b.0 > a.0 && b.1 >= a.1).then(|| (b.1 - a.1, b.0 - a.0))
+    (b.0 > a.0 && b.1 >= a.1).then_some((b.1 - a.1, b.0 - a.0))
 }
 
 /// CPU cores used by `component` between `start` and `end` (Unix seconds).
@@ -113,52 +113,48 @@ pub fn merge(
     samples: &Samples,
     caps: CapPlan,
 ) -> Result<SweepSummary> {
-    let steps: Vec<SweepRow> = read_all(&dir.join("load").join(STEPS_CSV))
+    let id = identity(args, caps);
+    let steps: Vec<SweepRow> = read_log(&dir.join("load").join(STEPS_CSV), &id.step_lead())
         .with_context(|| "the load generator wrote no steps".to_string())?;
-    let summary = summarize(args, caps, &samples.resources, steps);
+    let summary = summarize(id, &samples.resources, steps);
     Appender::new(out.join(SWEEP_CSV)).append_existing(&summary.steps)?;
     Appender::new(out.join(SWEEP_SUMMARY_CSV))
         .append_existing(std::slice::from_ref(&summary.row))?;
     Ok(summary)
 }
 
-/// Adds the sweep's identity and each component's CPU to its steps, and
-/// finds where errors begin.
-fn summarize(
-    args: &SweepArgs,
-    caps: CapPlan,
-    r: &[ResourceSample],
-    steps: Vec<SweepRow>,
-) -> SweepSummary {
+/// The sweep's row of `sweep-summary.csv` before its steps are counted.
+fn identity(args: &SweepArgs, caps: CapPlan) -> SweepSummaryRow {
+    SweepSummaryRow {
+        sweep_id: args.sweep_id(),
+        server: args.server.into(),
+        route: args.route.into(),
+        slow_clients: args.slow,
+        caps: if caps.app.is_some() {
+            CapsMode::Capped
+        } else {
+            CapsMode::Uncapped
+        }
+        .into(),
+        calls_per_conn: Some(args.calls_per_conn),
+        steps: Some(0),
+        loadgen_saturated_steps: Some(0),
+        ports_exhausted_steps: Some(0),
+        ..SweepSummaryRow::default()
+    }
+}
+
+/// Adds each component's CPU to the sweep's steps, and finds where errors
+/// begin.
+fn summarize(row: SweepSummaryRow, r: &[ResourceSample], steps: Vec<SweepRow>) -> SweepSummary {
     let mut s = SweepSummary {
-        row: SweepSummaryRow {
-            sweep_id: args.sweep_id(),
-            server: args.server.into(),
-            route: args.route.into(),
-            slow_clients: args.slow,
-            caps: if caps.app.is_some() {
-                "capped"
-            } else {
-                "uncapped"
-            }
-            .to_string(),
-            calls_per_conn: Some(args.calls_per_conn),
-            steps: Some(0),
-            loadgen_saturated_steps: Some(0),
-            ports_exhausted_steps: Some(0),
-            ..SweepSummaryRow::default()
-        },
+        row,
         steps: Vec::new(),
     };
     let count = |n: &mut Option<usize>| *n = Some(n.unwrap_or(0) + 1);
     let mut seen_error = false;
     for mut step in steps {
         let (start, end) = (step.start_unix_s, step.end_unix_s);
-        step.sweep_id = s.row.sweep_id.clone();
-        step.server = s.row.server.clone();
-        step.route = s.row.route.clone();
-        step.slow_clients = s.row.slow_clients;
-        step.caps = s.row.caps.clone();
         step.app_cpu_cores = cpu_cores(r, "app", start, end);
         step.proxy_cpu_cores = cpu_cores(r, "proxy", start, end);
         step.loadgen_cpu_cores = cpu_cores(r, "loadgen", start, end);
@@ -306,6 +302,48 @@ mod tests {
         samples[5].cpu_source = "procfs";
         let c = cpu_cores(&samples, "app", 4.5, 5.5).unwrap();
         assert!((c - 0.25).abs() < 1e-9, "{c}");
+    }
+
+    #[test]
+    fn the_summary_finds_the_first_errors_and_flags_the_steps() {
+        let step = |n: u32, start: f64, errors: u64, lag: f64| SweepRow {
+            step: n,
+            conn_rate_demanded: 100.0 * n as f64,
+            req_rate_demanded: 1000.0 * n as f64,
+            start_unix_s: start,
+            end_unix_s: start + 3.0,
+            replies_per_s_avg: Some(990.0 * n as f64),
+            errors,
+            err_ports_exhausted: errors / 2,
+            p99_schedule_lag_ms: Some(lag),
+            ..SweepRow::default()
+        };
+        let samples: Vec<ResourceSample> = (0..=40)
+            .map(|i| sample("loadgen", i as f64 * 0.25, 0.3 * i as f64 * 0.25))
+            .collect();
+        let steps = vec![
+            step(1, 0.0, 0, 0.1),
+            step(2, 4.0, 0, 6.0),
+            step(3, 8.0, 4, 0.1),
+        ];
+        let s = summarize(SweepSummaryRow::default(), &samples, steps);
+        assert_eq!(s.row.steps, Some(3));
+        assert_eq!(s.row.loadgen_saturated_steps, Some(1), "the late step");
+        assert_eq!(s.row.ports_exhausted_steps, Some(1));
+        assert_eq!(s.row.first_error_conn_rate, Some(300.0));
+        assert_eq!(s.row.highest_error_free_req_rate, Some(2000.0));
+        assert_eq!(s.row.highest_error_free_replies_per_s, Some(1980.0));
+        for st in &s.steps {
+            let c = st.loadgen_cpu_cores.unwrap();
+            assert!((c - 0.3).abs() < 1e-9, "step {}: {c}", st.step);
+            assert_eq!(st.app_cpu_cores, None, "no app samples");
+        }
+        let table = console_summary(&s);
+        assert!(table.contains("errors first at 300 conn/s"), "{table}");
+        assert!(
+            table.contains("load generator saturated in 1 step"),
+            "{table}"
+        );
     }
 
     #[test]

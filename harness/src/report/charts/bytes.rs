@@ -54,8 +54,7 @@ const LAYERS: [Layer; 7] = [
 const TEMP: RGBColor = RGBColor(20, 40, 120);
 
 /// Builds section 5.
-pub fn section(r: &Results) -> Result<Section> {
-    let mut s = Section::new("bytes", "5. Where the bytes are");
+pub fn section(r: &Results, s: &mut Section) -> Result<()> {
     s.para(
         "Every `/large` byte is somewhere: still in the app, in kernel buffers on the way, inside the proxy, \
          or read by the client. Stacked from the bottom: bytes the clients have read from their sockets \
@@ -73,7 +72,7 @@ pub fn section(r: &Results) -> Result<Section> {
         s.note(
             "No condition with slow connections in this directory, so no `/large` bytes to follow.",
         );
-        return Ok(s);
+        return Ok(());
     };
     let mut shown: Vec<(Cond, Whereabouts)> = Vec::new();
     let mut problems = Vec::new();
@@ -88,7 +87,7 @@ pub fn section(r: &Results) -> Result<Section> {
     }
     if shown.is_empty() {
         s.note("There is no run with socket samples, client progress and `/large` responses to draw from.");
-        return Ok(s);
+        return Ok(());
     }
     let clamped: usize = shown.iter().map(|(_, w)| w.clamped).sum();
     let svg = draw(&shown)?;
@@ -114,8 +113,8 @@ pub fn section(r: &Results) -> Result<Section> {
                 .find(|(t, _)| (t - x.t).abs() < 0.0005)
                 .map(|p| p.1);
             csv.row(&[
-                c.server.clone(),
-                c.route.clone(),
+                c.server.to_string(),
+                c.route.to_string(),
                 w.run_id.clone(),
                 format!("{:.3}", x.t),
                 cell(Some(x.consumed), 0),
@@ -156,7 +155,7 @@ pub fn section(r: &Results) -> Result<Section> {
              inside NGINX are part of the grey, derived layer.",
         );
     }
-    Ok(s)
+    Ok(())
 }
 
 fn draw(shown: &[(Cond, Whereabouts)]) -> Result<String> {

@@ -22,6 +22,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::results::RouteName;
+use crate::stack::Route;
+
 /// The drawing area of a whole chart.
 pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
@@ -44,14 +47,14 @@ pub fn quiet_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
 
 /// The colour of a route, the same in every chart: direct red, buffering
 /// off orange, buffering on blue (pingora a shade apart from NGINX).
-pub fn route_color(route: &str) -> RGBColor {
-    match route {
-        "direct" => RGBColor(204, 51, 51),
-        "nginx-off" => RGBColor(230, 130, 20),
-        "pingora-off" => RGBColor(180, 120, 0),
-        "nginx-on" => RGBColor(40, 110, 200),
-        "pingora-on" => RGBColor(20, 150, 150),
-        _ => RGBColor(120, 120, 120),
+pub fn route_color(route: &RouteName) -> RGBColor {
+    match route.known() {
+        Some(Route::Direct) => RGBColor(204, 51, 51),
+        Some(Route::NginxOff) => RGBColor(230, 130, 20),
+        Some(Route::PingoraOff) => RGBColor(180, 120, 0),
+        Some(Route::NginxOn) => RGBColor(40, 110, 200),
+        Some(Route::PingoraOn) => RGBColor(20, 150, 150),
+        None => RGBColor(120, 120, 120),
     }
 }
 

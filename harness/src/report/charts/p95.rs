@@ -14,6 +14,7 @@ use super::{
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
 use crate::report::select::{self, Cond};
+use crate::results::{RouteName, ServerName};
 
 /// One condition's figures.
 #[derive(Debug, Clone)]
@@ -45,21 +46,16 @@ fn points(r: &Results) -> Vec<Point> {
         .collect();
     out.sort_by_key(|p| {
         (
-            select::server_rank(&p.cond.server),
             p.cond.server.clone(),
             p.cond.slow,
-            select::route_rank(&p.cond.route),
+            select::route_key(&p.cond.route),
         )
     });
     out
 }
 
 /// Builds section 1.
-pub fn section(r: &Results) -> Result<Section> {
-    let mut s = Section::new(
-        "p95",
-        "1. p95 of /fast by route and number of slow connections",
-    );
+pub fn section(r: &Results, s: &mut Section) -> Result<()> {
     s.para(
         "How long an unrelated 12-byte API call (`/fast`) waits while slow clients download `/large`. \
          One panel per server, so the Gunicorn server and its Rust replica sit side by side; \
@@ -68,7 +64,7 @@ pub fn section(r: &Results) -> Result<Section> {
     let pts = points(r);
     if pts.iter().all(|p| p.p95.is_none() && p.min.is_none()) {
         s.note("No condition has a p95 yet (`conditions.csv` is missing or empty), so there is nothing to draw.");
-        return Ok(s);
+        return Ok(());
     }
     let svg = draw(&pts)?;
     let mut csv = Csv::new(&[
@@ -84,8 +80,8 @@ pub fn section(r: &Results) -> Result<Section> {
     ]);
     for p in &pts {
         csv.row(&[
-            p.cond.server.clone(),
-            p.cond.route.clone(),
+            p.cond.server.to_string(),
+            p.cond.route.to_string(),
             p.cond.slow.to_string(),
             p.runs.to_string(),
             cell(p.p95, 3),
@@ -134,12 +130,12 @@ pub fn section(r: &Results) -> Result<Section> {
             blank.join(", ")
         ));
     }
-    Ok(s)
+    Ok(())
 }
 
 fn draw(pts: &[Point]) -> Result<String> {
-    let servers: Vec<String> = {
-        let mut v: Vec<String> = pts.iter().map(|p| p.cond.server.clone()).collect();
+    let servers: Vec<ServerName> = {
+        let mut v: Vec<ServerName> = pts.iter().map(|p| p.cond.server.clone()).collect();
         v.dedup();
         v
     };
@@ -151,8 +147,8 @@ fn draw(pts: &[Point]) -> Result<String> {
             .flat_map(|p| [p.p95, p.min, p.max, p.published.as_ref().map(|x| x.0)])
             .flatten(),
     );
-    let mut routes: Vec<String> = pts.iter().map(|p| p.cond.route.clone()).collect();
-    routes.sort_by_key(|r| (select::route_rank(r), r.clone()));
+    let mut routes: Vec<RouteName> = pts.iter().map(|p| p.cond.route.clone()).collect();
+    routes.sort_by_key(select::route_key);
     routes.dedup();
 
     let (cols, panel_w, panel_h, strip) = (3usize, 430u32, 380u32, 40u32);
@@ -161,14 +157,14 @@ fn draw(pts: &[Point]) -> Result<String> {
         let (top, body) = root.split_vertically(strip);
         let mut items: Vec<(String, RGBColor, Key)> = routes
             .iter()
-            .map(|r| (r.clone(), route_color(r), Key::Dot))
+            .map(|r| (r.to_string(), route_color(r), Key::Dot))
             .collect();
         items.push(("min–max of runs".into(), INK, Key::VLine));
         items.push(("published".into(), PUBLISHED, Key::Mark));
         legend(&top, 12, strip as i32 / 2, &items)?;
         for (server, panel) in servers.iter().zip(panels(&body, servers.len(), cols)) {
             let mine: Vec<&Point> = pts.iter().filter(|p| &p.cond.server == server).collect();
-            draw_panel(&panel, server, &mine, &slows, (lo, hi))?;
+            draw_panel(&panel, server.as_str(), &mine, &slows, (lo, hi))?;
         }
         Ok(())
     })
@@ -182,11 +178,11 @@ fn draw_panel(
     (lo, hi): (f64, f64),
 ) -> Result<()> {
     let n = slows.len();
-    let mut routes: Vec<&str> = pts.iter().map(|p| p.cond.route.as_str()).collect();
-    routes.sort_by_key(|r| (select::route_rank(r), r.to_string()));
+    let mut routes: Vec<&RouteName> = pts.iter().map(|p| &p.cond.route).collect();
+    routes.sort_by_key(|r| select::route_key(r));
     routes.dedup();
     let m = routes.len();
-    let slot = |slow: u32, route: &str| -> f64 {
+    let slot = |slow: u32, route: &RouteName| -> f64 {
         let i = slows.iter().position(|&s| s == slow).unwrap_or(0) as f64;
         let j = routes.iter().position(|&r| r == route).unwrap_or(0) as f64;
         i + (j - (m as f64 - 1.0) / 2.0) * 0.8 / m.max(1) as f64

@@ -11,13 +11,12 @@ use super::{
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
 use crate::report::fmt::{self, MIB};
-use crate::report::rows::ResourceRow;
 use crate::report::select::{self, Cond};
 use crate::reproduce::published::TEMP_PEAK_MIB;
+use crate::results::{Component, ResourceRow};
 
 /// Builds section 4.
-pub fn section(r: &Results) -> Result<Section> {
-    let mut s = Section::new("temp-files", "4. Proxy temp files over time");
+pub fn section(r: &Results, s: &mut Section) -> Result<()> {
     s.para(
         "With buffering on, a proxy reads the app's response as fast as the app writes it and keeps what the \
          client has not taken yet: first in a few memory buffers, then in a temp file. The sampler finds the \
@@ -25,7 +24,7 @@ pub fn section(r: &Results) -> Result<Section> {
     );
     let Some(slow) = select::comparison_slow(r) else {
         s.note("No condition with slow connections in this directory.");
-        return Ok(s);
+        return Ok(());
     };
     let shown: Vec<(Cond, String, Vec<&ResourceRow>)> = select::shown_runs(r, slow)
         .into_iter()
@@ -36,7 +35,7 @@ pub fn section(r: &Results) -> Result<Section> {
                 .iter()
                 .filter(|x| {
                     x.run_id == run.run_id
-                        && x.component == "proxy"
+                        && x.component == Component::Proxy
                         && x.temp_logical_bytes.is_some()
                 })
                 .collect();
@@ -45,11 +44,11 @@ pub fn section(r: &Results) -> Result<Section> {
         .collect();
     if shown.is_empty() {
         s.note(&format!("No buffering-on route ran with {slow} slow connections, so there are no temp files to show."));
-        return Ok(s);
+        return Ok(());
     }
     if shown.iter().all(|(_, _, rows)| rows.is_empty()) {
         s.note("No temp-file samples for the buffering-on runs (`resource-samples.csv` is missing or has none).");
-        return Ok(s);
+        return Ok(());
     }
     let svg = draw(&shown)?;
     let mut csv = Csv::new(&[
@@ -64,8 +63,8 @@ pub fn section(r: &Results) -> Result<Section> {
     for (c, run, rows) in &shown {
         for x in rows {
             csv.row(&[
-                c.server.clone(),
-                c.route.clone(),
+                c.server.to_string(),
+                c.route.to_string(),
                 run.clone(),
                 format!("{:.3}", x.t_s),
                 x.temp_files.map(|v| v.to_string()).unwrap_or_default(),
@@ -87,7 +86,7 @@ pub fn section(r: &Results) -> Result<Section> {
         )),
         data_csv: csv.finish(),
     }));
-    Ok(s)
+    Ok(())
 }
 
 fn draw(shown: &[(Cond, String, Vec<&ResourceRow>)]) -> Result<String> {

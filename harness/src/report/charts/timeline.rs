@@ -13,8 +13,8 @@ use super::{
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
 use crate::report::fmt;
-use crate::report::rows::{RequestRow, RunRow};
 use crate::report::select::{self, Cond};
+use crate::results::{RequestRow, RunRow};
 
 const SPAN: RGBColor = RGBColor(120, 120, 120);
 const FAILED: RGBColor = RGBColor(160, 0, 0);
@@ -70,8 +70,7 @@ fn panels_of(r: &Results, slow: u32) -> Vec<Panel<'_>> {
 }
 
 /// Builds section 3.
-pub fn section(r: &Results) -> Result<Section> {
-    let mut s = Section::new("timeline", "3. One run over time");
+pub fn section(r: &Results, s: &mut Section) -> Result<()> {
     s.para(
         "Each point is one `/fast` request: when it was sent (seconds since the slow readers started) and how long \
          it took, from the start of its TCP connect to the whole body. The load generator sends on schedule \
@@ -80,7 +79,7 @@ pub fn section(r: &Results) -> Result<Section> {
     );
     let Some(slow) = select::comparison_slow(r) else {
         s.note("No condition with slow connections in this directory.");
-        return Ok(s);
+        return Ok(());
     };
     let ps: Vec<Panel> = panels_of(r, slow)
         .into_iter()
@@ -88,7 +87,7 @@ pub fn section(r: &Results) -> Result<Section> {
         .collect();
     if ps.is_empty() {
         s.note("No `/fast` requests were recorded for the runs with slow connections (`requests.csv`).");
-        return Ok(s);
+        return Ok(());
     }
     let svg = draw(&ps)?;
     let mut csv = Csv::new(&[
@@ -103,8 +102,8 @@ pub fn section(r: &Results) -> Result<Section> {
     for p in &ps {
         for q in &p.requests {
             csv.row(&[
-                p.cond.server.clone(),
-                p.cond.route.clone(),
+                p.cond.server.to_string(),
+                p.cond.route.to_string(),
                 p.run.run_id.clone(),
                 "request".into(),
                 format!("{:.6}", q.started_s),
@@ -116,8 +115,8 @@ pub fn section(r: &Results) -> Result<Section> {
         }
         for (a, b) in &p.spans {
             csv.row(&[
-                p.cond.server.clone(),
-                p.cond.route.clone(),
+                p.cond.server.to_string(),
+                p.cond.route.to_string(),
                 p.run.run_id.clone(),
                 "download".into(),
                 format!("{a:.6}"),
@@ -138,7 +137,7 @@ pub fn section(r: &Results) -> Result<Section> {
         )),
         data_csv: csv.finish(),
     }));
-    Ok(s)
+    Ok(())
 }
 
 fn draw(ps: &[Panel]) -> Result<String> {

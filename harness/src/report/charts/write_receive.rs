@@ -13,8 +13,8 @@ use super::{
 };
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
-use crate::report::rows::LargeRow;
 use crate::report::select::{self, Cond};
+use crate::results::{LargeRow, ServerName};
 
 /// One condition: its medians, its responses, the published pair.
 #[derive(Debug, Clone)]
@@ -31,9 +31,7 @@ fn groups(r: &Results, slow: u32) -> Vec<Group> {
     select::at_slow(r, slow)
         .into_iter()
         .map(|cond| {
-            let row = r.conditions.iter().find(|c| {
-                c.server == cond.server && c.route == cond.route && c.slow_clients == cond.slow
-            });
+            let row = select::condition_row(r, &cond);
             let runs: Vec<&str> = select::ok_runs(r, &cond)
                 .iter()
                 .map(|x| x.run_id.as_str())
@@ -58,8 +56,7 @@ fn groups(r: &Results, slow: u32) -> Vec<Group> {
 }
 
 /// Builds section 2.
-pub fn section(r: &Results) -> Result<Section> {
-    let mut s = Section::new("write-receive", "2. App write time and client receive time");
+pub fn section(r: &Results, s: &mut Section) -> Result<()> {
     s.para(
         "`app_send_s` runs from the start of the app's response to the moment the kernel accepted its last byte \
          (not its arrival at the client); `client_receive_s` from the client's request to the paced consumption \
@@ -67,7 +64,7 @@ pub fn section(r: &Results) -> Result<Section> {
     );
     let Some(slow) = select::comparison_slow(r) else {
         s.note("No condition with slow connections in this directory.");
-        return Ok(s);
+        return Ok(());
     };
     let gs = groups(r, slow);
     if gs
@@ -75,7 +72,7 @@ pub fn section(r: &Results) -> Result<Section> {
         .all(|g| g.app_send_s.is_none() && g.receive_s.is_none() && g.responses.is_empty())
     {
         s.note("No `/large` response times were recorded (`conditions.csv` and `large-responses.csv` have none).");
-        return Ok(s);
+        return Ok(());
     }
     let svg = draw(&gs)?;
     let mut csv = Csv::new(&[
@@ -90,8 +87,8 @@ pub fn section(r: &Results) -> Result<Section> {
     for g in &gs {
         let (pa, pr) = g.published.unwrap_or((None, None));
         csv.row(&[
-            g.cond.server.clone(),
-            g.cond.route.clone(),
+            g.cond.server.to_string(),
+            g.cond.route.to_string(),
             "condition".into(),
             cell(g.app_send_s, 3),
             cell(g.receive_s, 3),
@@ -100,8 +97,8 @@ pub fn section(r: &Results) -> Result<Section> {
         ]);
         for (a, rcv) in &g.responses {
             csv.row(&[
-                g.cond.server.clone(),
-                g.cond.route.clone(),
+                g.cond.server.to_string(),
+                g.cond.route.to_string(),
                 "response".into(),
                 cell(*a, 3),
                 cell(*rcv, 3),
@@ -126,11 +123,11 @@ pub fn section(r: &Results) -> Result<Section> {
     if let Some(d) = crate::report::notices::profile_difference(r) {
         s.note(&d);
     }
-    Ok(s)
+    Ok(())
 }
 
 fn draw(gs: &[Group]) -> Result<String> {
-    let mut servers: Vec<String> = gs.iter().map(|g| g.cond.server.clone()).collect();
+    let mut servers: Vec<ServerName> = gs.iter().map(|g| g.cond.server.clone()).collect();
     servers.dedup();
     let top = gs
         .iter()
@@ -165,7 +162,7 @@ fn draw(gs: &[Group]) -> Result<String> {
         legend(&head, 12, strip as i32 / 2, &items)?;
         for (server, panel) in servers.iter().zip(panels(&body, servers.len(), cols)) {
             let mine: Vec<&Group> = gs.iter().filter(|g| &g.cond.server == server).collect();
-            draw_panel(&panel, server, &mine, top)?;
+            draw_panel(&panel, server.as_str(), &mine, top)?;
         }
         Ok(())
     })
@@ -173,7 +170,7 @@ fn draw(gs: &[Group]) -> Result<String> {
 
 fn draw_panel(panel: &Area<'_>, server: &str, gs: &[&Group], top: f64) -> Result<()> {
     let n = gs.len();
-    let names: Vec<String> = gs.iter().map(|g| g.cond.route.clone()).collect();
+    let names: Vec<String> = gs.iter().map(|g| g.cond.route.to_string()).collect();
     let mut chart = ChartBuilder::on(panel)
         .caption(server, (FONT, 16))
         .margin(12)

@@ -6,11 +6,12 @@ use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{Step, stack};
+use super::stack;
 use crate::report::charts::{
     Area, FONT, GRID, INK, Key, decade_label, decades, height, legend, note, panels, plot_err, svg,
 };
 use crate::report::select;
+use crate::results::{CapsMode, CapsName, RouteName, ServerName, SweepRow as Step};
 
 /// A colour per stack: Tableau 10, in stack order.
 const PALETTE: [RGBColor; 10] = [
@@ -27,30 +28,23 @@ const PALETTE: [RGBColor; 10] = [
 ];
 
 /// Stacks in the harness's order: servers, then direct before proxies.
-fn stacks(steps: &[Step]) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = steps
+fn stacks(steps: &[Step]) -> Vec<(ServerName, RouteName)> {
+    let mut v: Vec<(ServerName, RouteName)> = steps
         .iter()
         .map(|s| (s.server.clone(), s.route.clone()))
         .collect();
-    v.sort_by_key(|(s, r)| {
-        (
-            select::server_rank(s),
-            s.clone(),
-            select::route_rank(r),
-            r.clone(),
-        )
-    });
+    v.sort_by_key(|(s, r)| (s.clone(), select::route_key(r)));
     v.dedup();
     v
 }
 
 /// The panels: (caps, slow readers), uncapped first, fewer slow first.
-fn panel_keys(steps: &[Step]) -> Vec<(String, u32)> {
-    let mut v: Vec<(String, u32)> = steps
+fn panel_keys(steps: &[Step]) -> Vec<(CapsName, u32)> {
+    let mut v: Vec<(CapsName, u32)> = steps
         .iter()
         .map(|s| (s.caps.clone(), s.slow_clients))
         .collect();
-    v.sort_by_key(|(c, s)| (c != "uncapped", c.clone(), *s));
+    v.sort_by_key(|(c, s)| (*c != CapsMode::Uncapped, c.clone(), *s));
     v.dedup();
     v
 }
@@ -66,7 +60,7 @@ pub enum Metric {
 pub fn draw(steps: &[Step], metric: Metric) -> Result<String> {
     let stacks = stacks(steps);
     let keys = panel_keys(steps);
-    let color = |server: &str, route: &str| {
+    let color = |server: &ServerName, route: &RouteName| {
         let i = stacks
             .iter()
             .position(|(s, r)| s == server && r == route)
@@ -189,7 +183,7 @@ where
 fn lines<Y>(
     chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
     steps: &[&Step],
-    color: &dyn Fn(&str, &str) -> RGBColor,
+    color: &dyn Fn(&ServerName, &RouteName) -> RGBColor,
     value: impl Fn(&Step) -> Option<f64>,
     bars: bool,
 ) -> Result<()>
@@ -220,7 +214,7 @@ where
                 }
             }
             let Some(v) = value(st) else { continue };
-            if st.errors.unwrap_or(0.0) > 0.0 {
+            if st.errors > 0 {
                 chart
                     .draw_series([Cross::new((x, v), 4, c.stroke_width(2))])
                     .map_err(plot_err)?;
