@@ -16,23 +16,24 @@ use std::time::{Instant, SystemTime};
 
 use async_trait::async_trait;
 use pingora_core::apps::{HttpServerApp, ReusedHttpStream};
-use pingora_core::connectors::TransportConnector;
 use pingora_core::protocols::http::ServerSession;
 use pingora_core::server::ShutdownWatch;
 use pingora_error::ErrorType;
+use tokio::net::TcpStream;
 
 use crate::config::{Buffering, ProxyConfig};
 use crate::pipe::{self, PipeParams};
 use crate::spool::Spool;
-use crate::stats::{Gauges, StatsLog, StatsRow, unix_s};
-use crate::upstream::{self, NoHead};
+use crate::stats::{Gauges, Progress, StatsLog, StatsRow, unix_s};
+use crate::upstream::{self, BodyLength, NoHead};
 
 /// The proxy as a pingora [`HttpServerApp`].
 pub struct ProxyApp {
     cfg: Arc<ProxyConfig>,
-    connector: TransportConnector,
     stats: Option<StatsLog>,
-    gauges: Arc<Gauges>,
+    /// `None` without `--gauge-log`: nobody samples, so no response is
+    /// registered.
+    gauges: Option<Arc<Gauges>>,
     next_conn: AtomicU64,
 }
 
@@ -44,12 +45,13 @@ struct Started {
 }
 
 impl ProxyApp {
-    pub fn new(cfg: Arc<ProxyConfig>, stats: Option<StatsLog>, gauges: Arc<Gauges>) -> ProxyApp {
+    pub fn new(
+        cfg: Arc<ProxyConfig>,
+        stats: Option<StatsLog>,
+        gauges: Option<Arc<Gauges>>,
+    ) -> ProxyApp {
         ProxyApp {
             cfg,
-            // No pool: like NGINX without `keepalive` in its upstream block,
-            // every request gets a fresh upstream connection.
-            connector: TransportConnector::new(None),
             stats,
             gauges,
             next_conn: AtomicU64::new(1),
@@ -165,17 +167,22 @@ impl ProxyApp {
                 error,
             }
         };
+        if matches!(head.body, BodyLength::Exact(n) if n <= head.leftover.len() as u64) {
+            // The whole body is in hand: head and body leave in one write.
+            crate::client::cork(session.stream());
+        }
         if let Err(e) = session.write_response_header(Box::new(head.header)).await {
             tracing::debug!(conn, cause = %e, "client gone before the response head");
             self.record(row(0, 0, 0, None, None, Some("client_closed")));
             return;
         }
 
-        let open = self.gauges.open(conn);
+        let open = self.gauges.as_ref().map(|g| g.open(conn));
+        let unlisted = Progress::default();
         let params = PipeParams {
             body: head.body,
             read_timeout: self.cfg.read_timeout,
-            progress: &open.progress,
+            progress: open.as_ref().map_or(&unlisted, |o| &o.progress),
             shutdown,
             conn,
         };
@@ -212,9 +219,11 @@ impl ProxyApp {
         &self,
         session: &mut ServerSession,
         head_request: bool,
-    ) -> Result<(pingora_core::protocols::Stream, upstream::ResponseHead), NoHead> {
+    ) -> Result<(TcpStream, upstream::ResponseHead), NoHead> {
         let t = self.cfg.read_timeout;
-        let mut up = upstream::connect(&self.connector, self.cfg.upstream, t).await?;
+        // No pool: like NGINX without `keepalive` in its upstream block,
+        // every request gets a fresh upstream connection.
+        let mut up = upstream::connect(self.cfg.upstream, t).await?;
         upstream::send(&mut up, &upstream::request_wire(session.req_header()), t).await?;
         if !session.is_body_empty() {
             loop {

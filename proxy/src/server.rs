@@ -16,10 +16,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use pingora_core::apps::ServerApp;
 use pingora_core::protocols::Stream;
-use pingora_core::protocols::l4::stream::Stream as L4Stream;
 use tokio::sync::{mpsc, watch};
 
 use crate::app::ProxyApp;
+use crate::client::ClientIo;
 use crate::config::ProxyConfig;
 use crate::pipe::stopped;
 use crate::stats::{GaugeLog, Gauges, StatsLog};
@@ -127,14 +127,15 @@ async fn serve(
             return;
         }
     };
-    let gauges = Arc::new(Gauges::default());
+    // Responses are registered only when someone samples them.
+    let gauges = gauge_log.as_ref().map(|_| Arc::new(Gauges::default()));
     // `cut` tells in-flight responses to stop; it is also the ShutdownWatch
     // pingora hands to the app.
     let (cut_tx, cut_rx) = watch::channel(false);
-    let gauge_task = gauge_log.map(|log| {
+    let gauge_task = gauge_log.zip(gauges.clone()).map(|(log, gauges)| {
         let mut cut = cut_rx.clone();
         let stop = async move { stopped(&mut cut).await };
-        tokio::spawn(log.run(gauges.clone(), cfg.gauge_interval, stop))
+        tokio::spawn(log.run(gauges, cfg.gauge_interval, stop))
     });
     let app = Arc::new(ProxyApp::new(cfg.clone(), stats, gauges));
     // Every connection task holds a clone; recv() returns None once all
@@ -147,10 +148,9 @@ async fn serve(
             _ = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _peer)) => {
-                    // Small writes (a head, then a 12-byte body) must not
-                    // wait for delayed ACKs.
-                    let _ = tcp.set_nodelay(true);
-                    let stream: Stream = Box::new(L4Stream::from(tcp));
+                    // TCP_NODELAY is set by ClientIo before the first write
+                    // that needs it.
+                    let stream: Stream = Box::new(ClientIo::new(tcp));
                     let app = app.clone();
                     let cut = cut_rx.clone();
                     let alive = alive_tx.clone();
