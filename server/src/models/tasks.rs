@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{OwnRuntime, spawn_thread};
@@ -56,34 +56,36 @@ pub fn start(
 }
 
 async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToken) {
-    let mut tasks = JoinSet::new();
+    // Every connection task holds a clone; recv() returns None once all are
+    // gone (mini-redis's shutdown pattern). Unlike a JoinSet, nothing is
+    // locked or woken here when a connection ends.
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
     loop {
-        tokio::select! {
+        let accepted = tokio::select! {
             biased;
             () = cancel.cancelled() => break,
-            // Reaps finished connections so the set does not grow forever.
-            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                if let Err(err) = done {
-                    tracing::error!(cause = %err, "connection task failed");
-                }
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
+                tokio::spawn(async move {
+                    let _alive = alive;
+                    conn::serve(stream, app, &cancel).await;
+                });
             }
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let (app, cancel) = (app.clone(), cancel.clone());
-                    tasks.spawn(async move { conn::serve(stream, app, &cancel).await });
-                }
-                Err(err) => listener::after_accept_error(&err).await,
-            },
+            Err(err) => listener::after_accept_error(&err).await,
         }
     }
+    drop(alive_tx);
     // Every connection sees the same token and ends within the grace period;
-    // the margin covers scheduling on a loaded machine.
-    let drain = async { while tasks.join_next().await.is_some() {} };
+    // the margin covers scheduling on a loaded machine. Whatever is left is
+    // dropped with the runtime, which closes its sockets.
+    let drain = alive_rx.recv();
     if tokio::time::timeout(conn::SHUTDOWN_GRACE + Duration::from_millis(300), drain)
         .await
         .is_err()
     {
-        tracing::warn!(left = tasks.len(), "aborting connections at shutdown");
-        tasks.abort_all();
+        tracing::warn!("connections still open at shutdown are cut");
     }
 }
