@@ -5,8 +5,9 @@
 #   - /fast p50 / p99 latency and requests/s through each proxy (wrk), and
 #     the proxy process's CPU per request: its utime+stime increment over
 #     the wrk run divided by the requests served, with the ratio to NGINX in
-#     the same mode and round (CPU per request stays stable on a noisy
-#     machine where requests/s does not);
+#     the same mode, measured just before and just after it (CPU per request
+#     stays stabler than requests/s on a noisy machine, but a neighbour's
+#     load still moves it, so the peer is measured on both sides);
 #   - each proxy's RSS when idle and its peak RSS (VmHWM) while buffering two
 #     concurrent 16 MiB downloads to slow readers (2 MiB/s, SO_RCVBUF 8 KiB).
 #
@@ -168,22 +169,40 @@ row() {
     echo "  round $round $1: $rps req/s, $CPU_US us CPU per request ($4)" >&2
 }
 
-# bench NAME: the proxy started last (PID, ADDR). NGINX's CPU per request
-# in the same mode (NGINX_US) is the peer of pingora's.
-bench() {
-    local name=$1 idle peak ratio=peer
-    idle=$(status_kib "$PID" VmRSS)
-    slow_downloads "$name" "$ADDR"
-    peak=$(status_kib "$PID" VmHWM)
-    fast_wrk "$PID" "$ADDR"
-    if [[ $name == nginx-* ]]; then
-        NGINX_US=$CPU_US
-    else
-        ratio=$(awk -v a="$CPU_US" -v b="$NGINX_US" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')
-    fi
-    row "$name" "$idle" "$peak" "$ratio"
-    kill "$PID"
-    wait "$PID" 2>/dev/null || true
+# measure NAME PID ADDR: RSS idle, the slow downloads' peak RSS, then /fast
+# under wrk; sets IDLE, PEAK, OUT and CPU_US.
+measure() {
+    IDLE=$(status_kib "$2" VmRSS)
+    slow_downloads "$1" "$3"
+    PEAK=$(status_kib "$2" VmHWM)
+    fast_wrk "$2" "$3"
+}
+
+# mode_round MODE: NGINX and pingora in MODE side by side, measured in the
+# order NGINX, pingora, NGINX; pingora's peer is the mean of the two NGINX
+# figures around it, so that a neighbour's load that changes during the
+# round weighs on both sides.
+mode_round() {
+    local mode=$1 ng_pid ng_addr before ng_idle ng_peak
+    start_nginx "nginx-$mode-$round" "$mode" "$ORIGIN"
+    ng_pid=$PID ng_addr=$ADDR
+    mkdir -p "$work/tmp-$mode"
+    start_slowlab "pingora-$mode-$round" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
+        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
+    measure "nginx-$mode" "$ng_pid" "$ng_addr"
+    ng_idle=$IDLE ng_peak=$PEAK before=$CPU_US
+    row "nginx-$mode" "$ng_idle" "$ng_peak" peer
+    measure "pingora-$mode" "$PID" "$ADDR"
+    local pg_out=$OUT pg_cpu=$CPU_US pg_idle=$IDLE pg_peak=$PEAK
+    fast_wrk "$ng_pid" "$ng_addr"
+    local after_out=$OUT after=$CPU_US
+    OUT=$pg_out CPU_US=$pg_cpu
+    row "pingora-$mode" "$pg_idle" "$pg_peak" \
+        "$(awk -v a="$pg_cpu" -v b="$before" -v c="$after" 'BEGIN { m = (b + c) / 2; printf "%.2fx", (m > 0 ? a / m : 0) }')"
+    OUT=$after_out CPU_US=$after
+    row "nginx-$mode" "$ng_idle" "$ng_peak" peer
+    kill "$PID" "$ng_pid"
+    wait "$PID" "$ng_pid" 2>/dev/null || true
 }
 
 start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0
@@ -194,12 +213,7 @@ for round in $(seq "$ROUNDS"); do
     fast_wrk "$ORIGIN_PID" "$ORIGIN"
     row direct - - -
     for mode in off on; do
-        start_nginx "nginx-$mode" "$mode" "$ORIGIN"
-        bench "nginx-$mode"
-        mkdir -p "$work/tmp-$mode"
-        start_slowlab "pingora-$mode" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
-            --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
-        bench "pingora-$mode"
+        mode_round "$mode"
     done
 done
 
@@ -208,7 +222,7 @@ echo "# slowlab bench-proxy: $(uname -r), tcp_wmem=[$(sysctl -n net.ipv4.tcp_wme
 echo "# wrk -t1 -c$WRK_CONNS -d$WRK_DURATION --latency -H 'Connection: close' /fast (a new connection per request);" \
     "RSS in KiB; peak = VmHWM after two concurrent 16 MiB downloads at $SLOW_RATE"
 echo "# cpu_us_per_req: the proxy's utime+stime over the wrk run / requests (direct: the origin's);" \
-    "vs_nginx: against NGINX in the same mode and round; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    "vs_nginx: against the mean of the NGINX rows just before and after, same mode; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # shellcheck disable=SC2059 # the format is ours
 printf "$ROW_FORMAT\n" proxy p50_ms p99_ms req_per_s rss_idle rss_peak cpu_us_per_req vs_nginx round
 printf '%s\n' "${results[@]}"

@@ -16,8 +16,10 @@
 #
 # CPU per request is the server's utime+stime increment (all its threads and
 # processes) over the wrk run divided by the requests wrk completed; it stays
-# stable on a noisy machine where requests/s does not. `vs_nginx` divides it
-# by NGINX's figure of the same round.
+# stabler than requests/s on a noisy machine, but a neighbour's load still
+# moves it, so NGINX runs through each round and is measured before the
+# first server and after each one; `vs_nginx` divides a server's figure by
+# the mean of the NGINX figures just before and after it.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -50,6 +52,7 @@ stop_server() {
 
 cleanup() {
     stop_server
+    if [[ -n ${NGINX_PID:-} ]]; then kill -TERM "$NGINX_PID" 2>/dev/null || true; fi
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -119,10 +122,12 @@ cpu_ticks() {
 
 HZ=$(getconf CLK_TCK)
 ROWS=()
-NGINX_US=""
+ROW_FORMAT='%-16s %12s %10s %10s %8s %8s %11s'
+TAIL_FORMAT=' %8s %5s'
 
-# Runs wrk against "$2" (server pid "$3") and records one table row named "$1".
-bench() {
+# Runs wrk against "$2" (server pid "$3"); sets CPU_US and ROW (a table row
+# named "$1" without its last columns, vs_nginx and round).
+measure() {
     local name=$1 addr=$2 pid=$3 out=$TMP/wrk-$1.txt
     # A short warm-up so that the first connections' costs do not count.
     "${WRK_CPU[@]}" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d1s -H 'Connection: close' "http://$addr/fast" >/dev/null
@@ -131,7 +136,7 @@ bench() {
     "${WRK_CPU[@]}" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
         -H 'Connection: close' "http://$addr/fast" >"$out"
     after=$(cpu_ticks "$pid")
-    local rps p50 p99 errors non2xx requests cpu ratio
+    local rps p50 p99 errors non2xx requests
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
     p50=$(awk '$1 == "50%" {print $2}' "$out")
     p99=$(awk '$1 == "99%" {print $2}' "$out")
@@ -139,43 +144,17 @@ bench() {
     # "Socket errors: connect A, read B, write C, timeout D", however indented.
     errors=$(awk '/Socket errors:/ {gsub(",", ""); for (i = 1; i < NF; i++) if ($i ~ /^(connect|read|write|timeout)$/) n += $(i + 1); print n}' "$out")
     non2xx=$(awk '/Non-2xx/ {print $NF}' "$out")
-    cpu=$(awk -v t=$((after - before)) -v hz="$HZ" -v n="$requests" 'BEGIN { printf "%.1f", (n > 0 ? t / hz / n * 1e6 : 0) }')
-    if [[ $name == nginx-static ]]; then
-        NGINX_US=$cpu
-        ratio=peer
-    else
-        ratio=$(awk -v a="$cpu" -v b="$NGINX_US" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')
-    fi
-    ROWS+=("$(printf '%-16s %12s %10s %10s %8s %8s %11s %8s %5s' "$name" "$rps" "$p50" "$p99" \
-        "${errors:-0}" "${non2xx:-0}" "$cpu" "$ratio" "$ROUND")")
-    echo "  round $ROUND $name: $rps req/s, $cpu us CPU per request ($ratio)" >&2
+    CPU_US=$(awk -v t=$((after - before)) -v hz="$HZ" -v n="$requests" 'BEGIN { printf "%.1f", (n > 0 ? t / hz / n * 1e6 : 0) }')
+    # shellcheck disable=SC2059 # the format is ours
+    ROW=$(printf "$ROW_FORMAT" "$name" "$rps" "$p50" "$p99" "${errors:-0}" "${non2xx:-0}" "$CPU_US")
+    echo "  round $ROUND $name: $rps req/s, $CPU_US us CPU per request" >&2
 }
 
-run_slowlab() {
-    local name=$1; shift
-    # One file per server: the redirection of a background job happens
-    # later, so a shared file could still show the previous server's line.
-    "${SERVER_CPU[@]}" "$SLOWLAB" serve --listen 127.0.0.1:0 "$@" >"$TMP/out-$name" 2>"$TMP/err" &
-    SERVER_PID=$!
-    local addr
-    addr=$(ready_addr "$TMP/out-$name")
-    bench "$name" "$addr" "$SERVER_PID"
-    stop_server
-}
-
-run_gunicorn() {
-    local port
-    port=$(free_port)
-    "${SERVER_CPU[@]}" "$GUNICORN" --workers 2 --worker-class sync --bind "127.0.0.1:$port" \
-        --chdir "$ROOT/harness/python" slowlab_app:application >"$TMP/out" 2>"$TMP/err" &
-    SERVER_PID=$!
-    wait_http "127.0.0.1:$port"
-    bench gunicorn-sync2 "127.0.0.1:$port" "$SERVER_PID"
-    stop_server
-}
-
-# NGINX answering /fast itself: the cost of a request to a lean C server.
-run_nginx() {
+# The peer: NGINX answering /fast itself (the cost of a request to a lean
+# C server), running through the whole round and measured before the first
+# server and after each one.
+NGINX_PID="" NGINX_ADDR="" NGINX_US=""
+start_nginx() {
     local port dir=$TMP/nginx
     port=$(free_port)
     mkdir -p "$dir"
@@ -203,28 +182,80 @@ http {
     }
 }
 EOF
-    "${SERVER_CPU[@]}" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$TMP/out" 2>"$TMP/err" &
+    "${SERVER_CPU[@]}" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$TMP/nginx.out" 2>"$TMP/err" &
+    NGINX_PID=$!
+    NGINX_ADDR=127.0.0.1:$port
+    wait_http "$NGINX_ADDR"
+}
+
+stop_nginx() {
+    kill -TERM "$NGINX_PID" 2>/dev/null || true
+    wait "$NGINX_PID" 2>/dev/null || true
+    NGINX_PID=""
+}
+
+measure_nginx() {
+    measure nginx-static "$NGINX_ADDR" "$NGINX_PID"
+    NGINX_US=$CPU_US
+    ROWS+=("$ROW$(printf "$TAIL_FORMAT" peer "$ROUND")")
+}
+
+# Measures the server started last as "$1" at "$2", stops it, measures NGINX
+# again, and records the server's row with its ratio to the mean of the
+# NGINX figures before and after it.
+bench() {
+    local name=$1 addr=$2 before=$NGINX_US row cpu
+    measure "$name" "$addr" "$SERVER_PID"
+    row=$ROW cpu=$CPU_US
+    stop_server
+    ROWS+=("")
+    local at=$((${#ROWS[@]} - 1)) ratio
+    measure_nginx
+    ratio=$(awk -v a="$cpu" -v b="$before" -v c="$NGINX_US" \
+        'BEGIN { m = (b + c) / 2; printf "%.2fx", (m > 0 ? a / m : 0) }')
+    # shellcheck disable=SC2059 # the format is ours
+    ROWS[at]="$row$(printf "$TAIL_FORMAT" "$ratio" "$ROUND")"
+}
+
+run_slowlab() {
+    local name=$1; shift
+    # One file per server: the redirection of a background job happens
+    # later, so a shared file could still show the previous server's line.
+    "${SERVER_CPU[@]}" "$SLOWLAB" serve --listen 127.0.0.1:0 "$@" >"$TMP/out-$name" 2>"$TMP/err" &
+    SERVER_PID=$!
+    local addr
+    addr=$(ready_addr "$TMP/out-$name")
+    bench "$name" "$addr"
+}
+
+run_gunicorn() {
+    local port
+    port=$(free_port)
+    "${SERVER_CPU[@]}" "$GUNICORN" --workers 2 --worker-class sync --bind "127.0.0.1:$port" \
+        --chdir "$ROOT/harness/python" slowlab_app:application >"$TMP/out" 2>"$TMP/err" &
     SERVER_PID=$!
     wait_http "127.0.0.1:$port"
-    bench nginx-static "127.0.0.1:$port" "$SERVER_PID"
-    stop_server
+    bench gunicorn-sync2 "127.0.0.1:$port"
 }
 
 echo "running wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION --latency on /fast, $ROUNDS rounds ..." >&2
 for ROUND in $(seq "$ROUNDS"); do
-    run_nginx
+    start_nginx
+    measure_nginx
     run_slowlab rust-sync2 --model sync --workers 2
     run_slowlab rust-threads4 --model threads --workers 4
     run_slowlab rust-async1 --model async --workers 1
     run_slowlab "rust-async$CORES" --model async
     if ((HAVE_GUNICORN)); then run_gunicorn; fi
+    stop_nginx
 done
 
 echo
 echo "GET /fast, wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION --latency -H 'Connection: close', new connection per request"
 echo "$(uname -sr), $CORES cores, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
     "$( ((HAVE_GUNICORN)) && "$GUNICORN" --version 2>&1 | head -1), $("$NGINX" -v 2>&1 | sed 's/.*: //'), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
-echo "cpu_us_per_req: the server's utime+stime over the run / requests; vs_nginx: against nginx-static of the same round"
-printf '%-16s %12s %10s %10s %8s %8s %11s %8s %5s\n' server "requests/s" p50 p99 "sock err" "non-2xx" \
+echo "cpu_us_per_req: the server's utime+stime over the run / requests; vs_nginx: against the mean of the nginx-static rows just before and after"
+# shellcheck disable=SC2059 # the format is ours
+printf "$ROW_FORMAT$TAIL_FORMAT\n" server "requests/s" p50 p99 "sock err" "non-2xx" \
     cpu_us_per_req vs_nginx round
 printf '%s\n' "${ROWS[@]}"

@@ -90,6 +90,25 @@ impl ProxyApp {
         });
     }
 
+    /// Serves one accepted client connection: one request, one response.
+    ///
+    /// The accept loop calls this directly with pingora's HTTP/1 session
+    /// rather than through `ServerApp::process_new`: that dispatch boxes the
+    /// whole response future twice (two `async_trait` calls, each copying
+    /// it), peeks for an HTTP/2 preface only to find none, and prepares
+    /// keep-alive that every response here turns off.
+    pub async fn serve_connection(
+        &self,
+        stream: pingora_core::protocols::Stream,
+        cut: &ShutdownWatch,
+    ) {
+        let mut session = ServerSession::new_http1(stream);
+        // As pingora's dispatch does: a client that sends no request within
+        // 60 s is dropped without an answer.
+        session.set_keepalive(Some(60));
+        self.serve(session, cut.clone()).await;
+    }
+
     async fn serve(&self, mut session: ServerSession, shutdown: ShutdownWatch) {
         let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
         let read = session.read_request().await;

@@ -5,8 +5,8 @@
 //! is taken, cannot tell us the port picked for `:0`, install their own
 //! signal handlers, exit the process from `run_forever`, and count shutdown
 //! grace in whole seconds. Each accepted socket becomes a pingora [`Stream`]
-//! and goes through pingora's `ServerApp::process_new` (the HTTP/1 dispatch
-//! every pingora service uses) into our [`HttpServerApp`].
+//! (our [`ClientIo`]) and a pingora HTTP/1 `ServerSession`, served by
+//! [`ProxyApp::serve_connection`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,7 +14,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pingora_core::apps::ServerApp;
 use pingora_core::protocols::Stream;
 use tokio::sync::{mpsc, watch};
 
@@ -156,7 +155,7 @@ async fn serve(
                     let alive = alive_tx.clone();
                     tokio::spawn(async move {
                         let _alive = alive;
-                        app.process_new(stream, &cut).await;
+                        app.serve_connection(stream, &cut).await;
                     });
                 }
                 Err(e) => {

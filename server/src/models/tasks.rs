@@ -1,6 +1,11 @@
-//! `async`: a tokio multi-thread runtime with `workers` threads and one task
-//! per connection. A slow download is a pending task that costs no thread,
-//! so `/fast` is answered while any number of downloads wait.
+//! `async`: a tokio runtime with `workers` threads and one task per
+//! connection. A slow download is a pending task that costs no thread, so
+//! `/fast` is answered while any number of downloads wait.
+//!
+//! With one worker the runtime is tokio's current-thread scheduler on a
+//! thread named `async-0`: the same single thread running every connection
+//! task, without the multi-thread scheduler's work-stealing bookkeeping,
+//! which one thread has no use for.
 
 use std::net::TcpListener as StdListener;
 use std::sync::Arc;
@@ -13,7 +18,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{OwnRuntime, spawn_thread};
+use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
 use crate::{conn, listener};
 
@@ -26,6 +31,16 @@ pub fn start(
     cancel: &CancellationToken,
     threads: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
+    if workers == 1 {
+        let runtime = current_thread_runtime()?;
+        let own = register(listener, &runtime)?;
+        let (app, cancel) = (app.clone(), cancel.clone());
+        threads.push(spawn_thread("async-0".into(), move || {
+            runtime.block_on(acceptor(own, app, cancel));
+            runtime.finish(Duration::from_millis(200));
+        })?);
+        return Ok(());
+    }
     let counter = AtomicUsize::new(0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -34,11 +49,7 @@ pub fn start(
         .build()
         .map(OwnRuntime::new)
         .context("cannot build the tokio runtime")?;
-    let own = listener.try_clone().context("cannot clone the listener")?;
-    let own = {
-        let _enter = runtime.get().enter();
-        TcpListener::from_std(own).context("cannot register the listener")?
-    };
+    let own = register(listener, &runtime)?;
     let (app, cancel) = (app.clone(), cancel.clone());
     threads.push(spawn_thread("async-accept".into(), move || {
         // The accept loop runs as a task on a runtime thread, so each
@@ -53,6 +64,13 @@ pub fn start(
         runtime.finish(Duration::from_millis(200));
     })?);
     Ok(())
+}
+
+/// A clone of the listening socket, registered with `runtime`.
+fn register(listener: &StdListener, runtime: &OwnRuntime) -> anyhow::Result<TcpListener> {
+    let own = listener.try_clone().context("cannot clone the listener")?;
+    let _enter = runtime.get().enter();
+    TcpListener::from_std(own).context("cannot register the listener")
 }
 
 async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToken) {
