@@ -19,15 +19,15 @@
 //! buffering layers, none of which a fresh loopback connection per request
 //! uses.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use pingora_http::{RequestHeader, ResponseHeader};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::Instant;
 
 use crate::config::Buffering;
 use crate::pipe::{IDLE_CHECK, client_gone};
@@ -132,8 +132,13 @@ const HOP_BY_HOP: [&str; 8] = [
 ];
 
 /// Connects to `addr` within `timeout`.
+///
+/// This timeout and the head wait's use pingora's timer (10 ms resolution,
+/// fired by its own thread): arming a tokio timer takes the time driver's
+/// lock and, whenever it is the earliest, wakes the driver through its
+/// eventfd, a system call and an extra `epoll_wait` per request here.
 pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, UpstreamError> {
-    match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+    match pingora_timeout::timeout(timeout, TcpStream::connect(addr)).await {
         Ok(Ok(stream)) => Ok(stream),
         Ok(Err(e)) => Err(UpstreamError::Connect(format!("connecting to {addr}: {e}"))),
         Err(_) => Err(UpstreamError::Timeout(format!(
@@ -196,9 +201,10 @@ pub async fn read_head(
     head_request: bool,
     client: Option<RawFd>,
 ) -> Result<ResponseHead, NoHead> {
-    let mut buf = BytesMut::with_capacity(buffer_size);
+    let mut pooled = HeadBuffer::take(buffer_size);
+    let buf = &mut pooled.0;
     loop {
-        if let Some(head) = parse_head(&mut buf, head_request)? {
+        if let Some(head) = parse_head(buf, head_request)? {
             return Ok(head);
         }
         if buf.len() >= buffer_size {
@@ -221,7 +227,8 @@ pub async fn read_head(
         let read = loop {
             // Reads are cancel-safe: a slice that ends loses no bytes.
             let mut limited = (&mut *stream).take(room);
-            match tokio::time::timeout_at(slice_end, limited.read_buf(&mut buf)).await {
+            let wait = slice_end.saturating_duration_since(Instant::now());
+            match pingora_timeout::timeout(wait, limited.read_buf(buf)).await {
                 Ok(read) => break read,
                 Err(_) if slice_end >= deadline => {
                     return Err(UpstreamError::Timeout(
@@ -249,6 +256,42 @@ pub async fn read_head(
                 return Err(UpstreamError::Closed(format!("reading response header: {e}")).into());
             }
         }
+    }
+}
+
+/// Head buffers kept per thread for the next response: a 16 KiB `malloc`
+/// and `free` per request (and glibc's consolidation that large requests
+/// trigger) is what buffer reuse avoids.
+struct HeadBuffer(BytesMut);
+
+/// The most buffers a thread keeps.
+const POOLED: usize = 8;
+
+thread_local! {
+    static HEAD_BUFFERS: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+impl HeadBuffer {
+    fn take(size: usize) -> HeadBuffer {
+        let reused = HEAD_BUFFERS.with(|p| p.borrow_mut().pop());
+        match reused {
+            Some(buf) if buf.capacity() >= size => HeadBuffer(buf),
+            _ => HeadBuffer(BytesMut::with_capacity(size)),
+        }
+    }
+}
+
+impl Drop for HeadBuffer {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.0);
+        buf.clear();
+        // A thread that is going away has no pool left to return it to.
+        let _ = HEAD_BUFFERS.try_with(|p| {
+            let mut pool = p.borrow_mut();
+            if pool.len() < POOLED {
+                pool.push(buf);
+            }
+        });
     }
 }
 
@@ -327,8 +370,11 @@ fn parse_head(
             (false, Some(n)) => BodyLength::Exact(n),
             (false, None) => BodyLength::UntilClose,
         };
-        let _ = buf.split_to(len);
-        let leftover = buf.split().freeze();
+        // Copied out, so that the buffer goes back to the pool; a piece
+        // that pinned the whole buffer would also hold more memory than the
+        // spool accounts for.
+        let leftover = Bytes::copy_from_slice(&buf[len..]);
+        buf.clear();
         return Ok(Some(ResponseHead {
             header,
             body,
