@@ -24,6 +24,8 @@
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-nginx.sh
+source scripts/bench-nginx.sh
 
 WRK_DURATION=${WRK_DURATION:-8s}
 ROUNDS=${ROUNDS:-2}
@@ -76,24 +78,7 @@ start_nginx() {
     local name=$1 mode=$2 upstream=$3 dir="$work/$1" port
     port=$(free_port)
     mkdir -p "$dir"
-    cat >"$dir/nginx.conf" <<EOF
-master_process off;
-daemon off;
-worker_processes 1;
-error_log $dir/error.log;
-pid $dir/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_timeout 0;
-    client_body_temp_path $dir/client_body;
-    proxy_temp_path $dir/proxy_temp;
-    fastcgi_temp_path $dir/fastcgi_temp;
-    uwsgi_temp_path $dir/uwsgi_temp;
-    scgi_temp_path $dir/scgi_temp;
-    server {
-        listen 127.0.0.1:$port;
-        location / {
+    nginx_conf "$dir" "$port" "        location / {
             proxy_pass http://$upstream;
             proxy_buffering $mode;
             proxy_buffer_size 16k;
@@ -101,10 +86,7 @@ http {
             proxy_busy_buffers_size 32k;
             proxy_max_temp_file_size 32m;
             proxy_temp_file_write_size 64k;
-        }
-    }
-}
-EOF
+        }"
     taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
     PID=$!
     pids+=("$PID")

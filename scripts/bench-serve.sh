@@ -24,6 +24,8 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# shellcheck source=scripts/bench-nginx.sh
+source scripts/bench-nginx.sh
 WRK_THREADS=${WRK_THREADS:-1}
 WRK_CONNS=${WRK_CONNS:-8}
 WRK_DURATION=${WRK_DURATION:-8s}
@@ -158,30 +160,10 @@ start_nginx() {
     local port dir=$TMP/nginx
     port=$(free_port)
     mkdir -p "$dir"
-    cat >"$dir/nginx.conf" <<EOF
-master_process off;
-daemon off;
-worker_processes 1;
-error_log $dir/error.log;
-pid $dir/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_timeout 0;
-    client_body_temp_path $dir/client_body;
-    proxy_temp_path $dir/proxy_temp;
-    fastcgi_temp_path $dir/fastcgi_temp;
-    uwsgi_temp_path $dir/uwsgi_temp;
-    scgi_temp_path $dir/scgi_temp;
-    server {
-        listen 127.0.0.1:$port;
-        location = /fast {
+    nginx_conf "$dir" "$port" "        location = /fast {
             default_type application/json;
-            return 200 '{"ok": true}';
-        }
-    }
-}
-EOF
+            return 200 '{\"ok\": true}';
+        }"
     "${SERVER_CPU[@]}" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$TMP/nginx.out" 2>"$TMP/err" &
     NGINX_PID=$!
     NGINX_ADDR=127.0.0.1:$port
