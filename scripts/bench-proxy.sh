@@ -2,15 +2,21 @@
 # Benchmarks `slowlab proxy` side by side with NGINX 1.22, one worker each,
 # with the experiment's buffer configuration, in front of
 # `slowlab serve --model async`:
-#   - /fast p50 / p99 latency and requests/s through each proxy (wrk);
+#   - /fast p50 / p99 latency and requests/s through each proxy (wrk), and
+#     the proxy process's CPU per request: its utime+stime increment over
+#     the wrk run divided by the requests served, with the ratio to NGINX in
+#     the same mode, measured just before and just after it (CPU per request
+#     stays stabler than requests/s on a noisy machine, but a neighbour's
+#     load still moves it, so the peer is measured on both sides);
 #   - each proxy's RSS when idle and its peak RSS (VmHWM) while buffering two
 #     concurrent 16 MiB downloads to slow readers (2 MiB/s, SO_RCVBUF 8 KiB).
 #
 # Usage: scripts/bench-proxy.sh
 # Environment: SLOWLAB (binary; default: build release into $CARGO_TARGET_DIR
 # or target/), NGINX (default: nginx on PATH, else
-# .slowlab/nginx-bench/usr/sbin/nginx), WRK_DURATION (10s), WRK_CONNS (8),
-# SLOW_RATE (2MiB).
+# .slowlab/nginx/usr/sbin/nginx as `slowlab prepare` installs it),
+# WRK_DURATION (8s), WRK_CONNS (8), SLOW_RATE (2MiB), ROUNDS (2: every proxy
+# is started afresh and measured once per round).
 #
 # CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
 # wrk and the slow readers share CPU 0. Every proxy gets the same treatment.
@@ -18,8 +24,11 @@
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-nginx.sh
+source scripts/bench-nginx.sh
 
-WRK_DURATION=${WRK_DURATION:-10s}
+WRK_DURATION=${WRK_DURATION:-8s}
+ROUNDS=${ROUNDS:-2}
 WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
@@ -27,7 +36,7 @@ if [[ -z "${SLOWLAB:-}" ]]; then
     cargo build --release -q -p harness --bin slowlab
     SLOWLAB=$TARGET_DIR/release/slowlab
 fi
-NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx-bench/usr/sbin/nginx)}
+NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
 [[ -x "$NGINX" ]] || { echo "bench-proxy: no nginx at $NGINX" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "bench-proxy: wrk not found" >&2; exit 1; }
 
@@ -69,24 +78,7 @@ start_nginx() {
     local name=$1 mode=$2 upstream=$3 dir="$work/$1" port
     port=$(free_port)
     mkdir -p "$dir"
-    cat >"$dir/nginx.conf" <<EOF
-master_process off;
-daemon off;
-worker_processes 1;
-error_log $dir/error.log;
-pid $dir/nginx.pid;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    keepalive_timeout 0;
-    client_body_temp_path $dir/client_body;
-    proxy_temp_path $dir/proxy_temp;
-    fastcgi_temp_path $dir/fastcgi_temp;
-    uwsgi_temp_path $dir/uwsgi_temp;
-    scgi_temp_path $dir/scgi_temp;
-    server {
-        listen 127.0.0.1:$port;
-        location / {
+    nginx_conf "$dir" "$port" "        location / {
             proxy_pass http://$upstream;
             proxy_buffering $mode;
             proxy_buffer_size 16k;
@@ -94,10 +86,7 @@ http {
             proxy_busy_buffers_size 32k;
             proxy_max_temp_file_size 32m;
             proxy_temp_file_write_size 64k;
-        }
-    }
-}
-EOF
+        }"
     taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
     PID=$!
     pids+=("$PID")
@@ -112,6 +101,22 @@ EOF
 }
 
 status_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+
+# CPU ticks (utime+stime of every thread) of process $1: fields 14 and 15,
+# counted after the parenthesised command name.
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+HZ=$(getconf CLK_TCK)
+
+# fast_wrk PID ADDR: wrk against /fast at ADDR; sets OUT and CPU_US (CPU
+# microseconds of PID per request served).
+fast_wrk() {
+    local pid=$1 addr=$2 before after
+    before=$(cpu_ticks "$pid")
+    OUT=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency -H 'Connection: close' "http://$addr/fast")
+    after=$(cpu_ticks "$pid")
+    CPU_US=$(awk -v t=$((after - before)) -v hz="$HZ" -v n="$(awk '/requests in/ { print $1 }' <<<"$OUT")" \
+        'BEGIN { printf "%.1f", (n > 0 ? t / hz / n * 1e6 : 0) }')
+}
 
 # wrk's latency with its unit (us, ms, s) in milliseconds.
 to_ms() {
@@ -132,44 +137,74 @@ slow_downloads() {
     fi
 }
 
-# bench NAME: the proxy started last (PID, ADDR).
+ROW_FORMAT='%-13s %9s %9s %10s %10s %12s %11s %8s %5s'
+# row NAME IDLE PEAK RATIO: one table row from the last fast_wrk.
 results=()
-bench() {
-    local name=$1 idle peak out p50 p99 rps errors
-    idle=$(status_kib "$PID" VmRSS)
-    slow_downloads "$name" "$ADDR"
-    peak=$(status_kib "$PID" VmHWM)
-    out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency "http://$ADDR/fast")
-    p50=$(awk '$1 == "50%" { print $2 }' <<<"$out" | to_ms)
-    p99=$(awk '$1 == "99%" { print $2 }' <<<"$out" | to_ms)
-    rps=$(awk '$1 == "Requests/sec:" { print $2 }' <<<"$out")
-    errors=$(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ' | paste -sd';' - || true)
-    results+=("$(printf '%-13s %9s %9s %10s %10s %12s  %s' "$name" "$p50" "$p99" "$rps" "$idle" "$peak" "${errors:-}")")
-    kill "$PID"
-    wait "$PID" 2>/dev/null || true
+row() {
+    local p50 p99 rps errors
+    p50=$(awk '$1 == "50%" { print $2 }' <<<"$OUT" | to_ms)
+    p99=$(awk '$1 == "99%" { print $2 }' <<<"$OUT" | to_ms)
+    rps=$(awk '$1 == "Requests/sec:" { print $2 }' <<<"$OUT")
+    errors=$(grep -E 'Non-2xx|Socket errors' <<<"$OUT" | tr -s ' ' | paste -sd';' - || true)
+    # shellcheck disable=SC2059 # the format is ours
+    results+=("$(printf "$ROW_FORMAT  %s" "$1" "$p50" "$p99" "$rps" "$2" "$3" "$CPU_US" "$4" "$round" "${errors:-}")")
+    echo "  round $round $1: $rps req/s, $CPU_US us CPU per request ($4)" >&2
+}
+
+# measure NAME PID ADDR: RSS idle, the slow downloads' peak RSS, then /fast
+# under wrk; sets IDLE, PEAK, OUT and CPU_US.
+measure() {
+    IDLE=$(status_kib "$2" VmRSS)
+    slow_downloads "$1" "$3"
+    PEAK=$(status_kib "$2" VmHWM)
+    fast_wrk "$2" "$3"
+}
+
+# mode_round MODE: NGINX and pingora in MODE side by side, measured in the
+# order NGINX, pingora, NGINX; pingora's peer is the mean of the two NGINX
+# figures around it, so that a neighbour's load that changes during the
+# round weighs on both sides.
+mode_round() {
+    local mode=$1 ng_pid ng_addr before ng_idle ng_peak
+    start_nginx "nginx-$mode-$round" "$mode" "$ORIGIN"
+    ng_pid=$PID ng_addr=$ADDR
+    mkdir -p "$work/tmp-$mode"
+    start_slowlab "pingora-$mode-$round" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
+        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
+    measure "nginx-$mode" "$ng_pid" "$ng_addr"
+    ng_idle=$IDLE ng_peak=$PEAK before=$CPU_US
+    row "nginx-$mode" "$ng_idle" "$ng_peak" peer
+    measure "pingora-$mode" "$PID" "$ADDR"
+    local pg_out=$OUT pg_cpu=$CPU_US pg_idle=$IDLE pg_peak=$PEAK
+    fast_wrk "$ng_pid" "$ng_addr"
+    local after_out=$OUT after=$CPU_US
+    OUT=$pg_out CPU_US=$pg_cpu
+    row "pingora-$mode" "$pg_idle" "$pg_peak" \
+        "$(awk -v a="$pg_cpu" -v b="$before" -v c="$after" 'BEGIN { m = (b + c) / 2; printf "%.2fx", (m > 0 ? a / m : 0) }')"
+    OUT=$after_out CPU_US=$after
+    row "nginx-$mode" "$ng_idle" "$ng_peak" peer
+    kill "$PID" "$ng_pid"
+    wait "$PID" "$ng_pid" 2>/dev/null || true
 }
 
 start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0
 ORIGIN=$ADDR
+ORIGIN_PID=$PID
 
-out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency "http://$ORIGIN/fast")
-results+=("$(printf '%-13s %9s %9s %10s %10s %12s' direct \
-    "$(awk '$1 == "50%" { print $2 }' <<<"$out" | to_ms)" \
-    "$(awk '$1 == "99%" { print $2 }' <<<"$out" | to_ms)" \
-    "$(awk '$1 == "Requests/sec:" { print $2 }' <<<"$out")" - -)")
-
-for mode in off on; do
-    start_nginx "nginx-$mode" "$mode" "$ORIGIN"
-    bench "nginx-$mode"
-    mkdir -p "$work/tmp-$mode"
-    start_slowlab "pingora-$mode" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
-        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
-    bench "pingora-$mode"
+for round in $(seq "$ROUNDS"); do
+    fast_wrk "$ORIGIN_PID" "$ORIGIN"
+    row direct - - -
+    for mode in off on; do
+        mode_round "$mode"
+    done
 done
 
 echo "# slowlab bench-proxy: $(uname -r), tcp_wmem=[$(sysctl -n net.ipv4.tcp_wmem | tr -s '\t ' ' ')]," \
     "tcp_rmem=[$(sysctl -n net.ipv4.tcp_rmem | tr -s '\t ' ' ')], $("$NGINX" -v 2>&1 | sed 's/.*: //')"
-echo "# wrk -t1 -c$WRK_CONNS -d$WRK_DURATION --latency /fast (a new connection per request);" \
+echo "# wrk -t1 -c$WRK_CONNS -d$WRK_DURATION --latency -H 'Connection: close' /fast (a new connection per request);" \
     "RSS in KiB; peak = VmHWM after two concurrent 16 MiB downloads at $SLOW_RATE"
-printf '%-13s %9s %9s %10s %10s %12s\n' proxy p50_ms p99_ms req_per_s rss_idle rss_peak
+echo "# cpu_us_per_req: the proxy's utime+stime over the wrk run / requests (direct: the origin's);" \
+    "vs_nginx: against the mean of the NGINX rows just before and after, same mode; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+# shellcheck disable=SC2059 # the format is ours
+printf "$ROW_FORMAT\n" proxy p50_ms p99_ms req_per_s rss_idle rss_peak cpu_us_per_req vs_nginx round
 printf '%s\n' "${results[@]}"

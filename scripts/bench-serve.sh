@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
-# Benchmark GET /fast with wrk: each `slowlab serve` worker model and real
+# Benchmark GET /fast with wrk: each `slowlab serve` worker model, real
 # Gunicorn 23.0.0 (sync, 2 workers) serving harness/python/slowlab_app.py,
-# one after the other on free loopback ports, with the same wrk settings.
+# and the peer, NGINX 1.22 answering the same 12 bytes with `return 200`
+# (one worker), one after the other on free loopback ports, with the same
+# wrk settings, over ROUNDS rounds.
 #
-# Usage: scripts/bench-serve.sh            (defaults: wrk -t1 -c4 -d10s)
-#   WRK_THREADS=1 WRK_CONNS=4 WRK_DURATION=10s scripts/bench-serve.sh
-#   GUNICORN=/path/to/gunicorn scripts/bench-serve.sh
+# Usage: scripts/bench-serve.sh        (defaults: wrk -t1 -c8 -d8s, 2 rounds)
+#   WRK_THREADS=1 WRK_CONNS=8 WRK_DURATION=8s ROUNDS=2 scripts/bench-serve.sh
+#   GUNICORN=/path/to/gunicorn NGINX=/path/to/nginx scripts/bench-serve.sh
 #
-# wrk speaks keep-alive, but every server here answers `Connection: close`,
-# so wrk opens a new connection per request: the figures include a TCP
-# handshake each, as the experiment's /fast client does. No CPU caps are
-# applied; wrk shares the machine's cores with the server under test.
+# Every server answers `Connection: close` (and wrk asks for it), so wrk
+# opens a new connection per request: the figures include a TCP handshake
+# each, as the experiment's /fast client does. No CPU caps are applied. On a
+# machine with two cores or more the server runs on CPU 1 and wrk on CPU 0.
+#
+# CPU per request is the server's utime+stime increment (all its threads and
+# processes) over the wrk run divided by the requests wrk completed; it stays
+# stabler than requests/s on a noisy machine, but a neighbour's load still
+# moves it, so NGINX runs through each round and is measured before the
+# first server and after each one; `vs_nginx` divides a server's figure by
+# the mean of the NGINX figures just before and after it.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# shellcheck source=scripts/bench-nginx.sh
+source scripts/bench-nginx.sh
 WRK_THREADS=${WRK_THREADS:-1}
-WRK_CONNS=${WRK_CONNS:-4}
-WRK_DURATION=${WRK_DURATION:-10s}
+WRK_CONNS=${WRK_CONNS:-8}
+WRK_DURATION=${WRK_DURATION:-8s}
+ROUNDS=${ROUNDS:-2}
 GUNICORN=${GUNICORN:-$ROOT/.slowlab/venv/bin/gunicorn}
+NGINX=${NGINX:-$(command -v nginx || echo "$ROOT/.slowlab/nginx/usr/sbin/nginx")}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
 TMP=$(mktemp -d)
@@ -41,17 +54,29 @@ stop_server() {
 
 cleanup() {
     stop_server
+    if [[ -n ${NGINX_PID:-} ]]; then kill -TERM "$NGINX_PID" 2>/dev/null || true; fi
     rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 command -v wrk >/dev/null || { echo "bench-serve: wrk not found (apt-get install wrk)" >&2; exit 1; }
-[[ -x $GUNICORN ]] || { echo "bench-serve: no gunicorn at $GUNICORN (set GUNICORN=)" >&2; exit 1; }
+[[ -x $NGINX ]] || { echo "bench-serve: no nginx at $NGINX (slowlab prepare, or set NGINX=)" >&2; exit 1; }
+HAVE_GUNICORN=1
+[[ -x $GUNICORN ]] || { echo "bench-serve: no gunicorn at $GUNICORN (set GUNICORN=); skipping it" >&2; HAVE_GUNICORN=0; }
 
-echo "building slowlab (release) ..." >&2
-cargo build --quiet --release -p harness --bin slowlab
-SLOWLAB=$CARGO_TARGET_DIR/release/slowlab
+if [[ -z ${SLOWLAB:-} ]]; then
+    echo "building slowlab (release) ..." >&2
+    cargo build --quiet --release -p harness --bin slowlab
+    SLOWLAB=$CARGO_TARGET_DIR/release/slowlab
+fi
+
+CORES=$(nproc)
+SERVER_CPU=() WRK_CPU=()
+if ((CORES >= 2)); then
+    SERVER_CPU=(taskset -c 1)
+    WRK_CPU=(taskset -c 0)
+fi
 
 # Waits for the ready line in "$1"; prints its address.
 ready_addr() {
@@ -84,57 +109,135 @@ wait_http() {
     return 1
 }
 
-ROWS=()
+# CPU ticks (utime+stime, every thread) of "$1" and its descendants.
+cpu_ticks() {
+    local pid=$1 total=0 child
+    if [[ -r /proc/$pid/stat ]]; then
+        # Fields 14 and 15, counted after the parenthesised command name.
+        total=$(sed 's/^.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }')
+    fi
+    for child in $(pgrep -P "$pid" || true); do
+        total=$((total + $(cpu_ticks "$child")))
+    done
+    echo "$total"
+}
 
-# Runs wrk against "$2" and records one table row named "$1".
-bench() {
-    local name=$1 addr=$2 out=$TMP/wrk-$1.txt
+HZ=$(getconf CLK_TCK)
+ROWS=()
+ROW_FORMAT='%-16s %12s %10s %10s %8s %8s %11s'
+TAIL_FORMAT=' %8s %5s'
+
+# Runs wrk against "$2" (server pid "$3"); sets CPU_US and ROW (a table row
+# named "$1" without its last columns, vs_nginx and round).
+measure() {
+    local name=$1 addr=$2 pid=$3 out=$TMP/wrk-$1.txt
     # A short warm-up so that the first connections' costs do not count.
-    wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d1s "http://$addr/fast" >/dev/null
-    wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency "http://$addr/fast" >"$out"
-    local rps p50 p99 errors non2xx
+    "${WRK_CPU[@]}" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d1s -H 'Connection: close' "http://$addr/fast" >/dev/null
+    local before after
+    before=$(cpu_ticks "$pid")
+    "${WRK_CPU[@]}" wrk -t"$WRK_THREADS" -c"$WRK_CONNS" -d"$WRK_DURATION" --latency \
+        -H 'Connection: close' "http://$addr/fast" >"$out"
+    after=$(cpu_ticks "$pid")
+    local rps p50 p99 errors non2xx requests
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
     p50=$(awk '$1 == "50%" {print $2}' "$out")
     p99=$(awk '$1 == "99%" {print $2}' "$out")
+    requests=$(awk '/requests in/ {print $1}' "$out")
     # "Socket errors: connect A, read B, write C, timeout D", however indented.
     errors=$(awk '/Socket errors:/ {gsub(",", ""); for (i = 1; i < NF; i++) if ($i ~ /^(connect|read|write|timeout)$/) n += $(i + 1); print n}' "$out")
     non2xx=$(awk '/Non-2xx/ {print $NF}' "$out")
-    ROWS+=("$(printf '%-16s %12s %10s %10s %8s %8s' "$name" "$rps" "$p50" "$p99" "${errors:-0}" "${non2xx:-0}")")
-    echo "  $name: $rps req/s" >&2
+    CPU_US=$(awk -v t=$((after - before)) -v hz="$HZ" -v n="$requests" 'BEGIN { printf "%.1f", (n > 0 ? t / hz / n * 1e6 : 0) }')
+    # shellcheck disable=SC2059 # the format is ours
+    ROW=$(printf "$ROW_FORMAT" "$name" "$rps" "$p50" "$p99" "${errors:-0}" "${non2xx:-0}" "$CPU_US")
+    echo "  round $ROUND $name: $rps req/s, $CPU_US us CPU per request" >&2
+}
+
+# The peer: NGINX answering /fast itself (the cost of a request to a lean
+# C server), running through the whole round and measured before the first
+# server and after each one.
+NGINX_PID="" NGINX_ADDR="" NGINX_US=""
+start_nginx() {
+    local port dir=$TMP/nginx
+    port=$(free_port)
+    mkdir -p "$dir"
+    nginx_conf "$dir" "$port" "        location = /fast {
+            default_type application/json;
+            return 200 '{\"ok\": true}';
+        }"
+    "${SERVER_CPU[@]}" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$TMP/nginx.out" 2>"$TMP/err" &
+    NGINX_PID=$!
+    NGINX_ADDR=127.0.0.1:$port
+    wait_http "$NGINX_ADDR"
+}
+
+stop_nginx() {
+    kill -TERM "$NGINX_PID" 2>/dev/null || true
+    wait "$NGINX_PID" 2>/dev/null || true
+    NGINX_PID=""
+}
+
+measure_nginx() {
+    measure nginx-static "$NGINX_ADDR" "$NGINX_PID"
+    NGINX_US=$CPU_US
+    ROWS+=("$ROW$(printf "$TAIL_FORMAT" peer "$ROUND")")
+}
+
+# Measures the server started last as "$1" at "$2", stops it, measures NGINX
+# again, and records the server's row with its ratio to the mean of the
+# NGINX figures before and after it.
+bench() {
+    local name=$1 addr=$2 before=$NGINX_US row cpu
+    measure "$name" "$addr" "$SERVER_PID"
+    row=$ROW cpu=$CPU_US
+    stop_server
+    ROWS+=("")
+    local at=$((${#ROWS[@]} - 1)) ratio
+    measure_nginx
+    ratio=$(awk -v a="$cpu" -v b="$before" -v c="$NGINX_US" \
+        'BEGIN { m = (b + c) / 2; printf "%.2fx", (m > 0 ? a / m : 0) }')
+    # shellcheck disable=SC2059 # the format is ours
+    ROWS[at]="$row$(printf "$TAIL_FORMAT" "$ratio" "$ROUND")"
 }
 
 run_slowlab() {
     local name=$1; shift
     # One file per server: the redirection of a background job happens
     # later, so a shared file could still show the previous server's line.
-    "$SLOWLAB" serve --listen 127.0.0.1:0 "$@" >"$TMP/out-$name" 2>"$TMP/err" &
+    "${SERVER_CPU[@]}" "$SLOWLAB" serve --listen 127.0.0.1:0 "$@" >"$TMP/out-$name" 2>"$TMP/err" &
     SERVER_PID=$!
     local addr
     addr=$(ready_addr "$TMP/out-$name")
     bench "$name" "$addr"
-    stop_server
 }
 
 run_gunicorn() {
     local port
     port=$(free_port)
-    "$GUNICORN" --workers 2 --worker-class sync --bind "127.0.0.1:$port" \
+    "${SERVER_CPU[@]}" "$GUNICORN" --workers 2 --worker-class sync --bind "127.0.0.1:$port" \
         --chdir "$ROOT/harness/python" slowlab_app:application >"$TMP/out" 2>"$TMP/err" &
     SERVER_PID=$!
     wait_http "127.0.0.1:$port"
     bench gunicorn-sync2 "127.0.0.1:$port"
-    stop_server
 }
 
-CORES=$(nproc)
-echo "running wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION --latency on /fast ..." >&2
-run_slowlab rust-sync2 --model sync --workers 2
-run_slowlab rust-threads4 --model threads --workers 4
-run_slowlab "rust-async$CORES" --model async
-run_gunicorn
+echo "running wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION --latency on /fast, $ROUNDS rounds ..." >&2
+for ROUND in $(seq "$ROUNDS"); do
+    start_nginx
+    measure_nginx
+    run_slowlab rust-sync2 --model sync --workers 2
+    run_slowlab rust-threads4 --model threads --workers 4
+    run_slowlab rust-async1 --model async --workers 1
+    run_slowlab "rust-async$CORES" --model async
+    if ((HAVE_GUNICORN)); then run_gunicorn; fi
+    stop_nginx
+done
 
 echo
-echo "GET /fast, wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION --latency, new connection per request"
-echo "$(uname -sr), $CORES cores, $("$GUNICORN" --version 2>&1 | head -1), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
-printf '%-16s %12s %10s %10s %8s %8s\n' server "requests/s" p50 p99 "sock err" "non-2xx"
+echo "GET /fast, wrk -t$WRK_THREADS -c$WRK_CONNS -d$WRK_DURATION --latency -H 'Connection: close', new connection per request"
+echo "$(uname -sr), $CORES cores, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
+    "$( ((HAVE_GUNICORN)) && "$GUNICORN" --version 2>&1 | head -1), $("$NGINX" -v 2>&1 | sed 's/.*: //'), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
+echo "cpu_us_per_req: the server's utime+stime over the run / requests; vs_nginx: against the mean of the nginx-static rows just before and after"
+# shellcheck disable=SC2059 # the format is ours
+printf "$ROW_FORMAT$TAIL_FORMAT\n" server "requests/s" p50 p99 "sock err" "non-2xx" \
+    cpu_us_per_req vs_nginx round
 printf '%s\n' "${ROWS[@]}"

@@ -7,16 +7,18 @@
 //! - [`spool`]: memory buffers, then the temp file, then backpressure; pure
 //!   accounting, unit-tested.
 //! - [`spillfile`]: the unlinked `0600` temp file.
-//! - [`upstream`]: connecting (pingora's connector), the HTTP/1.0 request and
-//!   the response head.
+//! - [`upstream`]: connecting, the HTTP/1.0 request and the response head.
 //! - [`pipe`]: the loop that moves one body from upstream to client and
 //!   decides when the upstream is read.
 //! - [`app`]: the pingora `HttpServerApp`: request, errors, head, stats.
+//! - [`client`]: the client connection as pingora's `IO`: one write for a
+//!   response that is whole at once, `TCP_NODELAY` only where it matters.
 //! - [`stats`]: `--stats-log` and `--gauge-log`.
 //! - [`server`]: [`spawn`] and [`ProxyHandle`]: runtime, accept loop, stop.
 
 pub mod app;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod pipe;
 pub mod server;

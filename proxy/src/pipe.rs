@@ -17,11 +17,12 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use pingora_core::protocols::Stream;
 use pingora_core::protocols::http::ServerSession;
 use pingora_core::server::ShutdownWatch;
 use pingora_error::ErrorType;
 use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::spool::Spool;
 use crate::stats::Progress;
@@ -96,9 +97,9 @@ pub async fn stopped(watch: &mut ShutdownWatch) {
 /// and temp file go with it.
 pub async fn run(
     session: ServerSession,
-    upstream: Stream,
+    upstream: TcpStream,
     first: Bytes,
-    mut spool: Spool,
+    mut spool: Spool<'_>,
     p: PipeParams<'_>,
 ) -> (Option<ServerSession>, PipeReport) {
     let mut report = PipeReport {
@@ -130,10 +131,12 @@ pub async fn run(
     // While nothing is being written to the client (the spool is empty and
     // the origin is slow), a client that goes away would otherwise be
     // noticed only at the next write. Like NGINX's check for a broken
-    // client connection, peek at its socket now and then.
+    // client connection, peek at its socket now and then. The timer is made
+    // the first time the loop waits with nothing to write (a response
+    // written whole at once never needs it); as an `Interval` its first
+    // tick is immediate either way.
     let client_fd = session.as_ref().and_then(|s| s.stream()).map(|s| s.id());
-    let mut idle_check = tokio::time::interval(IDLE_CHECK);
-    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut idle_check: Option<Interval> = None;
 
     let outcome: Result<(), PipeError> = loop {
         if write.is_none() {
@@ -173,6 +176,12 @@ pub async fn run(
         }
         if room > 0 && rbuf.capacity() < room {
             rbuf.reserve(room);
+        }
+        let idle = write.is_none() && client_fd.is_some();
+        if idle && idle_check.is_none() {
+            let mut ticks = tokio::time::interval(IDLE_CHECK);
+            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            idle_check = Some(ticks);
         }
 
         // select! builds every branch's future even when its condition is
@@ -236,7 +245,7 @@ pub async fn run(
                     "upstream timed out while reading upstream".into(),
                 ).into());
             }
-            _ = idle_check.tick(), if write.is_none() && client_fd.is_some() => {
+            _ = async { idle_check.as_mut().expect("made when idle").tick().await }, if idle => {
                 if let Some(why) = client_fd.and_then(client_gone) {
                     break Err(PipeError::ClientClosed(why));
                 }

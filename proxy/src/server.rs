@@ -5,8 +5,8 @@
 //! is taken, cannot tell us the port picked for `:0`, install their own
 //! signal handlers, exit the process from `run_forever`, and count shutdown
 //! grace in whole seconds. Each accepted socket becomes a pingora [`Stream`]
-//! and goes through pingora's `ServerApp::process_new` (the HTTP/1 dispatch
-//! every pingora service uses) into our [`HttpServerApp`].
+//! (our [`ClientIo`]) and a pingora HTTP/1 `ServerSession`, served by
+//! [`ProxyApp::serve_connection`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,12 +14,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pingora_core::apps::ServerApp;
 use pingora_core::protocols::Stream;
-use pingora_core::protocols::l4::stream::Stream as L4Stream;
 use tokio::sync::{mpsc, watch};
 
 use crate::app::ProxyApp;
+use crate::client::ClientIo;
 use crate::config::ProxyConfig;
 use crate::pipe::stopped;
 use crate::stats::{GaugeLog, Gauges, StatsLog};
@@ -127,14 +126,15 @@ async fn serve(
             return;
         }
     };
-    let gauges = Arc::new(Gauges::default());
+    // Responses are registered only when someone samples them.
+    let gauges = gauge_log.as_ref().map(|_| Arc::new(Gauges::default()));
     // `cut` tells in-flight responses to stop; it is also the ShutdownWatch
     // pingora hands to the app.
     let (cut_tx, cut_rx) = watch::channel(false);
-    let gauge_task = gauge_log.map(|log| {
+    let gauge_task = gauge_log.zip(gauges.clone()).map(|(log, gauges)| {
         let mut cut = cut_rx.clone();
         let stop = async move { stopped(&mut cut).await };
-        tokio::spawn(log.run(gauges.clone(), cfg.gauge_interval, stop))
+        tokio::spawn(log.run(gauges, cfg.gauge_interval, stop))
     });
     let app = Arc::new(ProxyApp::new(cfg.clone(), stats, gauges));
     // Every connection task holds a clone; recv() returns None once all
@@ -147,16 +147,15 @@ async fn serve(
             _ = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _peer)) => {
-                    // Small writes (a head, then a 12-byte body) must not
-                    // wait for delayed ACKs.
-                    let _ = tcp.set_nodelay(true);
-                    let stream: Stream = Box::new(L4Stream::from(tcp));
+                    // TCP_NODELAY is set by ClientIo before the first write
+                    // that needs it.
+                    let stream: Stream = Box::new(ClientIo::new(tcp));
                     let app = app.clone();
                     let cut = cut_rx.clone();
                     let alive = alive_tx.clone();
                     tokio::spawn(async move {
                         let _alive = alive;
-                        app.process_new(stream, &cut).await;
+                        app.serve_connection(stream, &cut).await;
                     });
                 }
                 Err(e) => {

@@ -31,15 +31,17 @@ use bytes::Bytes;
 use crate::config::{BufferConfig, Buffering};
 use crate::spillfile::SpillFile;
 
-/// Accounting and storage of one response body on its way through.
+/// Accounting and storage of one response body on its way through. It
+/// borrows the temp directory from the configuration: most responses never
+/// spill, so none pays for a copy of the path.
 #[derive(Debug)]
-pub struct Spool {
+pub struct Spool<'a> {
     limit: usize,
     read_size: usize,
     page: usize,
     write_size: usize,
     max_file: u64,
-    temp_dir: PathBuf,
+    temp_dir: &'a Path,
     queue: VecDeque<Bytes>,
     queued: usize,
     /// Length of the piece the client side holds, if any.
@@ -50,10 +52,10 @@ pub struct Spool {
     largest_spill_write: usize,
 }
 
-impl Spool {
+impl<'a> Spool<'a> {
     /// A spool for one response. With buffering off there is one buffer of
     /// `buffer_size` and no file, as in NGINX's non-buffered mode.
-    pub fn new(cfg: &BufferConfig, buffering: Buffering) -> Spool {
+    pub fn new(cfg: &'a BufferConfig, buffering: Buffering) -> Spool<'a> {
         let (limit, read_size, page, max_file) = match buffering {
             Buffering::On => (
                 cfg.memory_limit(),
@@ -69,7 +71,7 @@ impl Spool {
             page,
             write_size: cfg.temp_file_write_size,
             max_file,
-            temp_dir: cfg.temp_path.clone(),
+            temp_dir: &cfg.temp_path,
             queue: VecDeque::new(),
             queued: 0,
             out: None,
@@ -151,7 +153,7 @@ impl Spool {
                 .min(usize::try_from(cap_left).unwrap_or(usize::MAX));
             let pieces = self.take_front(want);
             if self.file.is_none() {
-                let file = SpillFile::create(&self.temp_dir)?;
+                let file = SpillFile::create(self.temp_dir)?;
                 created = Some(file.path().to_path_buf());
                 self.file = Some(file);
             }
@@ -226,7 +228,7 @@ impl Spool {
 
     /// The temp directory, for error messages.
     pub fn temp_dir(&self) -> &Path {
-        &self.temp_dir
+        self.temp_dir
     }
 }
 

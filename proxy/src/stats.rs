@@ -167,9 +167,14 @@ impl Gauges {
         }
     }
 
-    /// The rows for one sample at `t`.
+    /// The rows for one sample at `t`. The registry's lock is held only to
+    /// copy the list, not while the rows are formatted, so responses that
+    /// open or close meanwhile do not wait for the sampler.
     pub fn sample(&self, t: SystemTime) -> String {
-        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let open: Vec<(u64, Arc<Progress>)> = {
+            let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+            open.iter().map(|(c, p)| (*c, p.clone())).collect()
+        };
         let t = unix_s(t);
         let mut out = String::new();
         for (conn, p) in open.iter() {

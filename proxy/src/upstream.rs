@@ -1,5 +1,5 @@
-//! The upstream side: connect with pingora's connector, send the request as
-//! HTTP/1.0 with `Connection: close`, and read the response head into one
+//! The upstream side: connect, send the request as HTTP/1.0 with
+//! `Connection: close`, and read the response head into one
 //! `proxy_buffer_size` buffer.
 //!
 //! We speak HTTP/1.0 upstream because NGINX does by default
@@ -10,19 +10,24 @@
 //! head in our own buffer, so the body is read in `proxy_buffers`-sized reads
 //! and only when the spool has room; pingora's client reads bodies in 64 KiB
 //! pieces into a buffer of its own.
+//!
+//! The connection is a plain tokio `TcpStream`, made the way NGINX makes its
+//! upstream connections (`socket`, `connect`, one readiness wait, `SO_ERROR`):
+//! pingora's connector adds per connection a `setsockopt` for
+//! `IP_BIND_ADDRESS_NO_PORT`, a `getsockname`, `TCP_NODELAY` (the request
+//! leaves in one write, so Nagle never holds it), a socket digest and two
+//! buffering layers, none of which a fresh loopback connection per request
+//! uses.
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use pingora_core::connectors::TransportConnector;
-use pingora_core::protocols::Stream;
-use pingora_core::upstreams::peer::HttpPeer;
-use pingora_error::ErrorType;
 use pingora_http::{RequestHeader, ResponseHeader};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::Instant;
+use tokio::net::TcpStream;
 
 use crate::config::Buffering;
 use crate::pipe::{IDLE_CHECK, client_gone};
@@ -126,52 +131,55 @@ const HOP_BY_HOP: [&str; 8] = [
     "expect",
 ];
 
-/// Connects to `addr` through pingora's transport connector.
-pub async fn connect(
-    connector: &TransportConnector,
-    addr: SocketAddr,
-    timeout: Duration,
-) -> Result<Stream, UpstreamError> {
-    let mut peer = HttpPeer::new(addr, false, String::new());
-    peer.options.connection_timeout = Some(timeout);
-    connector.new_stream(&peer).await.map_err(|e| {
-        if *e.etype() == ErrorType::ConnectTimedout {
-            UpstreamError::Timeout(e.to_string())
-        } else {
-            UpstreamError::Connect(e.to_string())
-        }
-    })
+/// Connects to `addr` within `timeout`.
+///
+/// This timeout and the head wait's use pingora's timer (10 ms resolution,
+/// fired by its own thread): arming a tokio timer takes the time driver's
+/// lock and, whenever it is the earliest, wakes the driver through its
+/// eventfd, a system call and an extra `epoll_wait` per request here.
+pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, UpstreamError> {
+    match pingora_timeout::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(stream)) => Ok(stream),
+        Ok(Err(e)) => Err(UpstreamError::Connect(format!("connecting to {addr}: {e}"))),
+        Err(_) => Err(UpstreamError::Timeout(format!(
+            "connecting to {addr} took longer than {timeout:?}"
+        ))),
+    }
 }
 
 /// The request as it goes upstream: HTTP/1.0, hop-by-hop headers dropped,
-/// `Connection: close`.
+/// `Connection: close`. The header lines keep the client's spelling of the
+/// names (pingora's wire form); the request itself is not copied.
 pub fn request_wire(req: &RequestHeader) -> BytesMut {
-    let mut head = req.clone();
-    for name in HOP_BY_HOP {
-        head.remove_header(name);
-    }
-    let mut buf = BytesMut::with_capacity(512);
+    let mut lines = BytesMut::with_capacity(512);
+    req.header_to_h1_wire(&mut lines);
+    let mut buf = BytesMut::with_capacity(lines.len() + 64 + req.raw_path().len());
     buf.extend_from_slice(req.method.as_str().as_bytes());
     buf.extend_from_slice(b" ");
     buf.extend_from_slice(req.raw_path());
     buf.extend_from_slice(b" HTTP/1.0\r\n");
-    head.header_to_h1_wire(&mut buf);
+    // Every line ends with CRLF, the last one included.
+    for line in lines.split_inclusive(|&b| b == b'\n') {
+        let name = line.split(|&b| b == b':').next().unwrap_or(line);
+        if !HOP_BY_HOP
+            .iter()
+            .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
+        {
+            buf.extend_from_slice(line);
+        }
+    }
     buf.extend_from_slice(b"Connection: close\r\n\r\n");
     buf
 }
 
-/// Writes `data` to the upstream within `timeout`.
+/// Writes `data` to the upstream within `timeout`. The socket has no
+/// buffer of its own to flush.
 pub async fn send(
-    stream: &mut Stream,
+    stream: &mut TcpStream,
     data: &[u8],
     timeout: Duration,
 ) -> Result<(), UpstreamError> {
     match tokio::time::timeout(timeout, stream.write_all(data)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(UpstreamError::Closed(format!("sending the request: {e}"))),
-        Err(_) => return Err(UpstreamError::Timeout("sending the request".into())),
-    }
-    match tokio::time::timeout(timeout, stream.flush()).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(UpstreamError::Closed(format!("sending the request: {e}"))),
         Err(_) => Err(UpstreamError::Timeout("sending the request".into())),
@@ -187,15 +195,16 @@ pub async fn send(
 /// The wait is cut into slices of one timer each, so a head that arrives
 /// within the first slice costs what a plain timeout costs.
 pub async fn read_head(
-    stream: &mut Stream,
+    stream: &mut TcpStream,
     buffer_size: usize,
     timeout: Duration,
     head_request: bool,
     client: Option<RawFd>,
 ) -> Result<ResponseHead, NoHead> {
-    let mut buf = BytesMut::with_capacity(buffer_size);
+    let mut pooled = HeadBuffer::take(buffer_size);
+    let buf = &mut pooled.0;
     loop {
-        if let Some(head) = parse_head(&mut buf, head_request)? {
+        if let Some(head) = parse_head(buf, head_request)? {
             return Ok(head);
         }
         if buf.len() >= buffer_size {
@@ -218,7 +227,8 @@ pub async fn read_head(
         let read = loop {
             // Reads are cancel-safe: a slice that ends loses no bytes.
             let mut limited = (&mut *stream).take(room);
-            match tokio::time::timeout_at(slice_end, limited.read_buf(&mut buf)).await {
+            let wait = slice_end.saturating_duration_since(Instant::now());
+            match pingora_timeout::timeout(wait, limited.read_buf(buf)).await {
                 Ok(read) => break read,
                 Err(_) if slice_end >= deadline => {
                     return Err(UpstreamError::Timeout(
@@ -246,6 +256,42 @@ pub async fn read_head(
                 return Err(UpstreamError::Closed(format!("reading response header: {e}")).into());
             }
         }
+    }
+}
+
+/// Head buffers kept per thread for the next response: a 16 KiB `malloc`
+/// and `free` per request (and glibc's consolidation that large requests
+/// trigger) is what buffer reuse avoids.
+struct HeadBuffer(BytesMut);
+
+/// The most buffers a thread keeps.
+const POOLED: usize = 8;
+
+thread_local! {
+    static HEAD_BUFFERS: RefCell<Vec<BytesMut>> = const { RefCell::new(Vec::new()) };
+}
+
+impl HeadBuffer {
+    fn take(size: usize) -> HeadBuffer {
+        let reused = HEAD_BUFFERS.with(|p| p.borrow_mut().pop());
+        match reused {
+            Some(buf) if buf.capacity() >= size => HeadBuffer(buf),
+            _ => HeadBuffer(BytesMut::with_capacity(size)),
+        }
+    }
+}
+
+impl Drop for HeadBuffer {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.0);
+        buf.clear();
+        // A thread that is going away has no pool left to return it to.
+        let _ = HEAD_BUFFERS.try_with(|p| {
+            let mut pool = p.borrow_mut();
+            if pool.len() < POOLED {
+                pool.push(buf);
+            }
+        });
     }
 }
 
@@ -285,20 +331,21 @@ fn parse_head(
         let mut accel = None;
         let mut length: Option<u64> = None;
         for h in resp.headers.iter() {
-            let name = h.name.to_ascii_lowercase();
-            if name == "x-accel-buffering" {
+            // Compared in place: no lower-cased copy per header.
+            let is = |n: &str| h.name.eq_ignore_ascii_case(n);
+            if is("x-accel-buffering") {
                 accel = parse_accel(h.value);
                 continue;
             }
-            if name == "transfer-encoding" {
+            if is("transfer-encoding") {
                 return Err(UpstreamError::Invalid(
                     "Transfer-Encoding in an answer to HTTP/1.0 is not supported".into(),
                 ));
             }
-            if HOP_BY_HOP.contains(&name.as_str()) {
+            if HOP_BY_HOP.iter().any(|n| is(n)) {
                 continue;
             }
-            if name == "content-length" {
+            if is("content-length") {
                 let v = std::str::from_utf8(h.value)
                     .ok()
                     .and_then(|v| v.trim().parse::<u64>().ok())
@@ -323,8 +370,11 @@ fn parse_head(
             (false, Some(n)) => BodyLength::Exact(n),
             (false, None) => BodyLength::UntilClose,
         };
-        let _ = buf.split_to(len);
-        let leftover = buf.split().freeze();
+        // Copied out, so that the buffer goes back to the pool; a piece
+        // that pinned the whole buffer would also hold more memory than the
+        // spool accounts for.
+        let leftover = Bytes::copy_from_slice(&buf[len..]);
+        buf.clear();
         return Ok(Some(ResponseHead {
             header,
             body,

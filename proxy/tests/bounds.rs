@@ -117,3 +117,69 @@ fn gauge_log_samples_open_responses() {
     }
     assert!(samples.iter().any(|s| s[5] > 0.0), "the spill shows");
 }
+
+/// Ten slow downloads at once through one buffering proxy, with a temp-file
+/// cap (4 MiB) below the body, so that memory, file and backpressure all
+/// take part: every response keeps within its buffers and its cap, and at
+/// every gauge sample the open responses together hold no more than ten
+/// times that.
+#[test]
+fn ten_concurrent_slow_downloads_stay_within_the_bounds() {
+    const N: usize = 10;
+    const CAP: u64 = 4 << 20;
+    const MEM: f64 = ((16 + 4 * 16) * 1024) as f64;
+    let origin = origin(Model::Async, Some(2), LARGE);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = proxy_config(origin.local_addr(), Buffering::On, dir.path());
+    cfg.buffers.max_temp_file_size = CAP;
+    cfg.gauge_log = Some(dir.path().join("gauge.csv"));
+    cfg.gauge_interval = std::time::Duration::from_millis(50);
+    let proxy = start_proxy(cfg);
+    let addr = proxy.local_addr();
+    let start = std::sync::Arc::new(std::sync::Barrier::new(N));
+    let readers: Vec<_> = (0..N)
+        .map(|_| {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                get(addr, "/large", &Reader::slow(RATE))
+            })
+        })
+        .collect();
+    for reader in readers {
+        let reply = reader.join().expect("reader thread");
+        assert_eq!(reply.body_len, LARGE);
+        assert_eq!(reply.first_bad, None);
+    }
+    let rows = rows(&dir.path().join("stats.csv"), N);
+    drop(proxy);
+    for row in &rows {
+        assert_eq!(row.get("error"), "", "{row:?}");
+        assert!(row.num("mem_peak_bytes") <= MEM, "{row:?}");
+        let spilled = row.num("spilled_bytes");
+        assert!(spilled > 0.0 && spilled <= CAP as f64, "{row:?}");
+    }
+    // Per sample instant: how many responses were open and what they held.
+    let text = std::fs::read_to_string(dir.path().join("gauge.csv")).unwrap();
+    let mut samples: std::collections::BTreeMap<String, (usize, f64, f64)> = Default::default();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (mem, file): (f64, f64) = (f[4].parse().unwrap(), f[5].parse().unwrap());
+        assert!(
+            mem <= MEM && file <= CAP as f64,
+            "one response over its bounds: {line}"
+        );
+        let s = samples.entry(f[0].to_string()).or_default();
+        *s = (s.0 + 1, s.1 + mem, s.2 + file);
+    }
+    let most_open = samples.values().map(|s| s.0).max().unwrap_or(0);
+    assert_eq!(most_open, N, "all ten were open at once");
+    for (t, (open, mem, file)) in &samples {
+        assert!(*open <= N, "{t}: {open} open");
+        assert!(*mem <= N as f64 * MEM, "{t}: {mem} bytes in memory");
+        assert!(
+            *file <= (N as u64 * CAP) as f64,
+            "{t}: {file} bytes in temp files"
+        );
+    }
+}

@@ -34,11 +34,12 @@ const MAX_BUF: usize = 8192;
 /// Serves `stream` until the connection closes or `cancel` fires (then after
 /// [`SHUTDOWN_GRACE`] at most).
 pub async fn serve(stream: TcpStream, app: Arc<App>, cancel: &CancellationToken) {
-    let peer = stream.peer_addr().ok();
-    // Small responses are written in one piece; Gunicorn sets TCP_NODELAY too.
-    if let Err(err) = stream.set_nodelay(true) {
-        tracing::debug!(cause = %err, "TCP_NODELAY not set");
-    }
+    // Only the debug lines below name the peer: no getpeername(2) otherwise.
+    let peer = tracing::enabled!(tracing::Level::DEBUG)
+        .then(|| stream.peer_addr().ok())
+        .flatten();
+    // TCP_NODELAY (Gunicorn sets it too) is turned on by the meter for a
+    // `/large` body; small responses are written in one piece.
     let meter = Arc::new(Meter::default());
     // Declared before the connection so that it is dropped after it: the row
     // is written once the socket is closed, even if this future is dropped.

@@ -14,9 +14,18 @@
 //! The [`Meter`] is shared by the wrapper, the `/large` body (which waits on
 //! it before producing the next block, see [`crate::large`]) and the
 //! connection guard that writes the send-log row.
+//!
+//! Only `/large` needs any of this, so the meter is armed by
+//! [`Meter::start_large`], which runs before hyper writes the response head;
+//! until then a write costs one atomic load. Arming also turns on
+//! `TCP_NODELAY`, before the head: a streamed body must not wait for delayed
+//! ACKs, while a small response leaves in one write that Nagle's algorithm
+//! never holds (nothing is in flight on a fresh connection), so it does not
+//! need the system call.
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Instant, SystemTime};
@@ -44,6 +53,8 @@ pub struct LargeSend {
 /// Shared accounting of one connection.
 #[derive(Debug, Default)]
 pub struct Meter {
+    /// A `/large` body started: writes are accounted from now on.
+    armed: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -78,6 +89,12 @@ impl Meter {
             last_byte_at: (total == 0).then_some(now),
             worker,
         });
+        self.armed.store(true, Ordering::Release);
+    }
+
+    /// True once a `/large` body has started on this connection.
+    pub fn is_armed(&self) -> bool {
+        self.armed.load(Ordering::Acquire)
     }
 
     /// True when the kernel has accepted at least `produced` body bytes;
@@ -103,7 +120,8 @@ impl Meter {
 
     /// Accounts for `n` bytes the kernel accepted from the front of `bufs`.
     fn record_write<'a>(&self, bufs: impl Iterator<Item = &'a [u8]>, n: usize) {
-        if n == 0 {
+        // Unarmed, nothing on this connection is a `/large` body.
+        if n == 0 || !self.is_armed() {
             return;
         }
         let now = Instant::now();
@@ -169,17 +187,44 @@ impl HeadScan {
     }
 }
 
+/// A socket whose `TCP_NODELAY` can be turned on.
+pub trait NoDelay {
+    fn set_nodelay(&self) -> io::Result<()>;
+}
+
+impl NoDelay for tokio::net::TcpStream {
+    fn set_nodelay(&self) -> io::Result<()> {
+        tokio::net::TcpStream::set_nodelay(self, true)
+    }
+}
+
 /// The connection's stream, with every accepted write accounted in a
-/// [`Meter`]. Reads pass through untouched.
+/// [`Meter`] once it is armed. Reads pass through untouched.
 #[derive(Debug)]
 pub struct MeteredIo<T> {
     inner: T,
     meter: std::sync::Arc<Meter>,
+    nodelay: bool,
 }
 
-impl<T> MeteredIo<T> {
+impl<T: NoDelay> MeteredIo<T> {
     pub fn new(inner: T, meter: std::sync::Arc<Meter>) -> Self {
-        MeteredIo { inner, meter }
+        MeteredIo {
+            inner,
+            meter,
+            nodelay: false,
+        }
+    }
+
+    /// Before a write: an armed meter means a `/large` body, which gets
+    /// `TCP_NODELAY` before its first byte (the head) is written.
+    fn before_write(&mut self) {
+        if !self.nodelay && self.meter.is_armed() {
+            self.nodelay = true;
+            if let Err(err) = self.inner.set_nodelay() {
+                tracing::debug!(cause = %err, "TCP_NODELAY not set");
+            }
+        }
     }
 }
 
@@ -193,12 +238,13 @@ impl<T: AsyncRead + Unpin> AsyncRead for MeteredIo<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for MeteredIo<T> {
+impl<T: AsyncWrite + NoDelay + Unpin> AsyncWrite for MeteredIo<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
+        self.before_write();
         let result = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = result {
             self.meter.record_write(std::iter::once(buf), n);
@@ -211,6 +257,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for MeteredIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        self.before_write();
         let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(n)) = result {
             self.meter.record_write(bufs.iter().map(|b| &**b), n);
@@ -228,8 +275,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for MeteredIo<T> {
         Pin::new(&mut self.inner).poll_flush(cx)
     }
 
+    /// Flushes only: hyper shuts a connection down right before it is
+    /// dropped, and the `close(2)` that follows sends the same FIN as
+    /// `shutdown(2)` would, one system call fewer.
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
 }
 
@@ -271,6 +321,17 @@ mod tests {
         let n = scan.feed([head, &block[..]].into_iter(), head.len() + 30);
         assert_eq!(n, 30);
         assert_eq!(scan.feed(std::iter::once(&block[30..]), 70), 70);
+    }
+
+    #[test]
+    fn an_unarmed_meter_accounts_nothing() {
+        let meter = Meter::default();
+        meter.record_write(std::iter::once(b"H\r\n\r\nbody".as_slice()), 9);
+        assert!(!meter.is_armed());
+        assert_eq!(meter.body_written(), 0);
+        assert!(meter.large().is_none());
+        meter.start_large(4, "w".into());
+        assert!(meter.is_armed());
     }
 
     #[test]

@@ -1,6 +1,11 @@
-//! `async`: a tokio multi-thread runtime with `workers` threads and one task
-//! per connection. A slow download is a pending task that costs no thread,
-//! so `/fast` is answered while any number of downloads wait.
+//! `async`: a tokio runtime with `workers` threads and one task per
+//! connection. A slow download is a pending task that costs no thread, so
+//! `/fast` is answered while any number of downloads wait.
+//!
+//! With one worker the runtime is tokio's current-thread scheduler on a
+//! thread named `async-0`: the same single thread running every connection
+//! task, without the multi-thread scheduler's work-stealing bookkeeping,
+//! which one thread has no use for.
 
 use std::net::TcpListener as StdListener;
 use std::sync::Arc;
@@ -10,10 +15,10 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{OwnRuntime, spawn_thread};
+use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
 use crate::{conn, listener};
 
@@ -26,6 +31,16 @@ pub fn start(
     cancel: &CancellationToken,
     threads: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
+    if workers == 1 {
+        let runtime = current_thread_runtime()?;
+        let own = register(listener, &runtime)?;
+        let (app, cancel) = (app.clone(), cancel.clone());
+        threads.push(spawn_thread("async-0".into(), move || {
+            runtime.block_on(acceptor(own, app, cancel));
+            runtime.finish(Duration::from_millis(200));
+        })?);
+        return Ok(());
+    }
     let counter = AtomicUsize::new(0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -34,11 +49,7 @@ pub fn start(
         .build()
         .map(OwnRuntime::new)
         .context("cannot build the tokio runtime")?;
-    let own = listener.try_clone().context("cannot clone the listener")?;
-    let own = {
-        let _enter = runtime.get().enter();
-        TcpListener::from_std(own).context("cannot register the listener")?
-    };
+    let own = register(listener, &runtime)?;
     let (app, cancel) = (app.clone(), cancel.clone());
     threads.push(spawn_thread("async-accept".into(), move || {
         // The accept loop runs as a task on a runtime thread, so each
@@ -55,35 +66,44 @@ pub fn start(
     Ok(())
 }
 
+/// A clone of the listening socket, registered with `runtime`.
+fn register(listener: &StdListener, runtime: &OwnRuntime) -> anyhow::Result<TcpListener> {
+    let own = listener.try_clone().context("cannot clone the listener")?;
+    let _enter = runtime.get().enter();
+    TcpListener::from_std(own).context("cannot register the listener")
+}
+
 async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToken) {
-    let mut tasks = JoinSet::new();
+    // Every connection task holds a clone; recv() returns None once all are
+    // gone (mini-redis's shutdown pattern). Unlike a JoinSet, nothing is
+    // locked or woken here when a connection ends.
+    let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
     loop {
-        tokio::select! {
+        let accepted = tokio::select! {
             biased;
             () = cancel.cancelled() => break,
-            // Reaps finished connections so the set does not grow forever.
-            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                if let Err(err) = done {
-                    tracing::error!(cause = %err, "connection task failed");
-                }
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _)) => {
+                let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
+                tokio::spawn(async move {
+                    let _alive = alive;
+                    conn::serve(stream, app, &cancel).await;
+                });
             }
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let (app, cancel) = (app.clone(), cancel.clone());
-                    tasks.spawn(async move { conn::serve(stream, app, &cancel).await });
-                }
-                Err(err) => listener::after_accept_error(&err).await,
-            },
+            Err(err) => listener::after_accept_error(&err).await,
         }
     }
+    drop(alive_tx);
     // Every connection sees the same token and ends within the grace period;
-    // the margin covers scheduling on a loaded machine.
-    let drain = async { while tasks.join_next().await.is_some() {} };
+    // the margin covers scheduling on a loaded machine. Whatever is left is
+    // dropped with the runtime, which closes its sockets.
+    let drain = alive_rx.recv();
     if tokio::time::timeout(conn::SHUTDOWN_GRACE + Duration::from_millis(300), drain)
         .await
         .is_err()
     {
-        tracing::warn!(left = tasks.len(), "aborting connections at shutdown");
-        tasks.abort_all();
+        tracing::warn!("connections still open at shutdown are cut");
     }
 }
