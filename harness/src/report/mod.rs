@@ -14,6 +14,7 @@
 //! - [`charts`]: the five charts, one file each.
 //! - [`whereabouts`]: where the `/large` bytes are at each sample (chart 5).
 //! - [`tables`]: section 6, the cross-check and the published comparison.
+//! - [`servers`]: section 7, which servers block (the `servers` preset).
 //! - [`notices`]: what is missing, and the machine the run was made on.
 //! - [`sweep`]: the hook for `slowlab sweep` results.
 //! - [`doc`]: the document model both renderers share.
@@ -33,6 +34,7 @@ pub mod notices;
 pub mod open;
 pub mod rows;
 pub mod select;
+pub mod servers;
 pub mod sweep;
 pub mod tables;
 pub mod whereabouts;
@@ -140,6 +142,7 @@ pub fn build(r: &Results) -> Document {
             s
         }));
     }
+    sections.extend(servers::section(r));
     if let Some(s) = sweep::section(r) {
         sections.push(s);
     }
