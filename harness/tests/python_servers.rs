@@ -167,7 +167,7 @@ fn uvicorn_and_gevent_hold_no_handler_for_two_slow_readers() {
             cross.get(row, "p95_ms"),
             cross.get(row, "baseline_p95_ms")
         );
-        assert_eq!(cross.get(row, "agree"), Some("true"), "{server}");
+        assert_eq!(cross.get(row, "agree"), Some("yes"), "{server}");
     }
     // Each server's send log made it into app-sends.csv: two complete rows
     // per server at 2 slow.
