@@ -14,7 +14,7 @@ use harness::process::{self, Spec};
 use harness::reproduce::table::Table;
 use harness::stack::launch::{Body, Launcher, RunPaths};
 use harness::stack::{Recipe, Server};
-use support::{processes_mentioning, raw_request, slowlab, state_dir};
+use support::{processes_mentioning, slowlab, state_dir};
 
 const PYTHON: [Server; 5] = [
     Server::Uvicorn,
@@ -64,39 +64,7 @@ fn every_python_server_sends_the_bytes_of_slowlab_serve_and_logs_its_sends() {
         let running = launcher
             .start_server(server, body, &paths, None)
             .unwrap_or_else(|e| panic!("{server} starts (run `slowlab prepare`): {e:#}"));
-        for (method, path) in [
-            ("GET", "/fast"),
-            ("GET", "/large"),
-            ("GET", "/nope"),
-            ("POST", "/fast"),
-            ("DELETE", "/large"),
-        ] {
-            let req = format!(
-                "{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-            );
-            let a = raw_request(running.addr, &req);
-            let b = raw_request(rust_addr, &req);
-            assert_eq!(a.status, b.status, "{server} {method} {path}");
-            for h in [
-                "content-type",
-                "content-length",
-                "allow",
-                "x-slowlab-block",
-                "connection",
-            ] {
-                assert_eq!(
-                    a.header(h),
-                    b.header(h),
-                    "{server} {method} {path}: header {h}"
-                );
-            }
-            assert_eq!(
-                a.body.len(),
-                b.body.len(),
-                "{server} {method} {path}: body length"
-            );
-            assert!(a.body == b.body, "{server} {method} {path}: bodies differ");
-        }
+        support::assert_same_answers(server.name(), running.addr, rust_addr);
         drop(running);
         // One send-log row for the one /large GET, under the shared header.
         let log = std::fs::read_to_string(logs.join("send-log.csv")).unwrap();

@@ -149,11 +149,13 @@ mod tests {
 
     #[test]
     fn the_table_shows_every_server_and_flags_disagreements() {
-        let mut r = Results::default();
-        r.conditions = vec![
-            cond("gunicorn-sync2", 0, 2.0),
-            cond("gunicorn-sync2", 2, 6000.0),
-        ];
+        let mut r = Results {
+            conditions: vec![
+                cond("gunicorn-sync2", 0, 2.0),
+                cond("gunicorn-sync2", 2, 6000.0),
+            ],
+            ..Results::default()
+        };
         assert!(section(&r).is_none(), "one server is no comparison");
         r.conditions.extend([
             cond("uvicorn", 0, 1.0),
