@@ -520,6 +520,38 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_python_server_skips_only_its_own_conditions() {
+        let mut python = crate::prepare::PyTools::default();
+        python.uvicorn = Ok(crate::prepare::PyPackages {
+            program: "/venv/bin/uvicorn".into(),
+            versions: vec![("uvicorn".into(), "0.54.0".into())],
+        });
+        python.granian = Err("no wheel for this platform".into());
+        let tools = crate::prepare::Tools {
+            gunicorn: Err("no network".into()),
+            nginx: Err("not installed".into()),
+            python,
+        };
+        let missing = |s| policy::missing_tool(&tools, s, Route::Direct).map(|m| m.to_string());
+        assert_eq!(missing(Server::Uvicorn), None);
+        assert_eq!(missing(Server::RustAsync), None);
+        assert_eq!(
+            missing(Server::Granian).as_deref(),
+            Some("granian is not available: no wheel for this platform")
+        );
+        assert!(
+            missing(Server::Waitress4)
+                .is_some_and(|m| m.starts_with("waitress is not available: not prepared"))
+        );
+        assert_eq!(Tool::Gunicorn.unavailable(&tools), Some("no network"));
+        assert_eq!(tools.python.missing().len(), 4);
+        assert_eq!(
+            tools.python.versions().get("uvicorn").map(String::as_str),
+            Some("0.54.0")
+        );
+    }
+
+    #[test]
     fn only_buffering_on_absorbs_the_response() {
         let cap = ProxyBuffers::EXPERIMENT.capacity();
         assert_eq!(cap, (16 << 10) + (64 << 10) + (32 << 20));
