@@ -143,13 +143,10 @@ impl Launcher<'_> {
             "slowlab_app:application"
         };
         let dir = self.app_dir.to_string_lossy().to_string();
-        let gunicorn = |worker_class, workers| {
-            gunicorn_args(addr, &self.app_dir, worker_class, workers, None, app)
-        };
-        let host = addr.ip().to_string();
-        let port = addr.port().to_string();
-        let v: Vec<&str> = match py {
-            PyServer::Uvicorn => vec![
+        let (host, port) = (addr.ip().to_string(), addr.port().to_string());
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        match py {
+            PyServer::Uvicorn => strings(&[
                 "--host",
                 &host,
                 "--port",
@@ -160,39 +157,35 @@ impl Launcher<'_> {
                 "warning",
                 "--no-access-log",
                 app,
-            ],
+            ]),
             PyServer::GunicornUvicorn { workers } => {
-                return gunicorn("uvicorn_worker.UvicornWorker", workers);
+                let class = "uvicorn_worker.UvicornWorker";
+                gunicorn_args(addr, &self.app_dir, class, workers, None, app)
             }
-            PyServer::GunicornGevent { workers } => return gunicorn("gevent", workers),
-            PyServer::Waitress { threads } => {
-                return vec![
-                    format!("--listen={addr}"),
-                    format!("--threads={threads}"),
-                    app.to_string(),
-                ];
+            PyServer::GunicornGevent { workers } => {
+                gunicorn_args(addr, &self.app_dir, "gevent", workers, None, app)
             }
-            PyServer::Granian { workers } => {
-                return [
-                    "--interface",
-                    "wsgi",
-                    "--host",
-                    &host,
-                    "--port",
-                    &port,
-                    "--workers",
-                    &workers.to_string(),
-                    "--working-dir",
-                    &dir,
-                    "--log-level",
-                    "warning",
-                    app,
-                ]
-                .map(String::from)
-                .to_vec();
-            }
-        };
-        v.into_iter().map(String::from).collect()
+            PyServer::Waitress { threads } => strings(&[
+                &format!("--listen={addr}"),
+                &format!("--threads={threads}"),
+                app,
+            ]),
+            PyServer::Granian { workers } => strings(&[
+                "--interface",
+                "wsgi",
+                "--host",
+                &host,
+                "--port",
+                &port,
+                "--workers",
+                &workers.to_string(),
+                "--working-dir",
+                &dir,
+                "--log-level",
+                "warning",
+                app,
+            ]),
+        }
     }
 
     /// Starts `server` by its [`Recipe`] and waits until `GET /fast`

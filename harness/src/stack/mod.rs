@@ -521,12 +521,14 @@ mod tests {
 
     #[test]
     fn a_missing_python_server_skips_only_its_own_conditions() {
-        let mut python = crate::prepare::PyTools::default();
-        python.uvicorn = Ok(crate::prepare::PyPackages {
-            program: "/venv/bin/uvicorn".into(),
-            versions: vec![("uvicorn".into(), "0.54.0".into())],
-        });
-        python.granian = Err("no wheel for this platform".into());
+        let python = crate::prepare::PyTools {
+            uvicorn: Ok(crate::prepare::PyPackages {
+                program: "/venv/bin/uvicorn".into(),
+                versions: vec![("uvicorn".into(), "0.54.0".into())],
+            }),
+            granian: Err("no wheel for this platform".into()),
+            ..Default::default()
+        };
         let tools = crate::prepare::Tools {
             gunicorn: Err("no network".into()),
             nginx: Err("not installed".into()),
