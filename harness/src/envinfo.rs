@@ -110,10 +110,12 @@ pub fn collect(tools: &Tools, cgroups: &Mode, caps: Value, extra: Value) -> Valu
             "nginx": tools.nginx.as_ref().map(|n| n.version.clone()).ok(),
             "nginx_package": tools.nginx.as_ref().ok().and_then(|n| n.package.clone()),
             "nginx_source": tools.nginx.as_ref().map(|n| n.source.clone()).ok(),
+            "python_packages": tools.python.versions(),
         },
         "missing": {
             "gunicorn": tools.gunicorn.as_ref().err(),
             "nginx": tools.nginx.as_ref().err(),
+            "python_servers": tools.python.missing(),
         },
         "run": extra,
     })

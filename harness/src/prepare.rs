@@ -4,6 +4,10 @@
 //! - Gunicorn 23.0.0 goes into a virtual environment of the project's own
 //!   (`<state>/venv`), made with Debian's CPython when present, as in the
 //!   original.
+//! - The other Python servers (Uvicorn, Gunicorn's Uvicorn and gevent
+//!   workers, Waitress, Granian) go into the same venv, each with its exact
+//!   pinned versions from PyPI ([`PYTHON_PINS`]); one that does not install
+//!   is reported missing with its reason, and only its conditions skip.
 //! - NGINX 1.22 is `/usr/sbin/nginx` when installed; otherwise the Debian
 //!   package is downloaded and unpacked into `<state>/nginx`, as the
 //!   original's prepare stage did. No NGINX service is ever started: every
@@ -15,8 +19,68 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::stack::Tool;
+
 /// The pinned Gunicorn version of the experiment.
 pub const GUNICORN_VERSION: &str = "23.0.0";
+
+/// One Python server's package set: what `prepare` installs with pip, what
+/// it imports to check it, and the program a run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pin {
+    pub tool: Tool,
+    /// The script in the venv's `bin/` that starts the server.
+    pub program: &'static str,
+    /// The module whose import proves the install works (a wheel with a
+    /// native extension may install and still fail to load).
+    pub import: &'static str,
+    /// `(distribution, exact version)`: the server and the packages that
+    /// carry its behaviour (the HTTP parser, the event library).
+    pub packages: &'static [(&'static str, &'static str)],
+}
+
+/// The pinned Python servers beyond Gunicorn's own worker classes.
+pub const PYTHON_PINS: [Pin; 5] = [
+    Pin {
+        tool: Tool::Uvicorn,
+        program: "uvicorn",
+        import: "uvicorn",
+        packages: &[("uvicorn", "0.54.0"), ("h11", "0.16.0"), ("click", "8.5.1")],
+    },
+    Pin {
+        tool: Tool::UvicornWorker,
+        program: "gunicorn",
+        import: "uvicorn_worker",
+        packages: &[
+            ("gunicorn", GUNICORN_VERSION),
+            ("uvicorn-worker", "0.4.0"),
+            ("uvicorn", "0.54.0"),
+            ("h11", "0.16.0"),
+        ],
+    },
+    Pin {
+        tool: Tool::Gevent,
+        program: "gunicorn",
+        import: "gevent",
+        packages: &[
+            ("gunicorn", GUNICORN_VERSION),
+            ("gevent", "26.9.0"),
+            ("greenlet", "3.5.6"),
+        ],
+    },
+    Pin {
+        tool: Tool::Waitress,
+        program: "waitress-serve",
+        import: "waitress",
+        packages: &[("waitress", "3.0.2")],
+    },
+    Pin {
+        tool: Tool::Granian,
+        program: "granian",
+        import: "granian",
+        packages: &[("granian", "2.8.7")],
+    },
+];
 
 /// Where slowlab keeps its venv and unpacked packages: `$SLOWLAB_HOME`;
 /// else `.slowlab` in the checkout the running binary was built in (found
@@ -78,11 +142,89 @@ pub struct Nginx {
     pub source: String,
 }
 
+/// A usable Python server of [`PYTHON_PINS`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PyPackages {
+    /// The script that starts it.
+    pub program: PathBuf,
+    /// `(distribution, installed version)`, each equal to its pin.
+    pub versions: Vec<(String, String)>,
+}
+
+/// The Python servers of [`PYTHON_PINS`], each usable or with the reason it
+/// is not.
+#[derive(Debug, Clone)]
+pub struct PyTools {
+    pub uvicorn: Result<PyPackages, String>,
+    pub uvicorn_worker: Result<PyPackages, String>,
+    pub gevent: Result<PyPackages, String>,
+    pub waitress: Result<PyPackages, String>,
+    pub granian: Result<PyPackages, String>,
+}
+
+impl Default for PyTools {
+    /// Every one missing, "not prepared".
+    fn default() -> Self {
+        let no = || Err("not prepared (run `slowlab prepare`)".to_string());
+        PyTools {
+            uvicorn: no(),
+            uvicorn_worker: no(),
+            gevent: no(),
+            waitress: no(),
+            granian: no(),
+        }
+    }
+}
+
+impl PyTools {
+    /// The field of a Python server's tool; `None` for Gunicorn and NGINX.
+    pub fn get(&self, tool: Tool) -> Option<&Result<PyPackages, String>> {
+        match tool {
+            Tool::Uvicorn => Some(&self.uvicorn),
+            Tool::UvicornWorker => Some(&self.uvicorn_worker),
+            Tool::Gevent => Some(&self.gevent),
+            Tool::Waitress => Some(&self.waitress),
+            Tool::Granian => Some(&self.granian),
+            Tool::Gunicorn | Tool::Nginx => None,
+        }
+    }
+
+    fn get_mut(&mut self, tool: Tool) -> Option<&mut Result<PyPackages, String>> {
+        match tool {
+            Tool::Uvicorn => Some(&mut self.uvicorn),
+            Tool::UvicornWorker => Some(&mut self.uvicorn_worker),
+            Tool::Gevent => Some(&mut self.gevent),
+            Tool::Waitress => Some(&mut self.waitress),
+            Tool::Granian => Some(&mut self.granian),
+            Tool::Gunicorn | Tool::Nginx => None,
+        }
+    }
+
+    /// Every installed distribution and its version, for `environment.json`.
+    pub fn versions(&self) -> std::collections::BTreeMap<String, String> {
+        PYTHON_PINS
+            .iter()
+            .filter_map(|p| self.get(p.tool)?.as_ref().ok())
+            .flat_map(|p| p.versions.iter().cloned())
+            .collect()
+    }
+
+    /// Why each missing one is missing, by tool name.
+    pub fn missing(&self) -> std::collections::BTreeMap<&'static str, String> {
+        PYTHON_PINS
+            .iter()
+            .filter_map(|p| Some((p.tool.name(), self.get(p.tool)?.as_ref().err()?.clone())))
+            .collect()
+    }
+}
+
 /// What `prepare` found; a component that is missing carries the reason.
 #[derive(Debug, Clone)]
 pub struct Tools {
     pub gunicorn: Result<Gunicorn, String>,
     pub nginx: Result<Nginx, String>,
+    /// The other Python servers.
+    pub python: PyTools,
 }
 
 impl Tools {
@@ -110,7 +252,26 @@ impl Tools {
             ),
             Err(e) => format!("nginx: MISSING: {e}"),
         };
-        vec![g, n]
+        let mut lines = vec![g, n];
+        for pin in &PYTHON_PINS {
+            let Some(found) = self.python.get(pin.tool) else {
+                continue;
+            };
+            lines.push(match found {
+                Ok(p) => {
+                    let versions: Vec<String> =
+                        p.versions.iter().map(|(d, v)| format!("{d} {v}")).collect();
+                    format!(
+                        "{}: {} ({})",
+                        pin.tool.name(),
+                        versions.join(", "),
+                        p.program.display()
+                    )
+                }
+                Err(e) => format!("{}: MISSING: {e}", pin.tool.name()),
+            });
+        }
+        lines
     }
 }
 
@@ -125,6 +286,11 @@ pub fn run(args: PrepareArgs) -> Result<()> {
     if tools.gunicorn.is_err() || tools.nginx.is_err() {
         bail!("not every component is available; the conditions that need it will be skipped");
     }
+    if !tools.python.missing().is_empty() {
+        eprintln!(
+            "slowlab: not every Python server is available; the conditions that need one will be skipped"
+        );
+    }
     Ok(())
 }
 
@@ -133,10 +299,85 @@ pub fn run(args: PrepareArgs) -> Result<()> {
 pub fn prepare(state: &Path) -> Tools {
     let _ = fs::create_dir_all(state);
     let state = state.canonicalize().unwrap_or_else(|_| state.to_path_buf());
+    let gunicorn = gunicorn(&state).map_err(|e| format!("{e:#}"));
+    let python = python_servers(&state.join("venv"), &gunicorn);
     Tools {
-        gunicorn: gunicorn(&state).map_err(|e| format!("{e:#}")),
+        gunicorn,
         nginx: nginx(&state).map_err(|e| format!("{e:#}")),
+        python,
     }
+}
+
+/// Finds or installs each pin of [`PYTHON_PINS`] into the venv Gunicorn
+/// lives in. One pip command per pin, so that a wheel that does not install
+/// here (Granian's is native code) takes only its own server out.
+fn python_servers(venv: &Path, gunicorn: &Result<Gunicorn, String>) -> PyTools {
+    let mut tools = PyTools::default();
+    let python = match gunicorn {
+        Ok(g) => g.python.clone(),
+        Err(e) => {
+            for pin in &PYTHON_PINS {
+                if let Some(slot) = tools.get_mut(pin.tool) {
+                    *slot = Err(format!("the venv is not available: {e}"));
+                }
+            }
+            return tools;
+        }
+    };
+    for pin in &PYTHON_PINS {
+        let found = match check_pin(venv, &python, pin) {
+            Ok(found) => Ok(found),
+            Err(_) => install_pin(&python, pin).and_then(|()| check_pin(venv, &python, pin)),
+        };
+        if let Some(slot) = tools.get_mut(pin.tool) {
+            *slot = found.map_err(|e| format!("{e:#}"));
+        }
+    }
+    tools
+}
+
+fn install_pin(python: &Path, pin: &Pin) -> Result<()> {
+    let mut args = vec![
+        "-m".to_string(),
+        "pip".into(),
+        "install".into(),
+        "--quiet".into(),
+        "--disable-pip-version-check".into(),
+    ];
+    args.extend(pin.packages.iter().map(|(d, v)| format!("{d}=={v}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_quiet(&python.to_string_lossy(), &args)
+        .with_context(|| format!("installing {} from PyPI", pin.tool.name()))
+}
+
+/// The pin when its program is there, its module imports and every package
+/// has its pinned version.
+fn check_pin(venv: &Path, python: &Path, pin: &Pin) -> Result<PyPackages> {
+    let program = venv.join("bin").join(pin.program);
+    if !program.is_file() {
+        bail!("{} is not installed", program.display());
+    }
+    let names: Vec<&str> = pin.packages.iter().map(|(d, _)| *d).collect();
+    let script = format!(
+        "import importlib.metadata as m, {}\nfor d in {:?}: print(d, m.version(d))",
+        pin.import, names
+    );
+    let text = output(&python.to_string_lossy(), &["-c", &script])?;
+    let versions: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(d, v)| (d.to_string(), v.trim().to_string()))
+        .collect();
+    for (d, want) in pin.packages {
+        let got = versions
+            .iter()
+            .find(|(n, _)| n == d)
+            .map(|(_, v)| v.as_str());
+        if got != Some(*want) {
+            bail!("{d} is {} instead of {want}", got.unwrap_or("missing"));
+        }
+    }
+    Ok(PyPackages { program, versions })
 }
 
 fn gunicorn(state: &Path) -> Result<Gunicorn> {

@@ -9,7 +9,7 @@ use harness::prepare;
 use harness::process::{self, Spec};
 use harness::stack::Server;
 use harness::stack::launch::{Body, Launcher, RunPaths};
-use support::{get, raw_request, slowlab, state_dir};
+use support::{get, slowlab, state_dir};
 
 #[test]
 fn gunicorn_and_slowlab_serve_send_identical_bytes() {
@@ -47,31 +47,7 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
     let mut rust = process::spawn(&rust_spec, None).unwrap();
     let rust_addr = rust.wait_ready_line(Duration::from_secs(10)).unwrap();
 
-    for (method, path) in [
-        ("GET", "/fast"),
-        ("GET", "/large"),
-        ("GET", "/nope"),
-        ("POST", "/fast"),
-        ("DELETE", "/large"),
-    ] {
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        );
-        let a = raw_request(gunicorn.addr, &req);
-        let b = raw_request(rust_addr, &req);
-        assert_eq!(a.status, b.status, "{method} {path}");
-        for h in [
-            "content-type",
-            "content-length",
-            "allow",
-            "x-slowlab-block",
-            "connection",
-        ] {
-            assert_eq!(a.header(h), b.header(h), "{method} {path}: header {h}");
-        }
-        assert_eq!(a.body.len(), b.body.len(), "{method} {path}: body length");
-        assert!(a.body == b.body, "{method} {path}: bodies differ");
-    }
+    support::assert_same_answers("gunicorn", gunicorn.addr, rust_addr);
     let fast = get(rust_addr, "/fast");
     assert_eq!(fast.body, br#"{"ok": true}"#);
     let large = get(gunicorn.addr, "/large");

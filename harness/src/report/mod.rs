@@ -16,6 +16,7 @@
 //! - [`charts`]: the five charts, one file each.
 //! - [`whereabouts`]: where the `/large` bytes are at each sample (chart 5).
 //! - [`tables`]: section 6, the cross-check and the published comparison.
+//! - [`servers`]: section 7, which servers block (the `servers` preset).
 //! - [`notices`]: what is missing, and the machine the run was made on.
 //! - [`sweep`]: the `slowlab sweep` section and its charts.
 //! - [`doc`]: the document model both renderers share.
@@ -34,6 +35,7 @@ pub mod markdown;
 pub mod notices;
 pub mod open;
 pub mod select;
+pub mod servers;
 pub mod sweep;
 pub mod tables;
 pub mod whereabouts;
@@ -111,7 +113,7 @@ pub struct SectionSpec {
 }
 
 /// Every section, in the order of the report.
-pub const SECTIONS: [SectionSpec; 11] = [
+pub const SECTIONS: [SectionSpec; 12] = [
     SectionSpec {
         id: "missing",
         title: "What is missing from this directory",
@@ -165,6 +167,12 @@ pub const SECTIONS: [SectionSpec; 11] = [
         title: "6. Cross-check and published figures",
         kind: Kind::Reproduction,
         build: tables::section,
+    },
+    SectionSpec {
+        id: servers::ID,
+        title: servers::TITLE,
+        kind: Kind::Reproduction,
+        build: servers::section,
     },
     SectionSpec {
         id: "sweep",

@@ -29,11 +29,18 @@ pub fn predict(
     proxy_capacity: u64,
 ) -> Verdict {
     let saturated = server.handlers().is_some_and(|h| h <= slow);
-    if saturated && !route.absorbs(body_bytes, proxy_capacity) {
+    if saturated && !absorbs(server, route, body_bytes, proxy_capacity) {
         Verdict::Blocked
     } else {
         Verdict::Relieved
     }
+}
+
+/// Whether something between the handler and the slow reader takes a whole
+/// response off the handler: a buffering proxy on the route, or the
+/// server's own output buffer (Waitress).
+pub fn absorbs(server: Server, route: Route, body_bytes: u64, proxy_capacity: u64) -> bool {
+    route.absorbs(body_bytes, proxy_capacity) || server.absorbs(body_bytes)
 }
 
 /// Blocked: p95 at least this many ms ...
@@ -171,7 +178,7 @@ pub fn rows(
             route: c.route,
             slow_clients: slow,
             handlers: c.server.handlers(),
-            absorbs: c.route.absorbs(body_bytes, proxy_capacity),
+            absorbs: absorbs(c.server, c.route, body_bytes, proxy_capacity),
             predicted: Some(predicted),
             observed: obs,
             p95_ms: p95,
@@ -209,7 +216,7 @@ pub fn rows(
                 route: c.route,
                 slow_clients: slow,
                 handlers: c.server.handlers(),
-                absorbs: c.route.absorbs(body_bytes, proxy_capacity),
+                absorbs: absorbs(c.server, c.route, body_bytes, proxy_capacity),
                 predicted: None,
                 observed: obs,
                 p95_ms: p95,
@@ -255,6 +262,32 @@ mod tests {
             predict(Server::RustSync2, Route::Direct, 1, MIB16, cap),
             Verdict::Relieved
         );
+    }
+
+    #[test]
+    fn python_servers_predictions_follow_their_handler_models() {
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        let p = |s, slow| predict(s, Route::Direct, slow, MIB16, cap);
+        // Event loops and greenlet pools outnumber 8 slow readers.
+        for s in [
+            Server::Uvicorn,
+            Server::GunicornUvicorn2,
+            Server::GunicornGevent2,
+            Server::Granian,
+        ] {
+            assert_eq!(p(s, 2), Verdict::Relieved, "{s}");
+            assert_eq!(p(s, 8), Verdict::Relieved, "{s}");
+        }
+        // Waitress: 4 threads, but its output buffer takes 16 MiB whole...
+        assert_eq!(p(Server::Waitress4, 8), Verdict::Relieved);
+        // ... and not a larger response.
+        assert_eq!(
+            predict(Server::Waitress4, Route::Direct, 8, 32 << 20, cap),
+            Verdict::Blocked
+        );
+        assert_eq!(p(Server::GunicornGthread4, 8), Verdict::Blocked);
+        assert!(absorbs(Server::Waitress4, Route::Direct, MIB16, cap));
+        assert!(!absorbs(Server::Uvicorn, Route::Direct, MIB16, cap));
     }
 
     #[test]

@@ -17,6 +17,9 @@ pub enum Preset {
     /// A few minutes: Gunicorn and the Rust replica, direct and behind
     /// their proxy with buffering on and off, at 0 and 2 slow, shortened.
     Quick,
+    /// Every server (Gunicorn's, the Rust replicas', Uvicorn, Waitress,
+    /// Granian) direct at 0, 2 and 8 slow connections: which servers block.
+    Servers,
 }
 
 impl Preset {
@@ -26,6 +29,7 @@ impl Preset {
             Preset::Replica => "replica",
             Preset::Cross => "cross",
             Preset::Quick => "quick",
+            Preset::Servers => "servers",
         }
     }
 
@@ -81,7 +85,8 @@ impl Preset {
                 c.extend(grid(&[Server::RustThreads4], &[Route::Direct], &[2]));
                 c
             }
-            Preset::Cross => grid(&Server::ALL, &Route::ALL, &[0, 2]),
+            Preset::Cross => grid(&Server::EXPERIMENT, &Route::ALL, &[0, 2]),
+            Preset::Servers => grid(&Server::ALL, &[Route::Direct], &SERVERS_SLOW),
             Preset::Quick => {
                 let mut c = grid(
                     &[Server::GunicornSync2],
@@ -98,6 +103,11 @@ impl Preset {
         }
     }
 }
+
+/// The slow connections of the `servers` preset: none, the original's two,
+/// and eight, more than any fixed pool of the experiment's servers but
+/// Gunicorn gevent's and Granian's.
+pub const SERVERS_SLOW: [u32; 3] = [0, 2, 8];
 
 /// One cell of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -340,6 +350,29 @@ mod tests {
         assert!(
             runs.iter()
                 .all(|r| !matches!(r.condition.route, Route::NginxOn | Route::NginxOff))
+        );
+    }
+
+    #[test]
+    fn servers_is_every_server_direct_at_0_2_and_8_slow_three_times() {
+        let runs = plan(&[Preset::Servers], None, None);
+        assert_eq!(runs.len(), Server::ALL.len() * 3 * 3);
+        assert!(runs.iter().all(|r| r.condition.route == Route::Direct));
+        assert!(runs.iter().all(|r| r.profile == LoadProfile::experiment()));
+        for s in Server::ALL {
+            let slows: Vec<u32> = runs
+                .iter()
+                .filter(|r| r.condition.server == s && r.repetition == 1)
+                .map(|r| r.condition.slow)
+                .collect();
+            assert_eq!(slows, [0, 2, 8], "{s}");
+        }
+        let only: Filter = "uvicorn,gunicorn-gevent2,slow=2".parse().unwrap();
+        let picked = plan(&[Preset::Servers], Some(1), Some(&only));
+        let names: Vec<String> = picked.iter().map(|r| r.condition.to_string()).collect();
+        assert_eq!(
+            names,
+            ["uvicorn direct 2 slow", "gunicorn-gevent2 direct 2 slow"]
         );
     }
 

@@ -208,6 +208,7 @@ mod tests {
         let tools = Tools {
             gunicorn: Err("no network".into()),
             nginx: Err("not installed".into()),
+            python: Default::default(),
         };
         let runs = plan(&[Preset::Quick], None, None);
         let skipped: Vec<String> = runs.iter().filter_map(|r| missing(&tools, r)).collect();

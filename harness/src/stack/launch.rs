@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use common::units::Size;
 
-use super::{ProxyBuffers, ProxyKind, Recipe, Route, Server, Tool, nginx};
+use super::{ProxyBuffers, ProxyKind, PyServer, Recipe, Route, Server, Tool, nginx};
 use crate::cgroup::Cgroup;
 use crate::cli::Child;
 use crate::prepare::Tools;
@@ -20,6 +20,9 @@ pub const WSGI_APP: &str = include_str!("../../python/slowlab_app.py");
 /// Gunicorn's config: a `post_fork` hook that gives each worker a
 /// parent-death signal, so workers die with their master.
 pub const GUNICORN_CONF: &str = include_str!("../../python/slowlab_gunicorn_conf.py");
+
+/// Its ASGI twin (for Uvicorn), which imports the WSGI app's constants.
+pub const ASGI_APP: &str = include_str!("../../python/slowlab_asgi.py");
 
 /// How long a component may take to answer after it was started.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
@@ -94,13 +97,100 @@ impl RunPaths {
 }
 
 impl Launcher<'_> {
-    /// Writes the WSGI app into `dir` and returns a launcher for it.
+    /// Writes the WSGI app and its ASGI twin into `dir` and returns `dir`.
     pub fn write_app(dir: &Path) -> Result<PathBuf> {
         fs::create_dir_all(dir)?;
         fs::write(dir.join("slowlab_app.py"), WSGI_APP).context("writing the WSGI app")?;
         fs::write(dir.join("slowlab_gunicorn_conf.py"), GUNICORN_CONF)
             .context("writing the Gunicorn config")?;
+        fs::write(dir.join("slowlab_asgi.py"), ASGI_APP).context("writing the ASGI app")?;
         Ok(dir.to_path_buf())
+    }
+
+    /// Starts a Python server from the venv on a port it is given: `args`
+    /// makes its argv for an address. The send log's header goes in before
+    /// any worker exists, so that workers and threads only ever append rows;
+    /// the app finds the log and the body's size in its environment.
+    fn start_python(
+        &self,
+        spec: Spec,
+        args: impl Fn(SocketAddr) -> Vec<String>,
+        body: Body,
+        send_log: &Path,
+        cgroup: Option<&Cgroup>,
+    ) -> Result<(Guard, SocketAddr)> {
+        fs::write(send_log, crate::stack::SEND_LOG_HEADER)
+            .with_context(|| format!("creating {}", send_log.display()))?;
+        // Python servers cannot all report a port they picked, so pick one;
+        // another program may take it first, hence the retries.
+        retry_port(|| {
+            let port = free_port()?;
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let spec = Spec {
+                args: args(addr),
+                env: vec![
+                    ("SLOWLAB_SEND_LOG".into(), send_log.to_string_lossy().into()),
+                    ("SLOWLAB_LARGE_BYTES".into(), body.large_bytes.to_string()),
+                    ("SLOWLAB_CHUNK_BYTES".into(), body.chunk_bytes.to_string()),
+                ],
+                cwd: Some(self.app_dir.clone()),
+                ..spec.clone()
+            };
+            start_and_probe(spec, cgroup, Some(addr), "/fast")
+        })
+    }
+
+    /// The argv of a [`PyServer`] listening on `addr`.
+    fn python_args(&self, py: PyServer, addr: SocketAddr) -> Vec<String> {
+        let app = if py.asgi() {
+            "slowlab_asgi:app"
+        } else {
+            "slowlab_app:application"
+        };
+        let dir = self.app_dir.to_string_lossy().to_string();
+        let (host, port) = (addr.ip().to_string(), addr.port().to_string());
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        match py {
+            PyServer::Uvicorn => strings(&[
+                "--host",
+                &host,
+                "--port",
+                &port,
+                "--app-dir",
+                &dir,
+                "--log-level",
+                "warning",
+                "--no-access-log",
+                app,
+            ]),
+            PyServer::GunicornUvicorn { workers } => {
+                let class = "uvicorn_worker.UvicornWorker";
+                gunicorn_args(addr, &self.app_dir, class, workers, None, app)
+            }
+            PyServer::GunicornGevent { workers } => {
+                gunicorn_args(addr, &self.app_dir, "gevent", workers, None, app)
+            }
+            PyServer::Waitress { threads } => strings(&[
+                &format!("--listen={addr}"),
+                &format!("--threads={threads}"),
+                app,
+            ]),
+            PyServer::Granian { workers } => strings(&[
+                "--interface",
+                "wsgi",
+                "--host",
+                &host,
+                "--port",
+                &port,
+                "--workers",
+                &workers.to_string(),
+                "--working-dir",
+                &dir,
+                "--log-level",
+                "warning",
+                app,
+            ]),
+        }
     }
 
     /// Starts `server` by its [`Recipe`] and waits until `GET /fast`
@@ -133,49 +223,23 @@ impl Launcher<'_> {
                     .gunicorn
                     .as_ref()
                     .map_err(|e| Tool::Gunicorn.error(e))?;
-                // The header goes in before any worker exists, so that workers
-                // and threads only ever append rows.
-                fs::write(&send_log, crate::stack::SEND_LOG_HEADER)
-                    .with_context(|| format!("creating {}", send_log.display()))?;
-                // Gunicorn cannot report a port it picked, so pick one; another
-                // program may take it first, hence the retries.
-                retry_port(|| {
-                    let port = free_port()?;
-                    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-                    let mut args = vec![
-                        "--config".to_string(),
-                        self.app_dir
-                            .join("slowlab_gunicorn_conf.py")
-                            .to_string_lossy()
-                            .into(),
-                        "--bind".into(),
-                        addr.to_string(),
-                        "--chdir".into(),
-                        self.app_dir.to_string_lossy().into(),
-                        "--log-level".into(),
-                        "warning".into(),
-                        "--error-logfile".into(),
-                        "-".into(),
-                        "--worker-class".into(),
-                        worker_class.into(),
-                        "--workers".into(),
-                        workers.to_string(),
-                    ];
-                    if let Some(t) = threads {
-                        args.extend(["--threads".into(), t.to_string()]);
-                    }
-                    args.push("slowlab_app:application".into());
-                    let spec = Spec {
-                        env: vec![
-                            ("SLOWLAB_SEND_LOG".into(), send_log.to_string_lossy().into()),
-                            ("SLOWLAB_LARGE_BYTES".into(), body.large_bytes.to_string()),
-                            ("SLOWLAB_CHUNK_BYTES".into(), body.chunk_bytes.to_string()),
-                        ],
-                        cwd: Some(self.app_dir.clone()),
-                        ..spec(g.gunicorn.clone(), args)
-                    };
-                    start_and_probe(spec, cgroup.as_ref(), Some(addr), "/fast")
-                })?
+                let args = |addr| {
+                    let app = "slowlab_app:application";
+                    gunicorn_args(addr, &self.app_dir, worker_class, workers, threads, app)
+                };
+                let spec = spec(g.gunicorn.clone(), vec![]);
+                self.start_python(spec, args, body, &send_log, cgroup.as_ref())?
+            }
+            Recipe::Python(py) => {
+                let tool = py.tool();
+                let found = match self.tools.python.get(tool) {
+                    Some(Ok(p)) => p,
+                    Some(Err(e)) => return Err(tool.error(e)),
+                    None => bail!("{} is not a Python server's tool", tool.name()),
+                };
+                let spec = spec(found.program.clone(), vec![]);
+                let args = |addr| self.python_args(py, addr);
+                self.start_python(spec, args, body, &send_log, cgroup.as_ref())?
             }
             Recipe::Replica { model, workers } => {
                 let args = Child::Serve(server::ServeArgs {
@@ -290,6 +354,41 @@ impl Launcher<'_> {
             temp_dir: Some(temp_dir),
         }))
     }
+}
+
+/// Gunicorn's argv: `app` on `addr` with the given workers, from `dir`.
+fn gunicorn_args(
+    addr: SocketAddr,
+    dir: &Path,
+    worker_class: &str,
+    workers: u32,
+    threads: Option<u32>,
+    app: &str,
+) -> Vec<String> {
+    let mut args = vec![
+        // A post_fork hook that gives each worker a parent-death signal.
+        "--config".to_string(),
+        dir.join("slowlab_gunicorn_conf.py")
+            .to_string_lossy()
+            .into(),
+        "--bind".into(),
+        addr.to_string(),
+        "--chdir".into(),
+        dir.to_string_lossy().into(),
+        "--log-level".into(),
+        "warning".into(),
+        "--error-logfile".into(),
+        "-".into(),
+        "--worker-class".into(),
+        worker_class.into(),
+        "--workers".into(),
+        workers.to_string(),
+    ];
+    if let Some(t) = threads {
+        args.extend(["--threads".into(), t.to_string()]);
+    }
+    args.push(app.into());
+    args
 }
 
 /// Starts `spec`; learns its address from the ready line when `addr` is not

@@ -35,10 +35,29 @@ pub enum Server {
     RustSync2,
     RustThreads4,
     RustAsync,
+    Uvicorn,
+    GunicornUvicorn2,
+    GunicornGevent2,
+    Waitress4,
+    Granian,
 }
 
 impl Server {
-    pub const ALL: [Server; 5] = [
+    pub const ALL: [Server; 10] = [
+        Server::GunicornSync2,
+        Server::GunicornGthread4,
+        Server::RustSync2,
+        Server::RustThreads4,
+        Server::RustAsync,
+        Server::Uvicorn,
+        Server::GunicornUvicorn2,
+        Server::GunicornGevent2,
+        Server::Waitress4,
+        Server::Granian,
+    ];
+
+    /// The original's servers and their Rust replicas (the `cross` preset).
+    pub const EXPERIMENT: [Server; 5] = [
         Server::GunicornSync2,
         Server::GunicornGthread4,
         Server::RustSync2,
@@ -53,6 +72,11 @@ impl Server {
             Server::RustSync2 => "rust-sync2",
             Server::RustThreads4 => "rust-threads4",
             Server::RustAsync => "rust-async",
+            Server::Uvicorn => "uvicorn",
+            Server::GunicornUvicorn2 => "gunicorn-uvicorn2",
+            Server::GunicornGevent2 => "gunicorn-gevent2",
+            Server::Waitress4 => "waitress4",
+            Server::Granian => "granian",
         }
     }
 
@@ -81,6 +105,11 @@ impl Server {
                 model: server::Model::Async,
                 workers: None,
             },
+            Server::Uvicorn => Recipe::Python(PyServer::Uvicorn),
+            Server::GunicornUvicorn2 => Recipe::Python(PyServer::GunicornUvicorn { workers: 2 }),
+            Server::GunicornGevent2 => Recipe::Python(PyServer::GunicornGevent { workers: 2 }),
+            Server::Waitress4 => Recipe::Python(PyServer::Waitress { threads: 4 }),
+            Server::Granian => Recipe::Python(PyServer::Granian { workers: 1 }),
         }
     }
 
@@ -96,6 +125,18 @@ impl Server {
                 ..
             } => None,
             Recipe::Replica { workers, .. } => workers.map(|w| w as u32),
+            Recipe::Python(py) => py.handlers(),
+        }
+    }
+
+    /// Whether the server itself takes a whole response of `body_bytes` off
+    /// its handler, so that a slow reader does not hold the handler:
+    /// Waitress queues up to `outbuf_high_watermark` (16 MiB) of output
+    /// per connection before its task thread waits (README's server table).
+    pub fn absorbs(self, body_bytes: u64) -> bool {
+        match self.recipe() {
+            Recipe::Python(py) => py.buffers().is_some_and(|b| b >= body_bytes),
+            _ => false,
         }
     }
 
@@ -108,6 +149,7 @@ impl Server {
         match self.recipe() {
             Recipe::Gunicorn { .. } => Some(Tool::Gunicorn),
             Recipe::Replica { .. } => None,
+            Recipe::Python(py) => Some(py.tool()),
         }
     }
 
@@ -119,6 +161,15 @@ impl Server {
             Server::RustSync2 => "slowlab serve --model sync --workers 2 (hyper)",
             Server::RustThreads4 => "slowlab serve --model threads --workers 4 (hyper)",
             Server::RustAsync => "slowlab serve --model async (hyper on tokio)",
+            Server::Uvicorn => "Uvicorn 0.54.0, ASGI app, one process, one asyncio event loop",
+            Server::GunicornUvicorn2 => {
+                "Gunicorn 23.0.0 with 2 Uvicorn workers (uvicorn-worker 0.4.0), ASGI app"
+            }
+            Server::GunicornGevent2 => {
+                "Gunicorn 23.0.0, gevent 26.9.0 worker class, 2 processes x 1000 connections"
+            }
+            Server::Waitress4 => "Waitress 3.0.2, 4 threads, output buffered up to 16 MiB",
+            Server::Granian => "Granian 2.8.7 (Rust, hyper), WSGI, 1 worker x 512 threads",
         }
     }
 }
@@ -138,6 +189,83 @@ pub enum Recipe {
         model: server::Model,
         workers: Option<usize>,
     },
+    /// A Python server from the venv serving the embedded WSGI app or its
+    /// ASGI twin.
+    Python(PyServer),
+}
+
+/// Gunicorn's `worker_connections` default: the most connections one
+/// gevent worker serves at once (its greenlet pool's size).
+pub const GUNICORN_WORKER_CONNECTIONS: u32 = 1000;
+
+/// Granian's WSGI blocking threads per worker with its defaults:
+/// `backpressure = backlog (1024) // workers`, `blocking_threads =
+/// backpressure // 2` (granian/server/common.py).
+pub const GRANIAN_BLOCKING_THREADS: u32 = 512;
+
+/// Waitress's `outbuf_high_watermark` default: a task thread writes into
+/// the connection's output buffer until more than this waits to be sent.
+pub const WAITRESS_HIGH_WATERMARK: u64 = 16 << 20;
+
+/// The Python servers beyond Gunicorn's own worker classes; each is a
+/// pinned package set that `slowlab prepare` installs into the venv.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PyServer {
+    /// `uvicorn slowlab_asgi:app`: one process, one event loop.
+    Uvicorn,
+    /// `gunicorn --worker-class uvicorn_worker.UvicornWorker --workers N
+    /// slowlab_asgi:app`.
+    GunicornUvicorn { workers: u32 },
+    /// `gunicorn --worker-class gevent --workers N slowlab_app:application`.
+    GunicornGevent { workers: u32 },
+    /// `waitress-serve --threads N slowlab_app:application`.
+    Waitress { threads: u32 },
+    /// `granian --interface wsgi --workers N slowlab_app:application`.
+    Granian { workers: u32 },
+}
+
+impl PyServer {
+    /// The external program (package set) it needs.
+    pub fn tool(self) -> Tool {
+        match self {
+            PyServer::Uvicorn => Tool::Uvicorn,
+            PyServer::GunicornUvicorn { .. } => Tool::UvicornWorker,
+            PyServer::GunicornGevent { .. } => Tool::Gevent,
+            PyServer::Waitress { .. } => Tool::Waitress,
+            PyServer::Granian { .. } => Tool::Granian,
+        }
+    }
+
+    /// Whether it serves the ASGI twin (`slowlab_asgi:app`) rather than the
+    /// WSGI app.
+    pub fn asgi(self) -> bool {
+        matches!(self, PyServer::Uvicorn | PyServer::GunicornUvicorn { .. })
+    }
+
+    /// How many responses it can write at once (see README's server table
+    /// for the source of each): an event loop has no fixed limit; a gevent
+    /// worker one greenlet per connection up to `worker_connections`;
+    /// Waitress one per thread; Granian one per blocking thread.
+    pub fn handlers(self) -> Option<u32> {
+        match self {
+            PyServer::Uvicorn | PyServer::GunicornUvicorn { .. } => None,
+            PyServer::GunicornGevent { workers } => Some(workers * GUNICORN_WORKER_CONNECTIONS),
+            PyServer::Waitress { threads } => Some(threads),
+            PyServer::Granian { workers } => Some(workers * GRANIAN_BLOCKING_THREADS),
+        }
+    }
+
+    /// How much of one response the server buffers between its handler
+    /// and the socket, when that is enough to free the handler of a whole
+    /// response: only Waitress (its output buffer, in memory up to
+    /// `outbuf_overflow`, then a temp file). Uvicorn's transport, gevent's
+    /// `sendall` and Granian's 4-chunk channel hold a few chunks at most.
+    pub fn buffers(self) -> Option<u64> {
+        match self {
+            PyServer::Waitress { .. } => Some(WAITRESS_HIGH_WATERMARK),
+            _ => None,
+        }
+    }
 }
 
 /// An external program a stack may need, found by `slowlab prepare`.
@@ -145,6 +273,13 @@ pub enum Recipe {
 pub enum Tool {
     Gunicorn,
     Nginx,
+    Uvicorn,
+    /// Gunicorn with the `uvicorn-worker` package.
+    UvicornWorker,
+    /// Gunicorn with gevent.
+    Gevent,
+    Waitress,
+    Granian,
 }
 
 impl Tool {
@@ -152,6 +287,11 @@ impl Tool {
         match self {
             Tool::Gunicorn => "gunicorn",
             Tool::Nginx => "nginx",
+            Tool::Uvicorn => "uvicorn",
+            Tool::UvicornWorker => "uvicorn-worker",
+            Tool::Gevent => "gevent",
+            Tool::Waitress => "waitress",
+            Tool::Granian => "granian",
         }
     }
 
@@ -160,6 +300,9 @@ impl Tool {
         match self {
             Tool::Gunicorn => tools.gunicorn.as_ref().err(),
             Tool::Nginx => tools.nginx.as_ref().err(),
+            Tool::Uvicorn | Tool::UvicornWorker | Tool::Gevent | Tool::Waitress | Tool::Granian => {
+                tools.python.get(self).and_then(|r| r.as_ref().err())
+            }
         }
         .map(String::as_str)
     }
@@ -315,7 +458,21 @@ mod tests {
     #[test]
     fn recipes_give_the_experiment_handlers_and_tools() {
         let handlers: Vec<Option<u32>> = Server::ALL.iter().map(|s| s.handlers()).collect();
-        assert_eq!(handlers, [Some(2), Some(4), Some(2), Some(4), None]);
+        assert_eq!(
+            handlers,
+            [
+                Some(2),
+                Some(4),
+                Some(2),
+                Some(4),
+                None,
+                None,
+                None,
+                Some(2000),
+                Some(4),
+                Some(512)
+            ]
+        );
         let gunicorn: Vec<Server> = Server::ALL
             .into_iter()
             .filter(|s| s.needs() == Some(Tool::Gunicorn))
@@ -327,6 +484,73 @@ mod tests {
             .filter(|r| r.proxy().and_then(|(k, _)| k.needs()) == Some(Tool::Nginx))
             .collect();
         assert_eq!(nginx, [Route::NginxOff, Route::NginxOn]);
+    }
+
+    #[test]
+    fn python_servers_need_their_own_tool_and_only_waitress_buffers() {
+        let py: Vec<(Server, Option<Tool>)> = Server::ALL
+            .into_iter()
+            .filter(|s| matches!(s.recipe(), Recipe::Python(_)))
+            .map(|s| (s, s.needs()))
+            .collect();
+        assert_eq!(
+            py,
+            [
+                (Server::Uvicorn, Some(Tool::Uvicorn)),
+                (Server::GunicornUvicorn2, Some(Tool::UvicornWorker)),
+                (Server::GunicornGevent2, Some(Tool::Gevent)),
+                (Server::Waitress4, Some(Tool::Waitress)),
+                (Server::Granian, Some(Tool::Granian)),
+            ]
+        );
+        let buffering: Vec<Server> = Server::ALL
+            .into_iter()
+            .filter(|s| s.absorbs(16 << 20))
+            .collect();
+        assert_eq!(buffering, [Server::Waitress4]);
+        assert!(!Server::Waitress4.absorbs((16 << 20) + 1));
+        for s in Server::ALL {
+            assert_eq!(
+                Server::EXPERIMENT.contains(&s),
+                s.name().starts_with("rust-")
+                    || s.name().starts_with("gunicorn-sync")
+                    || s.name().starts_with("gunicorn-gthread")
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_python_server_skips_only_its_own_conditions() {
+        let python = crate::prepare::PyTools {
+            uvicorn: Ok(crate::prepare::PyPackages {
+                program: "/venv/bin/uvicorn".into(),
+                versions: vec![("uvicorn".into(), "0.54.0".into())],
+            }),
+            granian: Err("no wheel for this platform".into()),
+            ..Default::default()
+        };
+        let tools = crate::prepare::Tools {
+            gunicorn: Err("no network".into()),
+            nginx: Err("not installed".into()),
+            python,
+        };
+        let missing = |s| policy::missing_tool(&tools, s, Route::Direct).map(|m| m.to_string());
+        assert_eq!(missing(Server::Uvicorn), None);
+        assert_eq!(missing(Server::RustAsync), None);
+        assert_eq!(
+            missing(Server::Granian).as_deref(),
+            Some("granian is not available: no wheel for this platform")
+        );
+        assert!(
+            missing(Server::Waitress4)
+                .is_some_and(|m| m.starts_with("waitress is not available: not prepared"))
+        );
+        assert_eq!(Tool::Gunicorn.unavailable(&tools), Some("no network"));
+        assert_eq!(tools.python.missing().len(), 4);
+        assert_eq!(
+            tools.python.versions().get("uvicorn").map(String::as_str),
+            Some("0.54.0")
+        );
     }
 
     #[test]

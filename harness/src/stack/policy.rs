@@ -148,6 +148,7 @@ mod tests {
                     source: "test".into(),
                 })
                 .ok_or_else(|| fail("nginx")),
+            python: Default::default(),
         }
     }
 

@@ -281,6 +281,7 @@ mod tests {
         let tools = Tools {
             gunicorn: Err("no network".into()),
             nginx: Err("not installed".into()),
+            python: Default::default(),
         };
         let dir = tempfile::tempdir().unwrap();
         let launcher = Launcher {

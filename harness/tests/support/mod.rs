@@ -74,6 +74,45 @@ pub fn raw_request(addr: SocketAddr, request: &str) -> Raw {
     }
 }
 
+/// Asserts that `a` and `b` answer every route and method of the
+/// experiment with the same status, the headers that matter and the same
+/// body; `what` names `a` in a failure.
+pub fn assert_same_answers(what: &str, a: SocketAddr, b: SocketAddr) {
+    for (method, path) in [
+        ("GET", "/fast"),
+        ("GET", "/large"),
+        ("GET", "/nope"),
+        ("POST", "/fast"),
+        ("DELETE", "/large"),
+    ] {
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        let x = raw_request(a, &req);
+        let y = raw_request(b, &req);
+        assert_eq!(x.status, y.status, "{what} {method} {path}");
+        for h in [
+            "content-type",
+            "content-length",
+            "allow",
+            "x-slowlab-block",
+            "connection",
+        ] {
+            assert_eq!(
+                x.header(h),
+                y.header(h),
+                "{what} {method} {path}: header {h}"
+            );
+        }
+        assert_eq!(
+            x.body.len(),
+            y.body.len(),
+            "{what} {method} {path}: body length"
+        );
+        assert!(x.body == y.body, "{what} {method} {path}: bodies differ");
+    }
+}
+
 pub fn get(addr: SocketAddr, path: &str) -> Raw {
     raw_request(
         addr,
