@@ -7,9 +7,13 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::ValueEnum as _;
-use common::units::{format_duration, parse_duration};
+use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, f64_in, int_in};
+use common::units::format_duration;
 
-use crate::config::{LoadConfig, SlowReaderArgs, VerifyMode, label_arg};
+use crate::config::{
+    LoadConfig, MAX_FAST_RATE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg,
+};
+use crate::sweep::args::MIN_TIMEOUT;
 use crate::output;
 use crate::runner::run_load;
 use crate::summary::Summary;
@@ -20,26 +24,29 @@ pub struct LoadArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000.
     #[arg(long)]
     pub target: String,
-    /// Number of slow readers of the large path.
-    #[arg(long, default_value_t = 2)]
+    /// Number of slow readers of the large path (0 to 1024).
+    #[arg(long, default_value_t = 2, value_parser = int_in(0, MAX_SLOW_READERS))]
     pub slow: usize,
     #[command(flatten)]
     pub slow_reader: SlowReaderArgs,
-    /// /fast requests per second.
-    #[arg(long, default_value_t = 8.0)]
+    /// /fast requests per second (0 to 10000; at most 1000000 requests in
+    /// all).
+    #[arg(long, default_value_t = 8.0, value_parser = f64_in(0.0, MAX_FAST_RATE))]
     pub fast_rate: f64,
-    /// How long /fast requests are sent.
-    #[arg(long, default_value = "9s", value_parser = parse_duration)]
+    /// How long /fast requests are sent (0s to 1day).
+    #[arg(long, default_value = "9s", value_parser = duration_in(Duration::ZERO, MAX_DURATION))]
     pub fast_duration: Duration,
-    /// Delay between the slow readers' start and the first /fast request.
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    /// Delay between the slow readers' start and the first /fast request
+    /// (0s to 1day).
+    #[arg(long, default_value = "250ms", value_parser = duration_in(Duration::ZERO, MAX_DURATION))]
     pub fast_start: Duration,
     /// Path of the fast requests.
     #[arg(long, default_value = "/fast")]
     pub fast_path: String,
     /// Give up on a /fast request this long after its start; a slow reader
-    /// gives up when a connect, write or read makes no progress for this long.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    /// gives up when a connect, write or read makes no progress for this long
+    /// (1ms to 1day).
+    #[arg(long, default_value = "30s", value_parser = duration_in(MIN_TIMEOUT, MAX_DURATION))]
     pub timeout: Duration,
     /// Directory for requests.csv, large-responses.csv, slow-progress.csv,
     /// latency.hgrm and summary.json (created if missing).
@@ -65,8 +72,8 @@ pub struct LoadArgs {
     pub realtime: bool,
     /// Wake this long before each /fast start and busy-wait the rest, so a
     /// late timer wake-up (idle VM CPUs) cannot delay it. Costs that much CPU
-    /// per request; under a CPU quota use it with --realtime.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    /// per request; under a CPU quota use it with --realtime (0s to 1s).
+    #[arg(long, default_value = "0s", value_parser = duration_in(Duration::ZERO, MAX_SPIN))]
     pub spin: Duration,
 }
 
@@ -137,11 +144,25 @@ impl LoadArgs {
     }
 }
 
-/// Runs `slowlab load`: the load, then the files, then the summary on
-/// stdout. Fails (exit 1) when `/fast` requests were scheduled and none
-/// succeeded, after writing everything.
+/// Runs `slowlab load`: the checks, the load, then the files, then the
+/// summary on stdout. Bad input (exit 2) is found before the first packet:
+/// the flags, the target, the descriptors the run needs and a writable
+/// `--out`. Fails (exit 1) when `/fast` requests were scheduled and none
+/// succeeded, or when the load generator ran out of descriptors, after
+/// writing everything.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     let config = LoadConfig::from_args(&args)?;
+    let what = format!(
+        "--slow {} with --fast-rate {} for {} (--timeout {})",
+        args.slow,
+        args.fast_rate,
+        format_duration(args.fast_duration),
+        format_duration(args.timeout)
+    );
+    crate::fds::ensure(config.connections_at_most(), &what)?;
+    if let Some(dir) = &args.out {
+        output::probe(dir)?;
+    }
     let report = run_load(&config)?;
     let summary = Summary::of(&report);
     if let Some(dir) = &args.out {
@@ -157,6 +178,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .context("writing the summary")?;
+    let exhausted = summary.fd_exhausted();
+    if exhausted > 0 {
+        bail!(
+            "the load generator ran out of file descriptors ({exhausted} fd_exhausted); the run is not comparable and its percentiles are left empty"
+        );
+    }
     let fast = &summary.fast;
     if fast.requests > 0 && fast.ok == 0 {
         let kinds: Vec<String> = fast
