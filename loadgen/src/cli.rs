@@ -219,6 +219,83 @@ mod tests {
             .args
     }
 
+    fn try_parse(extra: &[&str]) -> Result<LoadArgs, clap::Error> {
+        let words = ["load", "--target", "http://127.0.0.1:1"];
+        Cmd::try_parse_from(words.iter().chain(extra)).map(|c| c.args)
+    }
+
+    /// One test per bound: the edge passes, one past it is refused with the
+    /// flag and the range named, when the arguments are parsed.
+    #[test]
+    fn every_number_has_a_range() {
+        for (flag, ok, bad) in [
+            ("--slow", "1024", "1025"),
+            ("--slow", "0", "-1"),
+            ("--fast-rate", "10000", "10001"),
+            ("--fast-rate", "0", "-1"),
+            ("--fast-rate", "8", "nan"),
+            ("--fast-duration", "24h", "99999999999999s"),
+            ("--fast-start", "24h", "25h"),
+            ("--timeout", "1ms", "0s"),
+            ("--timeout", "24h", "25h"),
+            ("--spin", "1s", "2s"),
+            ("--slow-rate", "1", "0"),
+            ("--slow-rate", "10GiB", "11GiB"),
+            ("--rcvbuf", "1GiB", "2GiB"),
+            ("--read-chunk", "1MiB", "2MiB"),
+            ("--read-chunk", "1", "0"),
+        ] {
+            assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
+            let err = try_parse(&[flag, bad]).expect_err(bad).to_string();
+            assert!(err.contains(flag), "{err}");
+            assert!(err.contains("from"), "the range is named: {err}");
+        }
+        let err = try_parse(&["--fast-rate", "1e9"]).expect_err("1e9");
+        assert!(err.to_string().contains("0 to 10000"), "{err}");
+        let err = try_parse(&["--slow", "100000"]).expect_err("100000");
+        assert!(err.to_string().contains("0 to 1024"), "{err}");
+    }
+
+    #[test]
+    fn the_schedule_is_bounded_in_all() {
+        let ok = try_parse(&["--fast-rate", "10000", "--fast-duration", "100s"]).expect("parses");
+        let config = LoadConfig::from_args(&ok).expect("a million requests");
+        assert_eq!(crate::config::fast_count(config.fast_rate, config.fast_duration), 1_000_000);
+        let big = try_parse(&["--fast-rate", "10000", "--fast-duration", "101s"]).expect("parses");
+        let err = LoadConfig::from_args(&big).expect_err("too many requests");
+        assert!(err.is::<common::exit::BadInput>(), "{err}");
+        assert!(err.to_string().contains("more than 1000000"), "{err}");
+    }
+
+    #[test]
+    fn values_that_parse_but_cannot_work_are_bad_input() {
+        for (extra, needle) in [
+            (&["--target", "https://127.0.0.1:1"][..], "http://"),
+            (&["--target", "garbage"][..], "not a usable URL"),
+            (&["--target", "http://192.0.2.1:80"][..], "--allow-remote"),
+            (&["--label", "seq=1"][..], "clash"),
+            (&["--fast-path", "fast"][..], "must start with /"),
+        ] {
+            let args = try_parse(extra).expect("parses");
+            let err = LoadConfig::from_args(&args).expect_err(needle);
+            assert!(err.is::<common::exit::BadInput>(), "{err}");
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_descriptor_need_is_bounded_by_timeout_and_schedule() {
+        let config = |extra: &[&str]| LoadConfig::from_args(&try_parse(extra).unwrap()).unwrap();
+        // 200/s for 2 s: 400 scheduled, all may be open within 30 s.
+        let c = config(&["--slow", "2", "--fast-rate", "200", "--fast-duration", "2s"]);
+        assert_eq!(c.connections_at_most(), 402);
+        // With a 100 ms timeout at most 21 are open at once.
+        let c = config(&["--slow", "2", "--fast-rate", "200", "--fast-duration", "2s", "--timeout", "100ms"]);
+        assert_eq!(c.connections_at_most(), 2 + 21);
+        // The experiment's defaults: 72 requests and 2 readers.
+        assert_eq!(config(&[]).connections_at_most(), 74);
+    }
+
     #[test]
     fn to_args_parses_back_into_the_same_arguments() {
         let defaults = parse(vec!["--target".into(), "http://127.0.0.1:1".into()]);
