@@ -45,7 +45,10 @@ where
 /// A clap value parser for a finite number in `min..=max`.
 pub fn f64_in(min: f64, max: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
     move |s: &str| {
-        let v: f64 = s.trim().parse().map_err(|_| format!("must be a number from {min} to {max}"))?;
+        let v: f64 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("must be a number from {min} to {max}"))?;
         if !v.is_finite() || v < min || v > max {
             return Err(format!("must be a number from {min} to {max}"));
         }
@@ -74,7 +77,9 @@ pub fn duration_in(
 /// A clap value parser for a size in `min..=max` bytes.
 pub fn size_in(min: u64, max: u64) -> impl Fn(&str) -> Result<Size, String> + Clone + Send + Sync {
     move |s: &str| {
-        let v: Size = s.parse().map_err(|e: crate::units::UnitError| e.to_string())?;
+        let v: Size = s
+            .parse()
+            .map_err(|e: crate::units::UnitError| e.to_string())?;
         if v.bytes() < min || v.bytes() > max {
             return Err(format!("must be from {} to {}", Size(min), Size(max)));
         }
@@ -120,7 +125,11 @@ mod tests {
         assert!(p("25h").is_err());
         assert!(p("soon").is_err());
         // Nothing in range can overflow a deadline.
-        assert!(std::time::Instant::now().checked_add(MAX_DURATION).is_some());
+        assert!(
+            std::time::Instant::now()
+                .checked_add(MAX_DURATION)
+                .is_some()
+        );
         let zero_ok = duration_in(Duration::ZERO, Duration::from_secs(1));
         assert_eq!(zero_ok("0s"), Ok(Duration::ZERO));
     }

@@ -106,10 +106,7 @@ mod tests {
         let bad = BadInput::new("--slow must be 0 to 1024");
         assert_eq!(code_of([&bad as &(dyn Error + 'static)]), BAD_INPUT);
         let outer = Outer(bad.clone());
-        assert_eq!(
-            code_of([&outer as &(dyn Error + 'static), &bad]),
-            BAD_INPUT
-        );
+        assert_eq!(code_of([&outer as &(dyn Error + 'static), &bad]), BAD_INPUT);
         assert_eq!(BadInput::of(&outer).0, "outer: --slow must be 0 to 1024");
         let denied = Denied("p95 above 1 s".into());
         assert_eq!(code_of([&denied as &(dyn Error + 'static)]), DENIED);

@@ -20,7 +20,9 @@ struct Refusal {
 }
 
 /// Runs `slowlab args`, kills it if it is still running after 10 s, and
-/// reads its peak RSS from `wait4`.
+/// reads its peak RSS from `wait4`, which also reaps it (clippy cannot see
+/// that).
+#[allow(clippy::zombie_processes)]
 fn refuse(args: &[&str]) -> Refusal {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -67,7 +69,11 @@ fn assert_refused(args: &[&str], needle: &str) {
     assert!(lines[0].starts_with("slowlab: "), "{args:?}: {}", lines[0]);
     assert!(lines[0].contains(needle), "`{needle}` not in {}", lines[0]);
     // A second is generous for parsing arguments on a loaded machine.
-    assert!(r.took < Duration::from_secs(2), "{args:?} took {:?}", r.took);
+    assert!(
+        r.took < Duration::from_secs(2),
+        "{args:?} took {:?}",
+        r.took
+    );
     assert!(
         r.max_rss_kib < 64 * 1024,
         "{args:?} grew to {} KiB",
@@ -89,7 +95,10 @@ fn oversized_load_inputs_are_refused_at_once() {
             "--fast-rate",
         ),
         (&["--slow", "100000"][..], "--slow"),
-        (&["--fast-duration", "99999999999999s"][..], "--fast-duration"),
+        (
+            &["--fast-duration", "99999999999999s"][..],
+            "--fast-duration",
+        ),
         (&["--timeout", "99999999999999s"][..], "--timeout"),
         (&["--fast-start", "99999999999999s"][..], "--fast-start"),
         (&["--read-chunk", "1GiB"][..], "--read-chunk"),
@@ -109,7 +118,10 @@ fn load_values_that_cannot_work_are_bad_input() {
         (load(&["--timeout", "0s"]), "--timeout"),
         (vec!["load", "--target", "garbage"], "garbage"),
         (vec!["load", "--target", "https://127.0.0.1:1"], "http://"),
-        (vec!["load", "--target", "http://192.0.2.1:80"], "--allow-remote"),
+        (
+            vec!["load", "--target", "http://192.0.2.1:80"],
+            "--allow-remote",
+        ),
         (load(&["--label", "seq=1"]), "clash"),
     ] {
         assert_refused(&args, needle);
@@ -119,10 +131,26 @@ fn load_values_that_cannot_work_are_bad_input() {
 #[test]
 fn oversized_serve_and_proxy_inputs_are_refused_at_once() {
     assert_refused(
-        &["serve", "--listen", "127.0.0.1:0", "--model", "async", "--workers", "100000"],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--model",
+            "async",
+            "--workers",
+            "100000",
+        ],
         "--workers",
     );
-    let proxy = ["proxy", "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1", "--buffering", "on"];
+    let proxy = [
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "127.0.0.1:1",
+        "--buffering",
+        "on",
+    ];
     for (extra, needle) in [
         (["--threads", "100000"], "--threads"),
         (["--read-timeout", "99999999999999s"], "--read-timeout"),
@@ -152,8 +180,14 @@ fn sweep_checks_its_flags_before_it_starts_a_stack() {
         (&["--timeout", "0s"][..], "--timeout"),
         (&["--timeout", "99999999999999s"][..], "--timeout"),
         (&["--high", "2000000"][..], "--high"),
-        (&["--low", "100", "--high", "50"][..], "--low 100 is above --high 50"),
-        (&["--low", "1", "--high", "100000", "--step", "1"][..], "steps"),
+        (
+            &["--low", "100", "--high", "50"][..],
+            "--low 100 is above --high 50",
+        ),
+        (
+            &["--low", "1", "--high", "100000", "--step", "1"][..],
+            "steps",
+        ),
         (&["--slow", "100000"][..], "--slow"),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
@@ -163,7 +197,15 @@ fn sweep_checks_its_flags_before_it_starts_a_stack() {
         !tmp.path().join("sweep").join("sweeps").exists(),
         "no sweep was started"
     );
-    let base = ["sweep-load", "--target", "http://127.0.0.1:1", "--rates", "10", "--out", out];
+    let base = [
+        "sweep-load",
+        "--target",
+        "http://127.0.0.1:1",
+        "--rates",
+        "10",
+        "--out",
+        out,
+    ];
     for (extra, needle) in [
         (["--timeout", "0s"], "--timeout"),
         (["--step-duration", "0s"], "--step-duration"),

@@ -82,8 +82,16 @@ fn a_run_that_needs_more_than_the_hard_limit_is_refused_before_a_packet() {
     assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{}", out.stderr);
-    assert!(lines[0].starts_with("slowlab: --slow 2 with --fast-rate 200"), "{}", lines[0]);
-    assert!(lines[0].contains("hard open-files limit (ulimit -Hn) is 64"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("slowlab: --slow 2 with --fast-rate 200"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("hard open-files limit (ulimit -Hn) is 64"),
+        "{}",
+        lines[0]
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(accepted.load(Ordering::SeqCst), 0, "nothing was sent");
@@ -99,14 +107,26 @@ fn a_soft_limit_below_the_need_is_raised_and_said_so() {
         64,
         4096,
         &[
-            "--target", &url, "--slow", "2", "--slow-rate", "4MiB", "--fast-rate", "200",
-            "--fast-duration", "500ms", "--fast-start", "0ms", "--json",
+            "--target",
+            &url,
+            "--slow",
+            "2",
+            "--slow-rate",
+            "4MiB",
+            "--fast-rate",
+            "200",
+            "--fast-duration",
+            "500ms",
+            "--fast-start",
+            "0ms",
+            "--json",
         ],
     )
     .finish(Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", out.stderr);
     assert!(
-        out.stderr.contains("raised the open-files limit (RLIMIT_NOFILE) from 64 to 4096"),
+        out.stderr
+            .contains("raised the open-files limit (RLIMIT_NOFILE) from 64 to 4096"),
         "{}",
         out.stderr
     );
@@ -125,8 +145,19 @@ fn descriptors_that_run_out_mid_run_are_fd_exhausted_and_exit_1() {
         2000,
         2000,
         &[
-            "--target", &url, "--slow", "0", "--fast-rate", "500", "--fast-duration", "2s",
-            "--fast-start", "0ms", "--timeout", "2s", "--json",
+            "--target",
+            &url,
+            "--slow",
+            "0",
+            "--fast-rate",
+            "500",
+            "--fast-duration",
+            "2s",
+            "--fast-start",
+            "0ms",
+            "--timeout",
+            "2s",
+            "--json",
         ],
     );
     // Once it is sending, take its descriptors away, as an administrator's
@@ -151,7 +182,10 @@ fn descriptors_that_run_out_mid_run_are_fd_exhausted_and_exit_1() {
     let json: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON summary");
     let exhausted = json["errors"]["fd_exhausted"].as_u64().unwrap_or(0);
     assert!(exhausted > 100, "{}", json["errors"]);
-    assert_eq!(json["fast"]["errors"]["fd_exhausted"].as_u64(), Some(exhausted));
+    assert_eq!(
+        json["fast"]["errors"]["fd_exhausted"].as_u64(),
+        Some(exhausted)
+    );
     for p in ["p50", "p95", "p99", "max"] {
         assert!(json["fast"]["latency_ms"][p].is_null(), "{p} is left empty");
     }

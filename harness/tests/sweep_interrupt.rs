@@ -43,7 +43,10 @@ fn sigterm_mid_sweep_exits_143_and_marks_the_results() {
         .iter()
         .any(|(_, c)| c.contains(" sweep-load "))
     {
-        assert!(Instant::now() < deadline, "the sweep never started its load");
+        assert!(
+            Instant::now() < deadline,
+            "the sweep never started its load"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // Let a step or two finish.

@@ -10,13 +10,11 @@ use clap::ValueEnum as _;
 use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, f64_in, int_in};
 use common::units::format_duration;
 
-use crate::config::{
-    LoadConfig, MAX_FAST_RATE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg,
-};
-use crate::sweep::args::MIN_TIMEOUT;
+use crate::config::{LoadConfig, MAX_FAST_RATE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg};
 use crate::output;
 use crate::runner::run_load;
 use crate::summary::Summary;
+use crate::sweep::args::MIN_TIMEOUT;
 
 /// Open slow readers of /large and an open-loop /fast client against a target.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -260,7 +258,10 @@ mod tests {
     fn the_schedule_is_bounded_in_all() {
         let ok = try_parse(&["--fast-rate", "10000", "--fast-duration", "100s"]).expect("parses");
         let config = LoadConfig::from_args(&ok).expect("a million requests");
-        assert_eq!(crate::config::fast_count(config.fast_rate, config.fast_duration), 1_000_000);
+        assert_eq!(
+            crate::config::fast_count(config.fast_rate, config.fast_duration),
+            1_000_000
+        );
         let big = try_parse(&["--fast-rate", "10000", "--fast-duration", "101s"]).expect("parses");
         let err = LoadConfig::from_args(&big).expect_err("too many requests");
         assert!(err.is::<common::exit::BadInput>(), "{err}");
@@ -290,7 +291,16 @@ mod tests {
         let c = config(&["--slow", "2", "--fast-rate", "200", "--fast-duration", "2s"]);
         assert_eq!(c.connections_at_most(), 402);
         // With a 100 ms timeout at most 21 are open at once.
-        let c = config(&["--slow", "2", "--fast-rate", "200", "--fast-duration", "2s", "--timeout", "100ms"]);
+        let c = config(&[
+            "--slow",
+            "2",
+            "--fast-rate",
+            "200",
+            "--fast-duration",
+            "2s",
+            "--timeout",
+            "100ms",
+        ]);
         assert_eq!(c.connections_at_most(), 2 + 21);
         // The experiment's defaults: 72 requests and 2 readers.
         assert_eq!(config(&[]).connections_at_most(), 74);

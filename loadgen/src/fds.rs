@@ -138,7 +138,9 @@ mod tests {
     fn exhaustion_is_emfile_or_enfile() {
         assert!(is_exhausted(&io::Error::from_raw_os_error(libc::EMFILE)));
         assert!(is_exhausted(&io::Error::from_raw_os_error(libc::ENFILE)));
-        assert!(!is_exhausted(&io::Error::from_raw_os_error(libc::ECONNREFUSED)));
+        assert!(!is_exhausted(&io::Error::from_raw_os_error(
+            libc::ECONNREFUSED
+        )));
         assert!(!is_exhausted(&io::Error::other("x")));
     }
 
@@ -152,6 +154,9 @@ mod tests {
         assert_eq!(ensure(0, "nothing").expect("enough"), limit);
         let refused = ensure(u64::MAX / 2, "--slow 9").expect_err("refused");
         assert!(refused.is::<BadInput>());
-        assert!(refused.to_string().starts_with("--slow 9 may hold up to "), "{refused}");
+        assert!(
+            refused.to_string().starts_with("--slow 9 may hold up to "),
+            "{refused}"
+        );
     }
 }

@@ -136,10 +136,17 @@ fn out_is_probed_before_the_run() {
     let out = dir.path().join("a/b");
     super::probe(&out).expect("creatable");
     assert!(out.is_dir());
-    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "the probe is removed");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "the probe is removed"
+    );
     for bad in ["/proc/x", "/proc/self/status/x"] {
         let err = super::probe(std::path::Path::new(bad)).expect_err(bad);
         assert!(err.is::<common::exit::BadInput>(), "{err}");
-        assert!(err.to_string().starts_with(&format!("--out {bad}: ")), "{err}");
+        assert!(
+            err.to_string().starts_with(&format!("--out {bad}: ")),
+            "{err}"
+        );
     }
 }

@@ -102,7 +102,10 @@ impl Summary {
     /// ran out of file descriptors (`fd_exhausted`); with any, the
     /// percentiles are left empty.
     pub fn fd_exhausted(&self) -> usize {
-        self.errors.get(&ErrorKind::FdExhausted).copied().unwrap_or(0)
+        self.errors
+            .get(&ErrorKind::FdExhausted)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn of(report: &Report) -> Summary {

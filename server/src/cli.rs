@@ -113,14 +113,12 @@ impl ServeArgs {
     /// Checks what clap cannot and names the flag at fault; every error is
     /// [`BadInput`] (exit status 2), found before any socket exists.
     pub fn to_config(&self) -> anyhow::Result<ServerConfig> {
-        self.check().map_err(|e| BadInput::new(format!("{e:#}")).into())
+        self.check()
+            .map_err(|e| BadInput::new(format!("{e:#}")).into())
     }
 
     fn check(&self) -> anyhow::Result<ServerConfig> {
-        loopback::check(
-            self.allow_remote,
-            [("listen", self.listen, LISTEN_MEANING)],
-        )?;
+        loopback::check(self.allow_remote, [("listen", self.listen, LISTEN_MEANING)])?;
         anyhow::ensure!(self.workers != Some(0), "--workers must be at least 1");
         anyhow::ensure!(
             self.chunk_bytes.bytes() > 0,
