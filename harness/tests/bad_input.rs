@@ -215,3 +215,45 @@ fn sweep_checks_its_flags_before_it_starts_a_stack() {
         assert_refused(&args, needle);
     }
 }
+
+#[test]
+fn a_sweep_that_needs_more_descriptors_than_allowed_starts_no_stack() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("sweep");
+    let mut cmd = Command::new(slowlab());
+    cmd.args([
+        "sweep",
+        "--server",
+        "rust-async",
+        "--no-caps",
+        "--high",
+        "100",
+        "--out",
+    ])
+    .arg(&out)
+    .env("SLOWLAB_HOME", support::state_dir());
+    let lim = libc::rlimit {
+        rlim_cur: 64,
+        rlim_max: 64,
+    };
+    // SAFETY: setrlimit is a plain system call, safe between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = support::child::Child::spawn(cmd).finish(Duration::from_secs(30));
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", o.stderr);
+    assert!(
+        lines[0].contains("hard open-files limit (ulimit -Hn) is 64"),
+        "{}",
+        lines[0]
+    );
+    assert!(!out.join("sweeps").exists(), "no stack was started");
+}

@@ -138,6 +138,17 @@ impl SweepArgs {
 pub fn run(args: SweepArgs) -> Result<()> {
     signals::install();
     let rates = args.rates()?;
+    // The load generator's own checks, before any stack starts: the same
+    // arguments it will get (the target is only resolved, never contacted)
+    // and the descriptors they need, which it inherits from this process.
+    let probe = load_args(
+        &args,
+        &rates,
+        Path::new("."),
+        "http://127.0.0.1:1",
+        &LoadProfile::experiment(),
+    );
+    loadgen::sweep::SweepConfig::from_args(&probe)?.ensure_descriptors()?;
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()

@@ -226,6 +226,21 @@ impl SweepConfig {
             .unwrap_or(0);
         self.slow as u64 + sessions
     }
+
+    /// Makes sure the open-files limit allows [`Self::connections_at_most`]
+    /// (raising the soft limit, or refusing as bad input; see
+    /// [`crate::fds::ensure`]).
+    pub fn ensure_descriptors(&self) -> anyhow::Result<crate::fds::Limit> {
+        let what = format!(
+            "--slow {} with --rates up to {} for {} (--calls-per-conn {}, --timeout {})",
+            self.slow,
+            self.rates.iter().copied().fold(0.0, f64::max),
+            format_duration(self.step_duration),
+            self.calls_per_conn,
+            format_duration(self.timeout)
+        );
+        crate::fds::ensure(self.connections_at_most(), &what)
+    }
 }
 
 #[cfg(test)]

@@ -110,15 +110,7 @@ impl SweepOutcome {
 /// on bad input, or when requests were issued and not one succeeded.
 pub fn run(args: SweepLoadArgs) -> anyhow::Result<()> {
     let config = SweepConfig::from_args(&args)?;
-    let what = format!(
-        "--slow {} with --rates up to {} for {} (--calls-per-conn {}, --timeout {})",
-        config.slow,
-        config.rates.iter().copied().fold(0.0, f64::max),
-        common::units::format_duration(config.step_duration),
-        config.calls_per_conn,
-        common::units::format_duration(config.timeout)
-    );
-    crate::fds::ensure(config.connections_at_most(), &what)?;
+    config.ensure_descriptors()?;
     let outcome = run_sweep(&config)?;
     let mut stdout = std::io::stdout().lock();
     stdout
