@@ -218,7 +218,10 @@ mod tests {
     }
 
     fn try_parse(extra: &[&str]) -> Result<LoadArgs, clap::Error> {
-        let words = ["load", "--target", "http://127.0.0.1:1"];
+        let mut words = vec!["load"];
+        if !extra.contains(&"--target") {
+            words.extend(["--target", "http://127.0.0.1:1"]);
+        }
         Cmd::try_parse_from(words.iter().chain(extra)).map(|c| c.args)
     }
 
@@ -244,7 +247,9 @@ mod tests {
             ("--read-chunk", "1", "0"),
         ] {
             assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
-            let err = try_parse(&[flag, bad]).expect_err(bad).to_string();
+            // `--flag=-1`, so that clap does not take `-1` for a flag.
+            let bad = format!("{flag}={bad}");
+            let err = try_parse(&[&bad]).expect_err(&bad).to_string();
             assert!(err.contains(flag), "{err}");
             assert!(err.contains("from"), "the range is named: {err}");
         }
