@@ -7,9 +7,14 @@
 //!   any client can verify every byte and its offset.
 //! - [`stats`]: nearest-rank percentiles and medians, the aggregation the
 //!   original experiment used.
-//! - [`exit`]: the exit statuses every verb shares, and [`exit::BadInput`].
+//! - [`exit`]: the exit statuses every verb shares, and [`exit::BadInput`],
+//!   [`exit::Denied`], [`exit::Interrupted`].
+//! - [`bounds`]: the range of every numeric flag and its clap value parsers.
+//! - [`loopback`]: the loopback-only rule for addresses.
 
+pub mod bounds;
 pub mod exit;
+pub mod loopback;
 pub mod pattern;
 pub mod stats;
 pub mod units;

@@ -48,11 +48,9 @@ fn main() -> ExitCode {
         Err(err) => {
             // `{:#}` joins the context chain on one line.
             eprintln!("slowlab: {err:#}");
-            if err.chain().any(|e| e.is::<common::exit::BadInput>()) {
-                ExitCode::from(common::exit::BAD_INPUT)
-            } else {
-                ExitCode::from(common::exit::FAILED)
-            }
+            // README "Exit status": 2 bad input, 3 denied, 130/143
+            // interrupted, 1 any other failure.
+            ExitCode::from(common::exit::code_of(err.chain()))
         }
     }
 }

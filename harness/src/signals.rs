@@ -1,14 +1,16 @@
 //! Ctrl-C and SIGTERM: the harness notes the request and stops at the next
 //! check, so that its guards stop every child and the files written so far
-//! stay on disk, marked incomplete.
+//! stay on disk, marked incomplete. The verb then ends with
+//! [`interrupted`], which the binary turns into exit status 130 or 143.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 
-static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// The signal received, 0 for none yet.
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(signal: libc::c_int) {
     // Only an atomic store: nothing else is async-signal-safe here.
-    REQUESTED.store(true, Ordering::SeqCst);
+    RECEIVED.store(signal, Ordering::SeqCst);
 }
 
 /// Installs the handlers for SIGINT and SIGTERM.
@@ -23,5 +25,24 @@ pub fn install() {
 
 /// Whether a stop was requested.
 pub fn requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
+    received().is_some()
+}
+
+/// The last stop signal received, if any.
+pub fn received() -> Option<i32> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// The error a verb ends with when it was stopped: it names the signal
+/// (SIGINT when a run was interrupted without one reaching the harness)
+/// and says what was kept.
+pub fn interrupted(what: String) -> anyhow::Error {
+    common::exit::Interrupted {
+        signal: received().unwrap_or(libc::SIGINT),
+        what,
+    }
+    .into()
 }

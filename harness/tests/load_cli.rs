@@ -48,17 +48,19 @@ fn bad_flags_are_one_line_errors() {
     assert_one_line_error(&out, 2, "key=value");
     let out = run(&["--target", "http://127.0.0.1:1", "--verify", "maybe"]);
     assert_one_line_error(&out, 2, "maybe");
+    // Values that parse but cannot work are bad input too (README "Exit
+    // status").
     let out = run(&["--target", "https://127.0.0.1:1"]);
-    assert_one_line_error(&out, 1, "http://");
+    assert_one_line_error(&out, 2, "http://");
     let out = run(&["--target", "http://127.0.0.1:1", "--label", "seq=1"]);
-    assert_one_line_error(&out, 1, "clash");
+    assert_one_line_error(&out, 2, "clash");
 }
 
 #[test]
 fn a_remote_target_is_refused_at_once() {
     let started = Instant::now();
     let out = run(&["--target", "http://192.0.2.1:8000"]);
-    assert_one_line_error(&out, 1, "--allow-remote");
+    assert_one_line_error(&out, 2, "--allow-remote");
     assert!(out.stdout.is_empty(), "{}", out.stdout);
     assert!(started.elapsed() < Duration::from_secs(30));
 }
@@ -150,4 +152,30 @@ fn no_successful_fast_request_exits_non_zero() {
         "{}",
         out.stdout
     );
+}
+
+#[test]
+fn an_unwritable_out_fails_before_any_connection() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let out = run(&[
+        "--target",
+        &url,
+        "--slow",
+        "1",
+        "--fast-rate",
+        "20",
+        "--fast-duration",
+        "200ms",
+        "--out",
+        "/proc/x",
+    ]);
+    assert_one_line_error(&out, 2, "--out /proc/x");
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    let mut accepted = 0;
+    while listener.accept().is_ok() {
+        accepted += 1;
+    }
+    assert_eq!(accepted, 0, "no connection before --out is known writable");
 }

@@ -197,7 +197,7 @@ fn bad_flags_get_one_line() {
         "--buffers",
         "4",
     ]);
-    assert_one_line_error(&out, 1, "--buffers");
+    assert_one_line_error(&out, 2, "--buffers");
     let out = run(&[
         "--upstream",
         "127.0.0.1:1",
@@ -206,7 +206,7 @@ fn bad_flags_get_one_line() {
         "--busy-buffers-size",
         "1m",
     ]);
-    assert_one_line_error(&out, 1, "--busy-buffers-size");
+    assert_one_line_error(&out, 2, "--busy-buffers-size");
 }
 
 #[test]

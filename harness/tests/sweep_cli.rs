@@ -104,7 +104,7 @@ fn bad_flags_give_one_line() {
                 "--out",
                 &out,
             ],
-            1,
+            2,
             "--allow-remote",
         ),
     ];

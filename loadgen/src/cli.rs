@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::ValueEnum as _;
-use common::units::{format_duration, parse_duration};
+use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, f64_in, int_in};
+use common::units::format_duration;
 
-use crate::config::{LoadConfig, SlowReaderArgs, VerifyMode, label_arg};
+use crate::config::{LoadConfig, MAX_FAST_RATE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg};
 use crate::output;
 use crate::runner::run_load;
 use crate::summary::Summary;
+use crate::sweep::args::MIN_TIMEOUT;
 
 /// Open slow readers of /large and an open-loop /fast client against a target.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -20,26 +22,29 @@ pub struct LoadArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000.
     #[arg(long)]
     pub target: String,
-    /// Number of slow readers of the large path.
-    #[arg(long, default_value_t = 2)]
+    /// Number of slow readers of the large path (0 to 1024).
+    #[arg(long, default_value_t = 2, value_parser = int_in(0, MAX_SLOW_READERS))]
     pub slow: usize,
     #[command(flatten)]
     pub slow_reader: SlowReaderArgs,
-    /// /fast requests per second.
-    #[arg(long, default_value_t = 8.0)]
+    /// /fast requests per second (0 to 10000; at most 1000000 requests in
+    /// all).
+    #[arg(long, default_value_t = 8.0, value_parser = f64_in(0.0, MAX_FAST_RATE))]
     pub fast_rate: f64,
-    /// How long /fast requests are sent.
-    #[arg(long, default_value = "9s", value_parser = parse_duration)]
+    /// How long /fast requests are sent (0s to 1day).
+    #[arg(long, default_value = "9s", value_parser = duration_in(Duration::ZERO, MAX_DURATION))]
     pub fast_duration: Duration,
-    /// Delay between the slow readers' start and the first /fast request.
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    /// Delay between the slow readers' start and the first /fast request
+    /// (0s to 1day).
+    #[arg(long, default_value = "250ms", value_parser = duration_in(Duration::ZERO, MAX_DURATION))]
     pub fast_start: Duration,
     /// Path of the fast requests.
     #[arg(long, default_value = "/fast")]
     pub fast_path: String,
     /// Give up on a /fast request this long after its start; a slow reader
-    /// gives up when a connect, write or read makes no progress for this long.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    /// gives up when a connect, write or read makes no progress for this long
+    /// (1ms to 1day).
+    #[arg(long, default_value = "30s", value_parser = duration_in(MIN_TIMEOUT, MAX_DURATION))]
     pub timeout: Duration,
     /// Directory for requests.csv, large-responses.csv, slow-progress.csv,
     /// latency.hgrm and summary.json (created if missing).
@@ -65,8 +70,8 @@ pub struct LoadArgs {
     pub realtime: bool,
     /// Wake this long before each /fast start and busy-wait the rest, so a
     /// late timer wake-up (idle VM CPUs) cannot delay it. Costs that much CPU
-    /// per request; under a CPU quota use it with --realtime.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    /// per request; under a CPU quota use it with --realtime (0s to 1s).
+    #[arg(long, default_value = "0s", value_parser = duration_in(Duration::ZERO, MAX_SPIN))]
     pub spin: Duration,
 }
 
@@ -137,11 +142,25 @@ impl LoadArgs {
     }
 }
 
-/// Runs `slowlab load`: the load, then the files, then the summary on
-/// stdout. Fails (exit 1) when `/fast` requests were scheduled and none
-/// succeeded, after writing everything.
+/// Runs `slowlab load`: the checks, the load, then the files, then the
+/// summary on stdout. Bad input (exit 2) is found before the first packet:
+/// the flags, the target, the descriptors the run needs and a writable
+/// `--out`. Fails (exit 1) when `/fast` requests were scheduled and none
+/// succeeded, or when the load generator ran out of descriptors, after
+/// writing everything.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     let config = LoadConfig::from_args(&args)?;
+    let what = format!(
+        "--slow {} with --fast-rate {} for {} (--timeout {})",
+        args.slow,
+        args.fast_rate,
+        format_duration(args.fast_duration),
+        format_duration(args.timeout)
+    );
+    crate::fds::ensure(config.connections_at_most(), &what)?;
+    if let Some(dir) = &args.out {
+        output::probe(dir)?;
+    }
     let report = run_load(&config)?;
     let summary = Summary::of(&report);
     if let Some(dir) = &args.out {
@@ -157,6 +176,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .context("writing the summary")?;
+    let exhausted = summary.fd_exhausted();
+    if exhausted > 0 {
+        bail!(
+            "the load generator ran out of file descriptors ({exhausted} fd_exhausted); the run is not comparable and its percentiles are left empty"
+        );
+    }
     let fast = &summary.fast;
     if fast.requests > 0 && fast.ok == 0 {
         let kinds: Vec<String> = fast
@@ -190,6 +215,100 @@ mod tests {
         Cmd::try_parse_from(std::iter::once(OsString::from("load")).chain(words))
             .expect("parses")
             .args
+    }
+
+    fn try_parse(extra: &[&str]) -> Result<LoadArgs, clap::Error> {
+        let mut words = vec!["load"];
+        if !extra.contains(&"--target") {
+            words.extend(["--target", "http://127.0.0.1:1"]);
+        }
+        Cmd::try_parse_from(words.iter().chain(extra)).map(|c| c.args)
+    }
+
+    /// One test per bound: the edge passes, one past it is refused with the
+    /// flag and the range named, when the arguments are parsed.
+    #[test]
+    fn every_number_has_a_range() {
+        for (flag, ok, bad) in [
+            ("--slow", "1024", "1025"),
+            ("--slow", "0", "-1"),
+            ("--fast-rate", "10000", "10001"),
+            ("--fast-rate", "0", "-1"),
+            ("--fast-rate", "8", "nan"),
+            ("--fast-duration", "24h", "99999999999999s"),
+            ("--fast-start", "24h", "25h"),
+            ("--timeout", "1ms", "0s"),
+            ("--timeout", "24h", "25h"),
+            ("--spin", "1s", "2s"),
+            ("--slow-rate", "1", "0"),
+            ("--slow-rate", "10GiB", "11GiB"),
+            ("--rcvbuf", "1GiB", "2GiB"),
+            ("--read-chunk", "1MiB", "2MiB"),
+            ("--read-chunk", "1", "0"),
+        ] {
+            assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
+            // `--flag=-1`, so that clap does not take `-1` for a flag.
+            let bad = format!("{flag}={bad}");
+            let err = try_parse(&[&bad]).expect_err(&bad).to_string();
+            assert!(err.contains(flag), "{err}");
+            assert!(err.contains("from"), "the range is named: {err}");
+        }
+        let err = try_parse(&["--fast-rate", "1e9"]).expect_err("1e9");
+        assert!(err.to_string().contains("0 to 10000"), "{err}");
+        let err = try_parse(&["--slow", "100000"]).expect_err("100000");
+        assert!(err.to_string().contains("0 to 1024"), "{err}");
+    }
+
+    #[test]
+    fn the_schedule_is_bounded_in_all() {
+        let ok = try_parse(&["--fast-rate", "10000", "--fast-duration", "100s"]).expect("parses");
+        let config = LoadConfig::from_args(&ok).expect("a million requests");
+        assert_eq!(
+            crate::config::fast_count(config.fast_rate, config.fast_duration),
+            1_000_000
+        );
+        let big = try_parse(&["--fast-rate", "10000", "--fast-duration", "101s"]).expect("parses");
+        let err = LoadConfig::from_args(&big).expect_err("too many requests");
+        assert!(err.is::<common::exit::BadInput>(), "{err}");
+        assert!(err.to_string().contains("more than 1000000"), "{err}");
+    }
+
+    #[test]
+    fn values_that_parse_but_cannot_work_are_bad_input() {
+        for (extra, needle) in [
+            (&["--target", "https://127.0.0.1:1"][..], "http://"),
+            (&["--target", "garbage"][..], "not a usable URL"),
+            (&["--target", "http://192.0.2.1:80"][..], "--allow-remote"),
+            (&["--label", "seq=1"][..], "clash"),
+            (&["--fast-path", "fast"][..], "must start with /"),
+        ] {
+            let args = try_parse(extra).expect("parses");
+            let err = LoadConfig::from_args(&args).expect_err(needle);
+            assert!(err.is::<common::exit::BadInput>(), "{err}");
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_descriptor_need_is_bounded_by_timeout_and_schedule() {
+        let config = |extra: &[&str]| LoadConfig::from_args(&try_parse(extra).unwrap()).unwrap();
+        // 200/s for 2 s: 400 scheduled, all may be open within 30 s.
+        let c = config(&["--slow", "2", "--fast-rate", "200", "--fast-duration", "2s"]);
+        assert_eq!(c.connections_at_most(), 402);
+        // With a 100 ms timeout at most 21 are open at once.
+        let c = config(&[
+            "--slow",
+            "2",
+            "--fast-rate",
+            "200",
+            "--fast-duration",
+            "2s",
+            "--timeout",
+            "100ms",
+        ]);
+        assert_eq!(c.connections_at_most(), 2 + 21);
+        // The experiment's defaults: 72 requests and 2 readers.
+        assert_eq!(config(&[]).connections_at_most(), 74);
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use common::bounds::size_in;
+use common::exit::BadInput;
 use common::units::Size;
 
 use crate::cli::LoadArgs;
@@ -25,6 +27,26 @@ pub enum VerifyMode {
     /// Only the length against `Content-Length`.
     Length,
 }
+
+/// The highest `--fast-rate`: the scheduler thread creates a socket and
+/// starts a connect per request, some 20-50 us each; ten thousand a second
+/// is already most of one core.
+pub const MAX_FAST_RATE: f64 = 10_000.0;
+/// The most `/fast` requests one run may schedule (`--fast-rate` x
+/// `--fast-duration`): the schedule, its task handles and the records take
+/// about 300 bytes per request, so this is at most some 300 MB.
+pub const MAX_FAST_REQUESTS: u64 = 1_000_000;
+/// The longest `--spin`: it busy-waits before every request.
+pub const MAX_SPIN: Duration = Duration::from_secs(1);
+/// The highest `--slow-rate`: 10 GiB/s is more than loopback carries, so
+/// it means "unpaced"; the pacing arithmetic stays exact below it.
+pub const MAX_SLOW_RATE: u64 = 10 << 30;
+/// The largest `--rcvbuf`: Linux clamps it to `net.core.rmem_max` anyway,
+/// and `setsockopt` takes an `int`.
+pub const MAX_RCVBUF: u64 = 1 << 30;
+/// The largest `--read-chunk`: each slow reader allocates one such buffer,
+/// so 1024 readers hold at most 1 GiB.
+pub const MAX_READ_CHUNK: u64 = 1 << 20;
 
 /// Everything one run needs, already checked.
 #[derive(Debug, Clone)]
@@ -52,8 +74,13 @@ pub struct LoadConfig {
 
 impl LoadConfig {
     /// Checks the arguments and resolves the target (refusing remote hosts
-    /// unless allowed). Nothing is sent.
+    /// unless allowed). Nothing is sent. Every error is [`BadInput`] (exit
+    /// status 2).
     pub fn from_args(args: &LoadArgs) -> anyhow::Result<LoadConfig> {
+        Self::check(args).map_err(|e| BadInput::new(format!("{e:#}")).into())
+    }
+
+    fn check(args: &LoadArgs) -> anyhow::Result<LoadConfig> {
         let target = Target::resolve(&args.target, args.allow_remote)?;
         let reader = &args.slow_reader;
         check_path("--large-path", &reader.large_path)?;
@@ -64,6 +91,14 @@ impl LoadConfig {
         }
         if args.timeout.is_zero() {
             bail!("--timeout must be more than 0");
+        }
+        let requests = fast_count(args.fast_rate, args.fast_duration);
+        if requests > MAX_FAST_REQUESTS {
+            bail!(
+                "--fast-rate {} for --fast-duration {} is {requests} requests, more than {MAX_FAST_REQUESTS}",
+                args.fast_rate,
+                common::units::format_duration(args.fast_duration)
+            );
         }
         let mut labels = Vec::with_capacity(args.labels.len());
         for raw in &args.labels {
@@ -101,6 +136,16 @@ impl LoadConfig {
     pub fn fast_offsets(&self) -> Vec<Duration> {
         fast_offsets(self.fast_start, self.fast_rate, self.fast_duration)
     }
+
+    /// The most descriptors the load's connections hold at once: one per
+    /// slow reader, and one per `/fast` request that may still be open
+    /// (each ends within `--timeout` of its start, so at most rate x timeout
+    /// of them, and never more than are scheduled).
+    pub fn connections_at_most(&self) -> u64 {
+        let scheduled = fast_count(self.fast_rate, self.fast_duration);
+        let in_timeout = (self.fast_rate * self.timeout.as_secs_f64()).ceil() as u64 + 1;
+        self.slow as u64 + scheduled.min(in_timeout)
+    }
 }
 
 /// A request path flag: starts with `/`, no spaces or control characters.
@@ -117,14 +162,14 @@ pub(crate) fn check_path(flag: &str, path: &str) -> anyhow::Result<()> {
 /// for a run of the experiment, 0 for a sweep).
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct SlowReaderArgs {
-    /// Read rate of each slow reader, bytes per second.
-    #[arg(long, default_value = "2MiB")]
+    /// Read rate of each slow reader, bytes per second (1 to 10GiB).
+    #[arg(long, default_value = "2MiB", value_parser = size_in(1, MAX_SLOW_RATE))]
     pub slow_rate: Size,
-    /// SO_RCVBUF requested for slow readers before connect.
-    #[arg(long, default_value = "8KiB")]
+    /// SO_RCVBUF requested for slow readers before connect (0 to 1GiB).
+    #[arg(long, default_value = "8KiB", value_parser = size_in(0, MAX_RCVBUF))]
     pub rcvbuf: Size,
-    /// Largest single read of a slow reader.
-    #[arg(long, default_value = "16KiB")]
+    /// Largest single read of a slow reader (1 to 1MiB).
+    #[arg(long, default_value = "16KiB", value_parser = size_in(1, MAX_READ_CHUNK))]
     pub read_chunk: Size,
     /// Path the slow readers download.
     #[arg(long, default_value = "/large")]
@@ -170,15 +215,20 @@ impl SlowReaderArgs {
     }
 }
 
+/// How many requests [`fast_offsets`] schedules, without building them.
+pub fn fast_count(rate: f64, duration: Duration) -> u64 {
+    if rate <= 0.0 || duration.is_zero() {
+        return 0;
+    }
+    (duration.as_secs_f64() * rate - 1e-9).ceil().max(0.0) as u64
+}
+
 /// Request *i* starts at `start + i / rate` for every *i* with
 /// `i / rate < duration`: 8/s for 9 s gives 72 requests, the last at 8.875 s.
 pub fn fast_offsets(start: Duration, rate: f64, duration: Duration) -> Vec<Duration> {
-    if rate <= 0.0 || duration.is_zero() {
-        return Vec::new();
-    }
-    // The small epsilon keeps 9 s x 8/s at exactly 72 when the product comes
-    // out as 72.00000000001 in floating point.
-    let n = (duration.as_secs_f64() * rate - 1e-9).ceil().max(0.0) as usize;
+    // The small epsilon in `fast_count` keeps 9 s x 8/s at exactly 72 when
+    // the product comes out as 72.00000000001 in floating point.
+    let n = fast_count(rate, duration);
     (0..n)
         .map(|i| start + Duration::from_secs_f64(i as f64 / rate))
         .collect()

@@ -42,9 +42,14 @@ pub enum ErrorKind {
     /// A `/large` byte broke the documented pattern.
     #[error("verify_failed")]
     VerifyFailed,
-    /// Any other local I/O error (out of file descriptors, for example).
+    /// Any other local I/O error.
     #[error("io")]
     Io,
+    /// This process or the system ran out of file descriptors (`EMFILE`,
+    /// `ENFILE`): the load generator's limit, not the target's. A run with
+    /// one is not comparable (its percentiles are left empty) and exits 1.
+    #[error("fd_exhausted")]
+    FdExhausted,
     /// `connect` failed with `EADDRNOTAVAIL`: this host ran out of ephemeral
     /// ports (typically held by TIME_WAIT). The client's limit, not the
     /// server's. `load` has no name of its own for it (see
@@ -64,7 +69,7 @@ pub enum Phase {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 10] = [
+    pub const ALL: [ErrorKind; 11] = [
         ErrorKind::Timeout,
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectFailed,
@@ -74,6 +79,7 @@ impl ErrorKind {
         ErrorKind::Malformed,
         ErrorKind::VerifyFailed,
         ErrorKind::Io,
+        ErrorKind::FdExhausted,
         ErrorKind::PortsExhausted,
     ];
 
@@ -90,6 +96,7 @@ impl ErrorKind {
             ErrorKind::Malformed => "malformed",
             ErrorKind::VerifyFailed => "verify_failed",
             ErrorKind::Io => "io",
+            ErrorKind::FdExhausted => "fd_exhausted",
             ErrorKind::PortsExhausted => "ports_exhausted",
         }
     }
@@ -100,6 +107,9 @@ impl ErrorKind {
     /// `SO_RCVTIMEO` or `SO_SNDTIMEO` expires (non-blocking sockets never
     /// let it escape their drivers).
     pub fn of_io(err: &io::Error, phase: Phase) -> ErrorKind {
+        if crate::fds::is_exhausted(err) {
+            return ErrorKind::FdExhausted;
+        }
         match err.kind() {
             io::ErrorKind::AddrNotAvailable => ErrorKind::PortsExhausted,
             io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
@@ -139,7 +149,8 @@ impl ErrorKind {
             | ErrorKind::BadStatus
             | ErrorKind::Malformed
             | ErrorKind::VerifyFailed
-            | ErrorKind::Io => SweepColumn::Other,
+            | ErrorKind::Io
+            | ErrorKind::FdExhausted => SweepColumn::Other,
         }
     }
 }
@@ -213,6 +224,17 @@ impl Failure {
         Failure::new(ErrorKind::of_io(err, phase), format!("{what}: {err}")).in_load()
     }
 
+    /// A failure of a local call that is not a transfer (creating a socket,
+    /// setting an option): `fd_exhausted` when out of descriptors, else `io`.
+    pub fn local(what: &str, err: &io::Error) -> Self {
+        let kind = if crate::fds::is_exhausted(err) {
+            ErrorKind::FdExhausted
+        } else {
+            ErrorKind::Io
+        };
+        Failure::new(kind, format!("{what}: {err}"))
+    }
+
     /// The failure as `load` records it (see [`ErrorKind::in_load`]).
     pub fn in_load(self) -> Self {
         Failure {
@@ -259,6 +281,7 @@ mod tests {
             ErrorKind::Malformed,
             ErrorKind::VerifyFailed,
             ErrorKind::Io,
+            ErrorKind::FdExhausted,
         ] {
             assert_eq!(kind.to_string(), kind.as_str());
             let json = serde_json::to_string(&kind).expect("serializes");
@@ -278,7 +301,8 @@ mod tests {
             (libc::EPIPE, K::Reset, K::Reset),
             (libc::ETIMEDOUT, K::Timeout, K::Timeout),
             (libc::EAGAIN, K::Timeout, K::Timeout),
-            (libc::EMFILE, K::ConnectFailed, K::Io),
+            (libc::EMFILE, K::FdExhausted, K::FdExhausted),
+            (libc::ENFILE, K::FdExhausted, K::FdExhausted),
             (libc::ENETUNREACH, K::ConnectFailed, K::Io),
         ] {
             let e = os(errno);
@@ -295,6 +319,10 @@ mod tests {
         assert_eq!(column(libc::EPIPE), SweepColumn::Reset);
         assert_eq!(column(libc::ETIMEDOUT), SweepColumn::Timeout);
         assert_eq!(column(libc::EMFILE), SweepColumn::Other);
+        let emfile = os(libc::EMFILE);
+        assert_eq!(Failure::local("socket", &emfile).kind, K::FdExhausted);
+        assert_eq!(Failure::connect(&emfile).kind, K::FdExhausted);
+        assert_eq!(Failure::local("socket", &os(libc::ENOBUFS)).kind, K::Io);
         let eof = ErrorKind::of_io(&eof, Phase::Transfer);
         assert_eq!(eof.sweep_column(), SweepColumn::Reset);
     }
@@ -315,6 +343,7 @@ mod tests {
             (K::Malformed, "malformed", "err_other"),
             (K::VerifyFailed, "verify_failed", "err_other"),
             (K::Io, "io", "err_other"),
+            (K::FdExhausted, "fd_exhausted", "err_other"),
             (K::PortsExhausted, "connect_failed", "err_ports_exhausted"),
         ];
         assert_eq!(table.map(|r| r.0), ErrorKind::ALL, "every kind, in order");
@@ -341,7 +370,7 @@ mod tests {
         // And README.md documents exactly these.
         let readme = include_str!("../../README.md");
         let load_names = "`timeout`, `connect_refused`, `connect_failed`, `reset`, \
-                          `short_body`, `bad_status`, `malformed`, `io` |";
+                          `short_body`, `bad_status`, `malformed`, `io`, `fd_exhausted` |";
         assert!(readme.contains(load_names), "requests.csv `error`");
         assert!(
             readme.contains("| as in `requests.csv`, plus `verify_failed` |"),

@@ -17,6 +17,7 @@
 //! - [`verify`]: checking the `/large` body against the pattern or length.
 //! - [`pacing`]: absolute-deadline pacing arithmetic.
 //! - [`net`]: sockets (socket2) and the request bytes.
+//! - [`fds`]: the descriptors a run needs and the open-files limit.
 //! - [`response`], [`chunked`]: a minimal HTTP/1.1 response reader.
 //! - [`record`]: the rows; [`output`]: the CSV files; [`hgrm`]: the latency
 //!   histogram; [`summary`]: the summary; [`error`]: failure kinds;
@@ -27,6 +28,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod fast;
+pub mod fds;
 pub mod hgrm;
 pub mod latency;
 pub mod net;

@@ -129,3 +129,24 @@ fn labels_cannot_shadow_columns() {
     assert!(is_column_name("t_s"));
     assert!(!is_column_name("server"));
 }
+
+#[test]
+fn out_is_probed_before_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("a/b");
+    super::probe(&out).expect("creatable");
+    assert!(out.is_dir());
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "the probe is removed"
+    );
+    for bad in ["/proc/x", "/proc/self/status/x"] {
+        let err = super::probe(std::path::Path::new(bad)).expect_err(bad);
+        assert!(err.is::<common::exit::BadInput>(), "{err}");
+        assert!(
+            err.to_string().starts_with(&format!("--out {bad}: ")),
+            "{err}"
+        );
+    }
+}

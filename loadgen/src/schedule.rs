@@ -22,7 +22,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::error::{ErrorKind, Failure};
+use crate::error::Failure;
 use crate::fast::{self, FastContext, Launch};
 use crate::latency::{self, TimingOptions, Tuning};
 use crate::net;
@@ -104,7 +104,7 @@ fn launch(seq: usize, t0: Instant, scheduled: Instant, addr: SocketAddr) -> Laun
     let socket = net::socket(addr);
     let started = Instant::now();
     let socket = match socket {
-        Err(e) => Err(Failure::new(ErrorKind::Io, format!("socket: {e}"))),
+        Err(e) => Err(Failure::local("socket", &e)),
         Ok(s) => match net::start_connect(&s, addr) {
             Ok(()) => Ok(s),
             Err(e) => Err(Failure::connect(&e)),

@@ -225,5 +225,5 @@ fn stalled<'a>(ctx: &'a SlowContext, what: &'a str) -> impl FnOnce(Failure) -> F
 }
 
 fn io_failure(what: &str, e: &io::Error) -> Failure {
-    Failure::new(ErrorKind::Io, format!("{what}: {e}"))
+    Failure::local(what, e)
 }

@@ -3,7 +3,10 @@
 //!
 //! Percentiles are nearest-rank over the requests that returned a whole 200
 //! (p95 of 72 is the 69th smallest), as in the original; failed requests
-//! have no latency and are counted under `errors` instead.
+//! have no latency and are counted under `errors` instead. A run in which
+//! the load generator ran out of descriptors (`fd_exhausted`) has no
+//! percentiles at all: its requests were not all sent, so its latencies are
+//! not comparable with another run's.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -95,6 +98,16 @@ pub fn percentiles(values: &[f64]) -> Percentiles {
 }
 
 impl Summary {
+    /// How many requests and downloads failed because the load generator
+    /// ran out of file descriptors (`fd_exhausted`); with any, the
+    /// percentiles are left empty.
+    pub fn fd_exhausted(&self) -> usize {
+        self.errors
+            .get(&ErrorKind::FdExhausted)
+            .copied()
+            .unwrap_or(0)
+    }
+
     pub fn of(report: &Report) -> Summary {
         let mut errors = BTreeMap::new();
         let mut error_examples = BTreeMap::new();
@@ -114,10 +127,11 @@ impl Summary {
                 .entry(f.kind)
                 .or_insert_with(|| f.detail.clone());
         }
+        let comparable = !errors.contains_key(&ErrorKind::FdExhausted);
         let latencies: Vec<f64> = report
             .fast
             .iter()
-            .filter(|r| r.ok())
+            .filter(|r| r.ok() && comparable)
             .filter_map(|r| r.latency_ms)
             .collect();
         let lags: Vec<f64> = report.fast.iter().map(|r| r.schedule_lag_ms).collect();
@@ -211,6 +225,12 @@ impl fmt::Display for Summary {
             fs.requests, fs.ok, fs.failed
         )?;
         let l = fs.latency_ms;
+        if self.fd_exhausted() > 0 {
+            writeln!(
+                f,
+                "        latency ms: not comparable (the load generator ran out of file descriptors)"
+            )?;
+        }
         writeln!(
             f,
             "        latency ms: p50 {}  p95 {}  p99 {}  max {}",

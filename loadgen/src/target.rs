@@ -66,10 +66,7 @@ impl Target {
     }
 }
 
-/// Whether `ip` is in 127.0.0.0/8 or is ::1 (also as an IPv4-mapped address).
-pub fn is_loopback(ip: IpAddr) -> bool {
-    ip.to_canonical().is_loopback()
-}
+pub use common::loopback::is_loopback;
 
 /// Picks the address to use: the first one, provided every address the name
 /// resolves to is loopback (or remote targets are allowed).

@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::units::{Size, format_duration, parse_duration};
+use common::bounds::{MAX_DURATION, MAX_THREADS, duration_in, int_in, size_in};
+use common::exit::BadInput;
+use common::loopback;
+use common::units::{Size, format_duration};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::{BufferConfig, ProxyConfig, parse_buffers};
@@ -31,32 +34,33 @@ pub struct ProxyArgs {
     /// proxy_buffering.
     #[arg(long, value_enum)]
     pub buffering: Buffering,
-    /// proxy_buffer_size: the first part of the response.
-    #[arg(long, default_value = "16k")]
+    /// proxy_buffer_size: the first part of the response (1 to 64MiB).
+    #[arg(long, default_value = "16k", value_parser = size_in(1, MAX_BUFFER_BYTES))]
     pub buffer_size: Size,
-    /// proxy_buffers, as COUNTxSIZE.
+    /// proxy_buffers, as COUNTxSIZE (2 to 1024 buffers of 1 to 64MiB, at
+    /// most 1GiB with --buffer-size).
     #[arg(long, default_value = "4x16k")]
     pub buffers: String,
-    /// proxy_busy_buffers_size.
-    #[arg(long, default_value = "32k")]
+    /// proxy_busy_buffers_size (1 to 64MiB).
+    #[arg(long, default_value = "32k", value_parser = size_in(1, MAX_BUFFER_BYTES))]
     pub busy_buffers_size: Size,
     /// proxy_max_temp_file_size per response; 0 disables spilling.
     #[arg(long, default_value = "32m")]
     pub max_temp_file_size: Size,
-    /// proxy_temp_file_write_size.
-    #[arg(long, default_value = "64k")]
+    /// proxy_temp_file_write_size (1 to 64MiB).
+    #[arg(long, default_value = "64k", value_parser = size_in(1, MAX_BUFFER_BYTES))]
     pub temp_file_write_size: Size,
     /// proxy_temp_path (default: the system's temp directory).
     #[arg(long)]
     pub temp_path: Option<PathBuf>,
-    /// Worker threads.
-    #[arg(long, default_value_t = 1)]
+    /// Worker threads (1 to 1024).
+    #[arg(long, default_value_t = 1, value_parser = int_in(1, MAX_THREADS))]
     pub threads: usize,
-    /// proxy_read_timeout.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    /// proxy_read_timeout (1ms to 1day).
+    #[arg(long, default_value = "60s", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
     pub read_timeout: Duration,
-    /// proxy_send_timeout.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    /// proxy_send_timeout (1ms to 1day).
+    #[arg(long, default_value = "60s", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
     pub send_timeout: Duration,
     /// Append one CSV row per response to this file.
     #[arg(long)]
@@ -64,55 +68,37 @@ pub struct ProxyArgs {
     /// Append one CSV row per open response every --gauge-interval.
     #[arg(long)]
     pub gauge_log: Option<PathBuf>,
-    /// Sampling interval of --gauge-log.
-    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    /// Sampling interval of --gauge-log (1ms to 1day).
+    #[arg(long, default_value = "100ms", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
     pub gauge_interval: Duration,
     /// Allow --listen and --upstream addresses outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
 }
 
-/// A `--listen` or `--upstream` address outside loopback without
-/// `--allow-remote`: bad input (exit status 2), refused before any socket
-/// exists.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "refusing --{flag} {addr}: it is outside 127.0.0.0/8 and ::1; pass --allow-remote if you really mean {meaning}"
-)]
-pub struct RemoteRefused {
-    pub flag: &'static str,
-    pub addr: SocketAddr,
-    meaning: &'static str,
-}
+pub use common::loopback::RemoteRefused;
 
-/// Whether `ip` is in 127.0.0.0/8 or is ::1 (also as an IPv4-mapped address).
-fn is_loopback(ip: std::net::IpAddr) -> bool {
-    ip.to_canonical().is_loopback()
-}
+/// The largest `--buffer-size`, `--buffers` size, `--busy-buffers-size` and
+/// `--temp-file-write-size`: each is memory a response may hold.
+pub const MAX_BUFFER_BYTES: u64 = 64 << 20;
+/// The most `--buffers`; with [`MAX_BUFFER_BYTES`] each, one response may
+/// hold at most [`MAX_RESPONSE_MEMORY`].
+pub const MAX_BUFFERS: usize = 1024;
+/// The most memory `--buffer-size` plus all `--buffers` may hold per
+/// response.
+pub const MAX_RESPONSE_MEMORY: u64 = 1 << 30;
 
 impl ProxyArgs {
     /// The lab's loopback-only rule for both addresses, unless
     /// `--allow-remote`.
     pub fn check_loopback(&self) -> Result<(), RemoteRefused> {
-        if self.allow_remote {
-            return Ok(());
-        }
-        let checks = [
-            (
-                "listen",
-                self.listen,
-                "to accept connections from other hosts",
-            ),
-            ("upstream", self.upstream, "to proxy to that host"),
-        ];
-        match checks.into_iter().find(|(_, a, _)| !is_loopback(a.ip())) {
-            Some((flag, addr, meaning)) => Err(RemoteRefused {
-                flag,
-                addr,
-                meaning,
-            }),
-            None => Ok(()),
-        }
+        loopback::check(
+            self.allow_remote,
+            [
+                ("listen", self.listen, loopback::LISTEN_MEANING),
+                ("upstream", self.upstream, "to proxy to that host"),
+            ],
+        )
     }
 
     /// The flags that parse back into these arguments, for a harness that
@@ -178,10 +164,38 @@ impl ProxyArgs {
         a
     }
 
-    /// Checks what clap cannot and names the flag at fault.
+    /// Checks what clap cannot and names the flag at fault; every error is
+    /// [`BadInput`] (exit status 2), found before any socket exists.
     pub fn to_config(&self) -> anyhow::Result<ProxyConfig> {
+        // A refusal stays typed for callers that match it; the binary maps
+        // it to exit status 2 as it does `BadInput`.
         self.check_loopback()?;
+        self.check()
+            .map_err(|e| BadInput::new(format!("{e:#}")).into())
+    }
+
+    fn check(&self) -> anyhow::Result<ProxyConfig> {
         let (buffers, buffer_bytes) = parse_buffers(&self.buffers)?;
+        anyhow::ensure!(
+            buffers <= MAX_BUFFERS,
+            "--buffers {}: at most {MAX_BUFFERS} buffers",
+            self.buffers
+        );
+        anyhow::ensure!(
+            (1..=MAX_BUFFER_BYTES).contains(&(buffer_bytes as u64)),
+            "--buffers {}: each buffer must be from 1 to {}",
+            self.buffers,
+            Size(MAX_BUFFER_BYTES)
+        );
+        let memory = self.buffer_size.bytes() + (buffers as u64) * (buffer_bytes as u64);
+        anyhow::ensure!(
+            memory <= MAX_RESPONSE_MEMORY,
+            "--buffer-size {} plus --buffers {} hold {} per response, more than {}",
+            self.buffer_size,
+            self.buffers,
+            Size(memory),
+            Size(MAX_RESPONSE_MEMORY)
+        );
         let temp_path = self.temp_path.clone().unwrap_or_else(std::env::temp_dir);
         let config = ProxyConfig {
             listen: self.listen,
@@ -211,14 +225,10 @@ impl ProxyArgs {
 
 /// Runs `slowlab proxy` until SIGTERM or SIGINT.
 ///
-/// A refused address ends the process with status 2 (bad input) after one
-/// `slowlab: ...` line on stderr, as a bad flag does; other errors are
-/// returned.
+/// Bad input, a refused address included, is a [`BadInput`] error (exit
+/// status 2, one `slowlab: ...` line on stderr, as a bad flag); other
+/// errors are returned as they are.
 pub fn run(args: ProxyArgs) -> anyhow::Result<()> {
-    if let Err(refused) = args.check_loopback() {
-        eprintln!("slowlab: {refused}");
-        std::process::exit(2);
-    }
     let config = args.to_config()?;
     // Signals are watched from this thread, on a runtime of their own, and
     // registered before the ready line so that a stop sent right after it
@@ -319,6 +329,47 @@ mod tests {
             assert_eq!(config.upstream, upstream.parse().unwrap());
             assert_eq!(config.listen, listen.parse().unwrap());
         }
+    }
+
+    fn try_parse(extra: &[&str]) -> Result<ProxyArgs, clap::Error> {
+        let words = ["proxy", "--buffering", "on", "--upstream", "127.0.0.1:1"];
+        Cmd::try_parse_from(words.iter().chain(extra)).map(|c| c.args)
+    }
+
+    #[test]
+    fn every_number_has_a_range() {
+        for (flag, ok, bad) in [
+            ("--threads", "1024", "1025"),
+            ("--threads", "1", "0"),
+            ("--read-timeout", "24h", "99999999999999s"),
+            ("--read-timeout", "1ms", "0s"),
+            ("--send-timeout", "24h", "25h"),
+            ("--gauge-interval", "1ms", "0s"),
+            ("--buffer-size", "64MiB", "65MiB"),
+            ("--busy-buffers-size", "1", "0"),
+            ("--temp-file-write-size", "64MiB", "1GiB"),
+        ] {
+            assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
+            let err = try_parse(&[flag, bad]).expect_err(bad).to_string();
+            assert!(err.contains(flag) && err.contains("from"), "{err}");
+        }
+        let err = try_parse(&["--threads", "100000"]).expect_err("too many");
+        assert!(err.to_string().contains("1 to 1024"), "{err}");
+        // --buffers is one string: its count, size and total are checked
+        // in to_config, still before any socket or thread.
+        for (buffers, needle) in [
+            ("1025x16k", "at most 1024 buffers"),
+            ("4x65m", "each buffer must be from 1 to 64MiB"),
+            ("1000x64m", "more than 1GiB"),
+        ] {
+            let args = try_parse(&["--buffers", buffers]).expect("parses");
+            let err = args.to_config().expect_err(buffers);
+            assert!(err.is::<BadInput>(), "{err}");
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+        let fine = try_parse(&["--buffers", "1024x64k", "--busy-buffers-size", "64k"]);
+        let fine = fine.expect("parses").to_config();
+        assert!(fine.is_ok(), "{fine:?}");
     }
 
     #[test]

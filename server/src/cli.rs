@@ -10,6 +10,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use common::bounds::{MAX_THREADS, int_in, size_in};
+use common::exit::BadInput;
+use common::loopback::{self, LISTEN_MEANING};
 use common::units::Size;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -37,28 +40,38 @@ impl Model {
     }
 }
 
+/// The largest `--large-bytes`: the body is generated block by block and
+/// never held, so this only keeps a typo from a download of years.
+pub const MAX_LARGE_BYTES: u64 = 64 << 30;
+/// The largest `--chunk-bytes`: every response in flight holds one block.
+pub const MAX_CHUNK_BYTES: u64 = 16 << 20;
+
 /// Serve the replica of the experiment's app: `GET /fast` and `GET /large`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on (IP:port); port 0 picks a free one.
+    /// Address to listen on (IP:port); port 0 picks a free one. Outside
+    /// 127.0.0.0/8 and ::1 only with --allow-remote.
     #[arg(long, default_value = "127.0.0.1:8000")]
     pub listen: SocketAddr,
     /// Worker model.
     #[arg(long, value_enum, default_value = "sync")]
     pub model: Model,
     /// Workers (sync), handlers (threads) or runtime threads (async; default:
-    /// the number of cores).
-    #[arg(long)]
+    /// the number of cores); 1 to 1024.
+    #[arg(long, value_parser = int_in(1, MAX_THREADS))]
     pub workers: Option<usize>,
-    /// Size of the /large body.
-    #[arg(long, default_value = "16MiB")]
+    /// Size of the /large body (0 to 64GiB).
+    #[arg(long, default_value = "16MiB", value_parser = size_in(0, MAX_LARGE_BYTES))]
     pub large_bytes: Size,
-    /// Size of each block written for /large.
-    #[arg(long, default_value = "64KiB")]
+    /// Size of each block written for /large (1 to 16MiB).
+    #[arg(long, default_value = "64KiB", value_parser = size_in(1, MAX_CHUNK_BYTES))]
     pub chunk_bytes: Size,
     /// Append one CSV row per /large response to this file.
     #[arg(long)]
     pub send_log: Option<PathBuf>,
+    /// Allow a --listen address outside 127.0.0.0/8 and ::1.
+    #[arg(long)]
+    pub allow_remote: bool,
 }
 
 impl ServeArgs {
@@ -73,6 +86,7 @@ impl ServeArgs {
             large_bytes,
             chunk_bytes,
             send_log,
+            allow_remote,
         } = self;
         let mut a: Vec<OsString> = vec![
             "--listen".into(),
@@ -90,11 +104,21 @@ impl ServeArgs {
         if let Some(path) = send_log {
             a.extend(["--send-log".into(), path.into()]);
         }
+        if *allow_remote {
+            a.push("--allow-remote".into());
+        }
         a
     }
 
-    /// Checks what clap cannot and names the flag at fault.
+    /// Checks what clap cannot and names the flag at fault; every error is
+    /// [`BadInput`] (exit status 2), found before any socket exists.
     pub fn to_config(&self) -> anyhow::Result<ServerConfig> {
+        self.check()
+            .map_err(|e| BadInput::new(format!("{e:#}")).into())
+    }
+
+    fn check(&self) -> anyhow::Result<ServerConfig> {
+        loopback::check(self.allow_remote, [("listen", self.listen, LISTEN_MEANING)])?;
         anyhow::ensure!(self.workers != Some(0), "--workers must be at least 1");
         anyhow::ensure!(
             self.chunk_bytes.bytes() > 0,
@@ -181,6 +205,7 @@ mod tests {
             large_bytes: Size(16 << 20),
             chunk_bytes: Size(1000),
             send_log: Some(PathBuf::from("/tmp/a run/send-log.csv")),
+            allow_remote: true,
         };
         for model in [Model::Sync, Model::Threads, Model::Async] {
             let args = ServeArgs {
@@ -190,5 +215,41 @@ mod tests {
             assert_eq!(parse(args.to_args()), args);
         }
         assert_eq!(parse(defaults.to_args()), defaults);
+    }
+
+    fn try_parse(words: &[&str]) -> Result<ServeArgs, clap::Error> {
+        Cmd::try_parse_from(std::iter::once("serve").chain(words.iter().copied())).map(|c| c.args)
+    }
+
+    #[test]
+    fn every_number_has_a_range() {
+        for (flag, ok, bad) in [
+            ("--workers", "1024", "1025"),
+            ("--workers", "1", "0"),
+            ("--large-bytes", "64GiB", "65GiB"),
+            ("--chunk-bytes", "16MiB", "17MiB"),
+            ("--chunk-bytes", "1", "0"),
+        ] {
+            assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
+            let err = try_parse(&[flag, bad]).expect_err(bad).to_string();
+            assert!(err.contains(flag), "{err}");
+            assert!(err.contains("from"), "the range is named: {err}");
+        }
+        let err = try_parse(&["--workers", "100000"]).expect_err("too many");
+        assert!(err.to_string().contains("1 to 1024"), "{err}");
+    }
+
+    #[test]
+    fn a_listener_outside_loopback_needs_allow_remote() {
+        for listen in ["0.0.0.0:0", "[::]:0", "192.0.2.1:80"] {
+            let args = try_parse(&["--listen", listen]).expect("parses");
+            let err = args.to_config().expect_err(listen);
+            assert!(err.is::<BadInput>(), "{err}");
+            assert!(err.to_string().starts_with("refusing --listen"), "{err}");
+            let allowed = try_parse(&["--listen", listen, "--allow-remote"]).expect("parses");
+            assert!(allowed.to_config().is_ok(), "{listen} with --allow-remote");
+        }
+        let lo = try_parse(&["--listen", "127.0.0.2:0"]).expect("parses");
+        assert!(lo.to_config().is_ok());
     }
 }

@@ -80,7 +80,7 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     };
     let plan = matrix::plan(&presets, args.runs, args.only.as_ref());
     if plan.is_empty() {
-        bail!("no condition matches --only");
+        return Err(common::exit::BadInput::new("no condition matches --only").into());
     }
     let planned = plan.len();
     let plan = match args.shard {
@@ -109,7 +109,11 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
             .map(|mut d| d.next().is_some())
             .unwrap_or(false)
     {
-        bail!("{} is not empty; choose another --out", out.display());
+        return Err(common::exit::BadInput::new(format!(
+            "{} is not empty; choose another --out",
+            out.display()
+        ))
+        .into());
     }
 
     let tools = prepare::prepare(&state_dir());
@@ -282,10 +286,10 @@ fn run_matrix(
     }
     println!("results: {}", out.display());
     if interrupted {
-        bail!(
-            "interrupted; partial results in {} (marked INCOMPLETE)",
+        return Err(signals::interrupted(format!(
+            "partial results in {} (marked INCOMPLETE)",
             out.display()
-        );
+        )));
     }
     if results.done.iter().all(|(d, _)| d.status != Status::Ok) {
         bail!("no run completed; see runs.csv in {}", out.display());

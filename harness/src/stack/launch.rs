@@ -249,6 +249,7 @@ impl Launcher<'_> {
                     large_bytes: Size(body.large_bytes),
                     chunk_bytes: Size(body.chunk_bytes),
                     send_log: Some(send_log),
+                    allow_remote: false,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
                 start_and_probe(spec, cgroup.as_ref(), None, "/fast")?

@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in};
+use common::exit::BadInput;
 use common::units::Size;
 use loadgen::config::SlowReaderArgs;
 use loadgen::sweep::SweepLoadArgs;
@@ -41,6 +43,17 @@ use crate::stack::run::{self as lifecycle, Lab, LoadCommand, LoadExit, StackSpec
 use crate::stack::{ProxyBuffers, Route, Server};
 use crate::{envinfo, signals};
 
+/// The shortest `--step-duration`: a step shorter than a few reply-rate
+/// intervals measures nothing (the same bound as `sweep-load`'s).
+const MIN_STEP_DURATION: Duration = loadgen::sweep::args::MIN_STEP_DURATION;
+
+/// The value parser of `--low`, `--high` and `--step`: what `sweep-load
+/// --rates` accepts, so that a sweep never starts a stack with rates its load
+/// generator would refuse.
+fn rate_arg() -> impl Fn(&str) -> Result<u32, String> + Clone + Send + Sync {
+    int_in(1, loadgen::sweep::args::MAX_RATE as u32)
+}
+
 /// `slowlab sweep` arguments.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SweepArgs {
@@ -51,26 +64,27 @@ pub struct SweepArgs {
     /// The route: direct, nginx-off, nginx-on, pingora-off or pingora-on.
     #[arg(long, default_value = "direct")]
     pub route: Route,
-    /// First connection rate (connections per second).
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    /// First connection rate (connections per second, 1 to 1000000).
+    #[arg(long, default_value_t = 50, value_parser = rate_arg())]
     pub low: u32,
-    /// Last connection rate.
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Last connection rate (1 to 1000000).
+    #[arg(long, default_value_t = 2000, value_parser = rate_arg())]
     pub high: u32,
-    /// Rate increment between steps.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Rate increment between steps (1 to 1000000).
+    #[arg(long, default_value_t = 50, value_parser = rate_arg())]
     pub step: u32,
     /// Sequential /fast requests per connection (httperf --num-calls).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub calls_per_conn: u32,
-    /// How long each step sends.
-    #[arg(long, default_value = "10s", value_parser = common::units::parse_duration)]
+    /// How long each step sends (100ms to 1day).
+    #[arg(long, default_value = "10s", value_parser = duration_in(MIN_STEP_DURATION, MAX_DURATION))]
     pub step_duration: Duration,
-    /// A request unanswered after this long counts as an error.
-    #[arg(long, default_value = "5s", value_parser = common::units::parse_duration)]
+    /// A request unanswered after this long counts as an error (1ms to 1day).
+    #[arg(long, default_value = "5s", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
     pub timeout: Duration,
-    /// Slow readers of /large kept running during the whole sweep.
-    #[arg(long, default_value_t = 0)]
+    /// Slow readers of /large kept running during the whole sweep (0 to
+    /// 1024).
+    #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS as u32))]
     pub slow: u32,
     /// Run the server and proxy without CPU and memory caps.
     #[arg(long)]
@@ -87,15 +101,25 @@ pub struct SweepArgs {
 
 impl SweepArgs {
     /// The demanded connection rates, low to high.
-    pub fn rates(&self) -> Result<Vec<u32>> {
+    ///
+    /// Bad input (exit status 2) when `--low` is above `--high` or the
+    /// steps are more than a sweep may have; checked before any stack
+    /// starts.
+    pub fn rates(&self) -> Result<Vec<u32>, BadInput> {
         if self.low > self.high {
-            bail!("--low {} is above --high {}", self.low, self.high);
+            return Err(BadInput::new(format!(
+                "--low {} is above --high {}",
+                self.low, self.high
+            )));
         }
-        let rates: Vec<u32> = (self.low..=self.high).step_by(self.step as usize).collect();
-        if rates.len() > loadgen::sweep::args::MAX_STEPS {
-            bail!("{} steps is too many; raise --step", rates.len());
+        let steps = (self.high - self.low) / self.step + 1;
+        if steps as usize > loadgen::sweep::args::MAX_STEPS {
+            return Err(BadInput::new(format!(
+                "{steps} steps is more than {}; raise --step",
+                loadgen::sweep::args::MAX_STEPS
+            )));
         }
-        Ok(rates)
+        Ok((self.low..=self.high).step_by(self.step as usize).collect())
     }
 
     /// The name of this sweep inside its results directory.
@@ -114,13 +138,25 @@ impl SweepArgs {
 pub fn run(args: SweepArgs) -> Result<()> {
     signals::install();
     let rates = args.rates()?;
+    // The load generator's own checks, before any stack starts: the same
+    // arguments it will get (the target is only resolved, never contacted)
+    // and the descriptors they need, which it inherits from this process.
+    let probe = load_args(
+        &args,
+        &rates,
+        Path::new("."),
+        "http://127.0.0.1:1",
+        &LoadProfile::experiment(),
+    );
+    loadgen::sweep::SweepConfig::from_args(&probe)?.ensure_descriptors()?;
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace(':', "");
         PathBuf::from("results").join(format!("{stamp}-sweep"))
     });
-    fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    fs::create_dir_all(&out)
+        .map_err(|e| BadInput::new(format!("--out {} cannot be created: {e}", out.display())))?;
     let tools = prepare::prepare(&state_dir());
     if let Some(m) = missing_tool(&tools, args.server, args.route) {
         bail!(
@@ -147,6 +183,9 @@ pub fn run(args: SweepArgs) -> Result<()> {
             // are whole, so it is not marked incomplete for this one.
             fs::write(dir.join("FAILED"), format!("{e:#}\n")).ok();
             fs::remove_file(&marker).ok();
+            if signals::requested() {
+                return Err(signals::interrupted(format!("{e:#}")));
+            }
             return Err(e);
         }
     };
@@ -161,10 +200,10 @@ pub fn run(args: SweepArgs) -> Result<()> {
     }
     println!("results: {}", out.display());
     if signals::requested() {
-        bail!(
-            "interrupted; partial results in {} (marked INCOMPLETE)",
+        return Err(signals::interrupted(format!(
+            "partial results in {} (marked INCOMPLETE)",
             out.display()
-        );
+        )));
     }
     Ok(())
 }

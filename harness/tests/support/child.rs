@@ -46,6 +46,11 @@ impl Child {
         }
     }
 
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the exit within `patience`, or fails the test (and the
     /// drop kills the child).
     pub fn finish(mut self, patience: Duration) -> Outcome {

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::bail;
-use common::units::{format_duration, parse_duration};
+use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in};
+use common::exit::BadInput;
+use common::units::format_duration;
 
 use crate::config::{SlowReaderArgs, check_path};
 use crate::target::Target;
@@ -28,15 +30,17 @@ pub struct SweepLoadArgs {
     /// Sequential requests per session (httperf --num-calls).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub calls_per_conn: u32,
-    /// How long each step starts sessions (its sending window).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// How long each step starts sessions (its sending window; 100ms to
+    /// 1day).
+    #[arg(long, default_value = "10s", value_parser = duration_in(MIN_STEP_DURATION, MAX_DURATION))]
     pub step_duration: Duration,
     /// A request not answered whole this long after it began is an error
-    /// (timeout), and its session ends.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    /// (timeout), and its session ends (1ms to 1day).
+    #[arg(long, default_value = "5s", value_parser = duration_in(MIN_TIMEOUT, MAX_DURATION))]
     pub timeout: Duration,
-    /// Slow readers of the large path, kept running during the whole sweep.
-    #[arg(long, default_value_t = 0)]
+    /// Slow readers of the large path, kept running during the whole sweep
+    /// (0 to 1024).
+    #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS))]
     pub slow: usize,
     #[command(flatten)]
     pub slow_reader: SlowReaderArgs,
@@ -114,6 +118,11 @@ pub const MAX_STEPS: usize = 1000;
 /// The highest connection rate accepted: far above what one machine opens,
 /// so only a typo reaches it.
 pub const MAX_RATE: f64 = 1_000_000.0;
+/// The shortest step: a step shorter than a few reply-rate intervals
+/// measures nothing.
+pub const MIN_STEP_DURATION: Duration = Duration::from_millis(100);
+/// The shortest `--timeout` of `load` and `sweep-load`.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
 
 /// clap value parser for `--rates`: positive numbers, comma-separated.
 pub fn parse_rates(raw: &str) -> Result<Rates, String> {
@@ -161,8 +170,12 @@ pub struct SweepConfig {
 
 impl SweepConfig {
     /// Checks the arguments and resolves the target, refusing remote hosts
-    /// unless allowed.
+    /// unless allowed. Every error is [`BadInput`] (exit status 2).
     pub fn from_args(args: &SweepLoadArgs) -> anyhow::Result<SweepConfig> {
+        Self::check(args).map_err(|e| BadInput::new(format!("{e:#}")).into())
+    }
+
+    fn check(args: &SweepLoadArgs) -> anyhow::Result<SweepConfig> {
         let target = Target::resolve(&args.target, args.allow_remote)?;
         check_path("--fast-path", &args.fast_path)?;
         let reader = &args.slow_reader;
@@ -170,7 +183,7 @@ impl SweepConfig {
         if args.rates.0.is_empty() {
             bail!("--rates needs at least one rate");
         }
-        if args.step_duration < Duration::from_millis(100) {
+        if args.step_duration < MIN_STEP_DURATION {
             bail!("--step-duration must be at least 100ms");
         }
         if args.timeout.is_zero() {
@@ -192,6 +205,41 @@ impl SweepConfig {
             out: args.out.clone(),
             stop_when_saturated: args.stop_when_saturated,
         })
+    }
+}
+
+impl SweepConfig {
+    /// The most descriptors the sweep's connections hold at once: one per
+    /// slow reader, and per step the sessions still open, each with one
+    /// connection at a time and ended within `calls x timeout` (so at most
+    /// rate x calls x timeout of them), never more than the step starts.
+    pub fn connections_at_most(&self) -> u64 {
+        let life = self.timeout.as_secs_f64() * f64::from(self.calls_per_conn);
+        let sessions = self
+            .rates
+            .iter()
+            .map(|&r| {
+                let started = super::schedule::sessions_in(r, self.step_duration);
+                started.min((r * life).ceil() as u64 + 1)
+            })
+            .max()
+            .unwrap_or(0);
+        self.slow as u64 + sessions
+    }
+
+    /// Makes sure the open-files limit allows [`Self::connections_at_most`]
+    /// (raising the soft limit, or refusing as bad input; see
+    /// [`crate::fds::ensure`]).
+    pub fn ensure_descriptors(&self) -> anyhow::Result<crate::fds::Limit> {
+        let what = format!(
+            "--slow {} with --rates up to {} for {} (--calls-per-conn {}, --timeout {})",
+            self.slow,
+            self.rates.iter().copied().fold(0.0, f64::max),
+            format_duration(self.step_duration),
+            self.calls_per_conn,
+            format_duration(self.timeout)
+        );
+        crate::fds::ensure(self.connections_at_most(), &what)
     }
 }
 
@@ -306,8 +354,12 @@ mod tests {
         };
         assert!(with(&["--rates", "10", "--calls-per-conn", "0"]).is_err());
         assert!(with(&["--rates", "abc"]).is_err());
-        let short = with(&["--rates", "10", "--step-duration", "10ms"]).expect("parses");
-        assert!(SweepConfig::from_args(&short).is_err());
+        // Out of range when parsed, before anything starts.
+        assert!(with(&["--rates", "10", "--step-duration", "10ms"]).is_err());
+        assert!(with(&["--rates", "10", "--step-duration", "25h"]).is_err());
+        assert!(with(&["--rates", "10", "--timeout", "0s"]).is_err());
+        assert!(with(&["--rates", "10", "--slow", "1025"]).is_err());
+        assert!(with(&["--rates", "10", "--slow", "1024"]).is_ok());
         let remote = parse(&[
             "--target",
             "http://192.0.2.1",
@@ -319,5 +371,6 @@ mod tests {
         .expect("parses");
         let err = SweepConfig::from_args(&remote).expect_err("refused");
         assert!(err.to_string().contains("--allow-remote"), "{err}");
+        assert!(err.is::<BadInput>(), "a refused target is bad input");
     }
 }

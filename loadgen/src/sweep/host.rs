@@ -27,22 +27,10 @@ pub fn parse_time_wait(sockstat: &str) -> Option<u64> {
 /// new soft limit. A saturated server keeps up to `rate x timeout`
 /// connections of ours open (2,000/s for 5 s is 10,000), far beyond the
 /// usual soft limit of 1,024; running out would count as client errors
-/// (`err_other`) rather than show the server's limit.
+/// (`fd_exhausted`, in `err_other`) rather than show the server's limit.
 pub fn raise_open_files_limit() -> io::Result<u64> {
-    // SAFETY: rlimit is plain old data; getrlimit only writes into it.
-    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid resource and a live, writable rlimit.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        lim.rlim_cur = lim.rlim_max;
-        // SAFETY: a valid resource and a live rlimit that the kernel reads.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(lim.rlim_cur)
+    let limit = crate::fds::Limit::current()?;
+    Ok(limit.set_soft(limit.hard)?.soft)
 }
 
 #[cfg(test)]

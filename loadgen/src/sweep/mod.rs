@@ -84,6 +84,9 @@ pub struct SweepOutcome {
     pub open_files_limit: Option<u64>,
     pub slow_completed: u64,
     pub slow_failed: u64,
+    /// Requests that failed because the load generator ran out of file
+    /// descriptors (counted in `err_other`); any makes the exit status 1.
+    pub fd_exhausted: u64,
 }
 
 impl SweepOutcome {
@@ -107,12 +110,19 @@ impl SweepOutcome {
 /// on bad input, or when requests were issued and not one succeeded.
 pub fn run(args: SweepLoadArgs) -> anyhow::Result<()> {
     let config = SweepConfig::from_args(&args)?;
+    config.ensure_descriptors()?;
     let outcome = run_sweep(&config)?;
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(summary(&config, &outcome).as_bytes())
         .and_then(|()| stdout.flush())
         .context("writing the summary")?;
+    if outcome.fd_exhausted > 0 {
+        bail!(
+            "the load generator ran out of file descriptors ({} fd_exhausted, counted in err_other); the steps with them measure the client, not the server",
+            outcome.fd_exhausted
+        );
+    }
     if outcome.requests() > 0 && outcome.replies() == 0 {
         bail!(
             "no request succeeded in any step ({} issued, all failed)",
@@ -173,7 +183,8 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
     }
     let mut saturation = Saturation::default();
     for (i, &rate) in config.rates.iter().enumerate() {
-        let row = step(config, &scheduler, i + 1, rate, slow.as_deref())?;
+        let (row, exhausted) = step(config, &scheduler, i + 1, rate, slow.as_deref())?;
+        outcome.fd_exhausted += exhausted;
         file.append(&row)?;
         eprintln!("{}", row.line());
         let stop = config.stop_when_saturated && saturation.observe(row.requests, row.errors());
@@ -207,7 +218,7 @@ fn step(
     n: usize,
     rate: f64,
     slow: Option<&SlowPool>,
-) -> anyhow::Result<StepRow> {
+) -> anyhow::Result<(StepRow, u64)> {
     let cpu_before = sys::cpu_time();
     let calls = config.calls_per_conn;
     let expected =
@@ -240,7 +251,7 @@ fn step(
     row.loadgen_cpu_s = (sys::cpu_time().total_s() - cpu_before.total_s()).max(0.0);
     row.time_wait_sockets = host::time_wait_sockets();
     row.slow_active = slow.map_or(0, SlowPool::active);
-    Ok(row)
+    Ok((row, stats.fd_exhausted()))
 }
 
 /// The summary printed on stdout at the end.

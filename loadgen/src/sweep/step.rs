@@ -30,6 +30,8 @@ pub struct StepStats {
     pub requests: AtomicU64,
     /// Failed requests, by `err_*` column.
     errors: [AtomicU64; SweepColumn::ALL.len()],
+    /// Of those, the ones that ran out of file descriptors (`err_other`).
+    fd_exhausted: AtomicU64,
     /// Sessions launched and not yet ended.
     pub outstanding: AtomicUsize,
     replies: Mutex<Vec<Reply>>,
@@ -45,6 +47,7 @@ impl StepStats {
             connections: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             errors: Default::default(),
+            fd_exhausted: AtomicU64::new(0),
             outstanding: AtomicUsize::new(0),
             replies: Mutex::new(Vec::with_capacity(expected)),
         }
@@ -57,6 +60,14 @@ impl StepStats {
     /// Counts a failed request in its kind's column.
     pub fn error(&self, kind: ErrorKind) {
         Self::add(&self.errors[kind.sweep_column().index()]);
+        if kind == ErrorKind::FdExhausted {
+            Self::add(&self.fd_exhausted);
+        }
+    }
+
+    /// Requests that failed because this process ran out of descriptors.
+    pub fn fd_exhausted(&self) -> u64 {
+        self.fd_exhausted.load(Ordering::Relaxed)
     }
 
     pub fn errors(&self, column: SweepColumn) -> u64 {
