@@ -9,6 +9,19 @@
 pub const FAILED: u8 = 1;
 /// A flag or value is wrong; nothing was started or sent.
 pub const BAD_INPUT: u8 = 2;
+/// `slowlab check`: some level of slow readers was denied.
+pub const DENIED: u8 = 3;
+
+/// `slowlab check` found a level denied (exit status [`DENIED`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Denied(pub String);
+
+impl Denied {
+    pub fn new(message: impl Into<String>) -> Denied {
+        Denied(message.into())
+    }
+}
 
 /// Bad input, described in one line (lower case, no trailing period).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -48,7 +48,9 @@ fn main() -> ExitCode {
         Err(err) => {
             // `{:#}` joins the context chain on one line.
             eprintln!("slowlab: {err:#}");
-            if err.chain().any(|e| e.is::<common::exit::BadInput>()) {
+            if err.chain().any(|e| e.is::<common::exit::Denied>()) {
+                ExitCode::from(common::exit::DENIED)
+            } else if err.chain().any(|e| e.is::<common::exit::BadInput>()) {
                 ExitCode::from(common::exit::BAD_INPUT)
             } else {
                 ExitCode::from(common::exit::FAILED)
