@@ -16,12 +16,14 @@
 //! - [`tables`]: section 6, the cross-check and the published comparison.
 //! - [`notices`]: what is missing, and the machine the run was made on.
 //! - [`sweep`]: the hook for `slowlab sweep` results.
+//! - [`check`]: the section of `slowlab check` results.
 //! - [`doc`]: the document model both renderers share.
 //! - [`html`], [`markdown`]: the two renderers.
 //! - [`fmt`]: how numbers are written.
 //! - [`open`]: opening the page in a browser (`--open`).
 
 pub mod charts;
+pub mod check;
 pub mod data;
 pub mod doc;
 pub mod facts;
@@ -92,6 +94,9 @@ type SectionFn = fn(&Results) -> Result<Section>;
 /// its place, so one bad file costs one chart, not the report.
 pub fn build(r: &Results) -> Document {
     let mut sections = Vec::new();
+    if let Some(s) = check::section(r) {
+        return document(r, vec![s, notices::machine(r)]);
+    }
     if r.is_sweep_only() {
         // `slowlab sweep` output: no reproduction to miss or to explain.
         if let Some(why) = &r.incomplete {
