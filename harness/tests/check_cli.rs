@@ -102,7 +102,17 @@ fn measure(model: &str, workers: &str, max_slow: &str, through: Option<&str>) ->
         .sum();
     assert_eq!(rows.lines().count(), 1 + levels, "{rows}");
     assert!(dir.path().join("environment.json").is_file());
-    assert!(dir.path().join("direct/level-1/load/requests.csv").is_file());
+    assert!(
+        dir.path()
+            .join("direct/level-1/load/requests.csv")
+            .is_file()
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+    assert!(
+        md.contains("## slowlab check: slow readers against the fast path"),
+        "{md}"
+    );
+    assert!(md.contains("report-check.svg") && dir.path().join("report-check.svg").is_file());
     assert!(dir.path().join("report.html").is_file(), "{}", o.stderr);
     (o, v)
 }
@@ -168,7 +178,14 @@ fn behind_pingora_buffering_on_the_sync_server_is_held() {
 fn user_command(line: &str, mark: &str) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let line = format!("export SLOWLAB_CHECK_MARK={mark}; {line}");
-    let mut args = vec!["--server-cmd", &line, "--large-path", "/large", "--max-slow", "1"];
+    let mut args = vec![
+        "--server-cmd",
+        &line,
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "1",
+    ];
     args.extend(SCALED);
     let o = check(&args, dir.path());
     let left = support::processes_mentioning(mark);
@@ -178,9 +195,17 @@ fn user_command(line: &str, mark: &str) -> Outcome {
 
 #[test]
 fn a_command_that_exits_at_once_is_a_clear_failure() {
-    let o = user_command("echo starting {port} >&2; echo no such app >&2; exit 7", "exits-at-once");
+    let o = user_command(
+        "echo starting {port} >&2; echo no such app >&2; exit 7",
+        "exits-at-once",
+    );
     assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
-    assert!(o.stderr.contains("exited (exit status: 7) before it answered: no such app"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("exited (exit status: 7) before it answered: no such app"),
+        "{}",
+        o.stderr
+    );
     assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
 }
 
@@ -188,7 +213,11 @@ fn a_command_that_exits_at_once_is_a_clear_failure() {
 fn a_command_that_never_listens_is_stopped() {
     let o = user_command("sleep 300 # {port}", "never-listens");
     assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
-    assert!(o.stderr.contains("did not answer GET /fast on 127.0.0.1:"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("did not answer GET /fast on 127.0.0.1:"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
@@ -204,7 +233,14 @@ fn a_command_that_ignores_sigterm_is_killed_with_its_group() {
 fn a_response_that_fits_in_the_kernel_buffers_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cmd = serve("sync", "--large-bytes 1MiB");
-    let mut args = vec!["--server-cmd", &cmd, "--large-path", "/large", "--max-slow", "2"];
+    let mut args = vec![
+        "--server-cmd",
+        &cmd,
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "2",
+    ];
     args.extend(SCALED);
     let o = check(&args, dir.path());
     assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
@@ -230,7 +266,11 @@ fn too_few_descriptors_are_refused_before_anything_starts() {
     })
     .finish(PATIENCE);
     assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
-    assert!(o.stderr.contains("too few file descriptors"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("too few file descriptors"),
+        "{}",
+        o.stderr
+    );
     assert!(o.stderr.contains("hard limit 32"), "{}", o.stderr);
 }
 
@@ -238,13 +278,62 @@ fn too_few_descriptors_are_refused_before_anything_starts() {
 fn bad_flags_get_one_line_and_exit_two() {
     let dir = tempfile::tempdir().unwrap();
     for (args, says) in [
-        (vec!["--target", "http://127.0.0.1:9", "--large-path", "/large", "--max-slow", "0"], "--max-slow"),
-        (vec!["--target", "http://127.0.0.1:9", "--large-path", "/large", "--fast-rate", "0"], "out of range"),
-        (vec!["--target", "http://127.0.0.1:9", "--large-path", "/large", "--level-duration", "1h"], "out of range"),
-        (vec!["--target", "http://127.0.0.1:9", "--large-path", "/large", "--through", "direct"], "name a proxy route"),
-        (vec!["--target", "http://10.1.2.3:80", "--large-path", "/large"], "allow-remote"),
-        (vec!["--server-cmd", "python3 app.py", "--large-path", "/large"], "{port}"),
-        (vec!["--target", "http://127.0.0.1:9", "--large-path", "large"], "must start with /"),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--max-slow",
+                "0",
+            ],
+            "--max-slow",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--fast-rate",
+                "0",
+            ],
+            "out of range",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--level-duration",
+                "1h",
+            ],
+            "out of range",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--through",
+                "direct",
+            ],
+            "name a proxy route",
+        ),
+        (
+            vec!["--target", "http://10.1.2.3:80", "--large-path", "/large"],
+            "allow-remote",
+        ),
+        (
+            vec!["--server-cmd", "python3 app.py", "--large-path", "/large"],
+            "{port}",
+        ),
+        (
+            vec!["--target", "http://127.0.0.1:9", "--large-path", "large"],
+            "must start with /",
+        ),
         (vec!["--large-path", "/large"], "--target"),
     ] {
         let o = check(&args, dir.path());

@@ -162,7 +162,13 @@ fn words(r: &RouteResult, args: &CheckArgs) -> String {
             let how = if x.errors > 0 {
                 format!(
                     "{} of {} calls of {} failed (timeouts {}, refused {}, reset {}, other {})",
-                    x.errors, x.fast_requests, args.fast_path, x.err_timeout, x.err_connect_refused, x.err_reset, x.err_other
+                    x.errors,
+                    x.fast_requests,
+                    args.fast_path,
+                    x.err_timeout,
+                    x.err_connect_refused,
+                    x.err_reset,
+                    x.err_other
                 )
             } else {
                 format!(
@@ -249,7 +255,12 @@ pub fn print(args: &CheckArgs, what: &str, findings: &[Finding], routes: &[Route
     println!("{}", remedy(routes, args));
 }
 
-fn json_object(args: &CheckArgs, what: &str, findings: &[Finding], routes: &[RouteResult]) -> Value {
+fn json_object(
+    args: &CheckArgs,
+    what: &str,
+    findings: &[Finding],
+    routes: &[RouteResult],
+) -> Value {
     let routes_json: Vec<Value> = routes
         .iter()
         .map(|r| {

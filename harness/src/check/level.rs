@@ -75,7 +75,11 @@ impl Plan {
     /// How long a load of `slow` readers may run before it is stopped.
     fn limit(&self, slow: u32) -> Duration {
         let download = Duration::from_secs_f64(self.large_bytes as f64 / self.slow_rate as f64);
-        let queued = if slow > 0 { download * 2 } else { Duration::ZERO };
+        let queued = if slow > 0 {
+            download * 2
+        } else {
+            Duration::ZERO
+        };
         FAST_START + self.level_duration + self.timeout * 2 + queued + Duration::from_secs(30)
     }
 }
@@ -173,8 +177,8 @@ pub fn measure(
         LoadExit::TimedOut(limit) => bail!("slowlab load did not finish within {limit:?}"),
     }
     let path = out.join(loadgen::output::SUMMARY_JSON);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let s: Summary =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
     Ok(Figures {

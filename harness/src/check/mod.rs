@@ -44,7 +44,11 @@ use preflight::{Finding, Status};
 pub struct CheckArgs {
     /// URL of a server that already runs, e.g. http://127.0.0.1:8000
     /// (loopback only unless --allow-remote).
-    #[arg(long, conflicts_with = "server_cmd", required_unless_present = "server_cmd")]
+    #[arg(
+        long,
+        conflicts_with = "server_cmd",
+        required_unless_present = "server_cmd"
+    )]
     pub target: Option<String>,
     /// Shell command that starts your server; slowlab fills in {port} (a
     /// free loopback port) and {host} (127.0.0.1), and stops its whole
@@ -329,7 +333,15 @@ pub fn run(args: CheckArgs) -> Result<()> {
             cgroup_prefix: format!("check-{route}"),
             paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
         };
-        let r = check_route(&lab, &spec, &mut plan, &what, &target, &mut findings, &mut csv);
+        let r = check_route(
+            &lab,
+            &spec,
+            &mut plan,
+            &what,
+            &target,
+            &mut findings,
+            &mut csv,
+        );
         match r {
             Ok(r) => routes.push(r),
             Err(e) => {
@@ -338,7 +350,10 @@ pub fn run(args: CheckArgs) -> Result<()> {
             }
         }
         if signals::requested() {
-            result = Err(anyhow::anyhow!("interrupted; partial results in {}", out.display()));
+            result = Err(anyhow::anyhow!(
+                "interrupted; partial results in {}",
+                out.display()
+            ));
             break;
         }
     }
@@ -377,12 +392,19 @@ fn check_route(
     let entry = loadgen::target::Target::resolve(&url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
     if route == Route::Direct {
         let large = preflight::large_path(entry.addr, &target.parsed.authority, &plan.large_path)
-            .inspect_err(|e| findings.push(Finding::new("large_path", Status::Error, format!("{e:#}"))))?;
+            .inspect_err(|e| {
+            findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
+        })?;
         plan.large_bytes = large.bytes;
         findings.push(Finding::new(
             "large_path",
             Status::Ok,
-            format!("{} answers 200 with {} bytes ({})", plan.large_path, large.bytes, Size(large.bytes)),
+            format!(
+                "{} answers 200 with {} bytes ({})",
+                plan.large_path,
+                large.bytes,
+                Size(large.bytes)
+            ),
         ));
         let buffers = preflight::Buffers::read(plan.rcvbuf)?;
         let fits = preflight::fits(large.bytes, &buffers, &plan.large_path).inspect_err(|e| {
@@ -406,7 +428,14 @@ fn check_route(
     }
     let dir = spec.paths.logs().to_path_buf();
     let labels = |n: u32| vec![format!("route={route}"), format!("slow_readers={n}")];
-    let base = level::measure(&stack, plan, 0, plan.level_duration, &dir.join("baseline"), labels(0))?;
+    let base = level::measure(
+        &stack,
+        plan,
+        0,
+        plan.level_duration,
+        &dir.join("baseline"),
+        labels(0),
+    )?;
     let baseline = match (base.p95_ms, base.error_count()) {
         (Some(p), 0) if p < search::DENIED_MS => p,
         (p, errors) => {
@@ -423,7 +452,10 @@ fn check_route(
     findings.push(Finding::new(
         "baseline",
         Status::Ok,
-        format!("{route}: p95 of {} is {baseline:.3} ms with no slow reader", plan.fast_path),
+        format!(
+            "{route}: p95 of {} is {baseline:.3} ms with no slow reader",
+            plan.fast_path
+        ),
     ));
     let mut rows: Vec<CheckRow> = Vec::new();
     let mut failure = None;
@@ -440,7 +472,13 @@ fn check_route(
         let v = search::verdict(f.p95_ms, f.error_count(), baseline);
         let recovery = match n {
             0 => None,
-            _ => Some(recover(&stack, plan, &dir.join(format!("level-{n}-recovery")), baseline, labels(0))?),
+            _ => Some(recover(
+                &stack,
+                plan,
+                &dir.join(format!("level-{n}-recovery")),
+                baseline,
+                labels(0),
+            )?),
         };
         let row = answer::Level {
             route,

@@ -259,11 +259,17 @@ mod tests {
         };
         let err = fits(1 << 20, &b, "/large").unwrap_err();
         assert!(err.is::<common::exit::BadInput>());
-        assert!(err.to_string().contains("fits in the kernel's buffers"), "{err}");
+        assert!(
+            err.to_string().contains("fits in the kernel's buffers"),
+            "{err}"
+        );
         assert!(fits(16 << 20, &b, "/large").is_ok());
         let hold = hold_s(16 << 20, &b, 2 << 20);
         assert!((hold - 5.99).abs() < 0.01, "{hold}");
-        assert_eq!(descriptors_needed(64, 8.0, Duration::from_secs(5)), 64 + 40 + 64);
+        assert_eq!(
+            descriptors_needed(64, 8.0, Duration::from_secs(5)),
+            64 + 40 + 64
+        );
     }
 
     #[test]

@@ -149,7 +149,10 @@ mod tests {
 
     /// A server with `handlers` handlers: denied from `handlers` slow
     /// readers on, degraded one below when `degraded_below`.
-    fn server(handlers: u32, degraded_below: bool) -> impl FnMut(u32) -> Result<Option<LevelVerdict>, ()> {
+    fn server(
+        handlers: u32,
+        degraded_below: bool,
+    ) -> impl FnMut(u32) -> Result<Option<LevelVerdict>, ()> {
         move |n| {
             Ok(Some(if n >= handlers {
                 Denied
@@ -187,7 +190,10 @@ mod tests {
     #[test]
     fn a_server_that_holds_is_held_up_to_the_maximum_and_a_stop_stops() {
         let o = search(8, server(u32::MAX, false)).unwrap();
-        assert_eq!((o.denied_from, o.held_up_to, o.stopped), (None, Some(8), false));
+        assert_eq!(
+            (o.denied_from, o.held_up_to, o.stopped),
+            (None, Some(8), false)
+        );
         let mut calls = 0;
         let o = search(64, |n| {
             calls += 1;
@@ -197,6 +203,9 @@ mod tests {
         assert!(o.stopped);
         assert_eq!(calls, 3);
         assert_eq!(o.held_up_to, Some(1));
-        assert_eq!(search(8, |_| Err::<Option<LevelVerdict>, _>("boom")), Err("boom"));
+        assert_eq!(
+            search(8, |_| Err::<Option<LevelVerdict>, _>("boom")),
+            Err("boom")
+        );
     }
 }

@@ -57,14 +57,19 @@ fn sorted<'a>(rows: &'a [CheckRow], route: &RouteName) -> Vec<&'a CheckRow> {
 }
 
 fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
-    let x_max = rows.iter().map(|r| r.slow_readers).max().unwrap_or(1).max(1) as f64;
+    let x_max = rows
+        .iter()
+        .map(|r| r.slow_readers)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
     let (lo, hi) = decades(rows.iter().filter_map(|r| r.p95_ms));
     let routes = routes(rows);
     let chart_svg = svg(760, 440, |root| {
         let (top, body) = root.split_vertically(40);
         let mut items: Vec<(String, RGBColor, Key)> = routes
             .iter()
-            .map(|r| (r.to_string(), route_color(r), Key::Line))
+            .map(|r| (r.to_string(), route_color(r.as_str()), Key::Line))
             .collect();
         items.push(("held".into(), INK, Key::Dot));
         items.push(("denied".into(), INK, Key::Cross));
@@ -92,7 +97,7 @@ fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
             .draw()
             .map_err(plot_err)?;
         for route in &routes {
-            let c = route_color(route);
+            let c = route_color(route.as_str());
             let mine = sorted(rows, route);
             let pts: Vec<(f64, f64)> = mine
                 .iter()
@@ -116,7 +121,14 @@ fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
         }
         Ok(())
     })?;
-    let mut csv = Csv::new(&["route", "slow_readers", "p95_ms", "baseline_p95_ms", "errors", "verdict"]);
+    let mut csv = Csv::new(&[
+        "route",
+        "slow_readers",
+        "p95_ms",
+        "baseline_p95_ms",
+        "errors",
+        "verdict",
+    ]);
     for x in rows {
         csv.row(&[
             x.route.to_string(),
@@ -170,9 +182,15 @@ fn table(rows: &[CheckRow], s: &mut Section) {
         })
         .collect();
     s.push(Block::Table(Table {
-        header: ["route", "denied from", "held up to", "baseline p95 (ms)", "levels"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "route",
+            "denied from",
+            "held up to",
+            "baseline p95 (ms)",
+            "levels",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: body,
         numeric: vec![2, 3],
     }));
