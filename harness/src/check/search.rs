@@ -137,7 +137,8 @@ mod tests {
         assert_eq!(verdict(None, 0, 1.0), Denied);
         // 1 s is denied even when the baseline is slow.
         assert_eq!(verdict(Some(1000.0), 0, 200.0), Denied);
-        assert_eq!(verdict(Some(900.0), 0, 200.0), Degraded);
+        assert_eq!(verdict(Some(900.0), 0, 50.0), Degraded);
+        assert_eq!(verdict(Some(900.0), 0, 200.0), Held);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //! - [`samples`]: `resource-samples.csv`, `socket-samples.csv`.
 //! - [`logs`]: `app-sends.csv`, `proxy-responses.csv`, `proxy-gauge.csv`.
 //! - [`sweep`]: `sweep.csv`, `sweep-summary.csv`.
-//! - [`check`]: `check.csv`.
+//! - [`check`]: `check.csv`, written by `slowlab check`.
 //! - [`set`]: a whole directory as rows ([`read_dir`]), and [`Appenders`].
 
 pub mod cell;
