@@ -342,3 +342,53 @@ fn bad_flags_get_one_line_and_exit_two() {
         assert!(o.stderr.contains(says), "{args:?}: {}", o.stderr);
     }
 }
+
+#[test]
+fn a_running_target_is_checked_and_left_running() {
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut serve = Command::new(BIN);
+    serve.args([
+        "serve",
+        "--listen",
+        &addr,
+        "--model",
+        "sync",
+        "--workers",
+        "2",
+    ]);
+    let server = Child::spawn(serve);
+    let ready = std::time::Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            ready.elapsed() < Duration::from_secs(20),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{addr}");
+    let mut args = vec![
+        "--target",
+        &url,
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "2",
+        "--json",
+    ];
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let v = json(&o);
+    assert_eq!(route(&v, "direct")["denied_from"], 2, "{v}");
+    assert_eq!(v["server"], url.as_str());
+    // check left the running server alone: it still answers.
+    assert_eq!(support::get(addr.parse().unwrap(), "/fast").status, 200);
+    drop(server);
+}
