@@ -38,6 +38,7 @@ use crate::stack::{App, ProxyBuffers, Route, ServerCommand};
 use answer::RouteResult;
 use level::{Figures, Plan};
 use preflight::{Finding, Status};
+use search::Step;
 
 /// `slowlab check` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -391,8 +392,11 @@ fn check_route(
     let url = stack.url();
     let entry = loadgen::target::Target::resolve(&url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
     if route == Route::Direct {
-        let large = preflight::large_path(entry.addr, &target.parsed.authority, &plan.large_path)
-            .inspect_err(|e| {
+        let host = match &spec.server {
+            App::Running { .. } => &target.parsed.authority,
+            _ => &entry.parsed.authority,
+        };
+        let large = preflight::large_path(entry.addr, host, &plan.large_path).inspect_err(|e| {
             findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
         })?;
         plan.large_bytes = large.bytes;
@@ -458,13 +462,11 @@ fn check_route(
         ),
     ));
     let mut rows: Vec<CheckRow> = Vec::new();
-    let mut failure = None;
     let outcome = search::search(plan.max_slow, |n| {
         if signals::requested() {
-            return Ok(None);
+            return Ok(Step::Stop);
         }
         if let Some(why) = stack.exited() {
-            failure = Some(why.clone());
             bail!("{why}");
         }
         let level_dir = dir.join(format!("level-{n}"));
@@ -496,14 +498,11 @@ fn check_route(
         csv.append(std::slice::from_ref(&row))?;
         rows.push(row);
         match recovery {
-            Some((_, false)) => Ok(None),
-            _ => Ok(Some(v)),
+            Some((_, false)) => Ok(Step::Last(v)),
+            _ => Ok(Step::Level(v)),
         }
     })?;
     stack.stop();
-    if let Some(f) = failure {
-        bail!(f);
-    }
     Ok(RouteResult {
         route,
         baseline_ms: baseline,

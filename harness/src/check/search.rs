@@ -56,50 +56,62 @@ pub struct Outcome {
     pub stopped: bool,
 }
 
-/// Runs the search: `measure(n)` measures a level of `n` slow readers and
-/// returns its verdict, or `None` to stop (the server did not recover,
-/// or the user interrupted).
+/// What measuring a level gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The level's verdict; the search goes on.
+    Level(LevelVerdict),
+    /// The level's verdict, and the search stops after it (the server did
+    /// not recover).
+    Last(LevelVerdict),
+    /// Nothing measured; the search stops (the user interrupted).
+    Stop,
+}
+
+/// Runs the search: `measure(n)` measures a level of `n` slow readers.
 pub fn search<E>(
     max_slow: u32,
-    mut measure: impl FnMut(u32) -> Result<Option<LevelVerdict>, E>,
+    mut measure: impl FnMut(u32) -> Result<Step, E>,
 ) -> Result<Outcome, E> {
     let mut levels: Vec<(u32, LevelVerdict)> = Vec::new();
     let mut stopped = false;
+    // Measures `n`; its verdict unless the search stops.
+    let mut level =
+        |n: u32, levels: &mut Vec<(u32, LevelVerdict)>| -> Result<Option<LevelVerdict>, E> {
+            let (v, go_on) = match measure(n)? {
+                Step::Level(v) => (v, true),
+                Step::Last(v) => (v, false),
+                Step::Stop => return Ok(None),
+            };
+            levels.push((n, v));
+            Ok(go_on.then_some(v))
+        };
     let mut last_ok: Option<u32> = None;
     let mut first_denied: Option<u32> = None;
     for n in doubling(max_slow) {
-        match measure(n)? {
+        match level(n, &mut levels)? {
             None => {
                 stopped = true;
                 break;
             }
-            Some(v) => {
-                levels.push((n, v));
-                if v == LevelVerdict::Denied {
-                    first_denied = Some(n);
-                    break;
-                }
-                last_ok = Some(n);
+            Some(LevelVerdict::Denied) => {
+                first_denied = Some(n);
+                break;
             }
+            Some(_) => last_ok = Some(n),
         }
     }
     if let (Some(mut hi), false) = (first_denied, stopped) {
         let mut lo = last_ok;
         while let Some(l) = lo.filter(|l| hi - l > 1) {
             let mid = l + (hi - l) / 2;
-            match measure(mid)? {
+            match level(mid, &mut levels)? {
                 None => {
                     stopped = true;
                     break;
                 }
-                Some(v) => {
-                    levels.push((mid, v));
-                    if v == LevelVerdict::Denied {
-                        hi = mid;
-                    } else {
-                        lo = Some(mid);
-                    }
-                }
+                Some(LevelVerdict::Denied) => hi = mid,
+                Some(_) => lo = Some(mid),
             }
         }
     }
@@ -150,12 +162,9 @@ mod tests {
 
     /// A server with `handlers` handlers: denied from `handlers` slow
     /// readers on, degraded one below when `degraded_below`.
-    fn server(
-        handlers: u32,
-        degraded_below: bool,
-    ) -> impl FnMut(u32) -> Result<Option<LevelVerdict>, ()> {
+    fn server(handlers: u32, degraded_below: bool) -> impl FnMut(u32) -> Result<Step, ()> {
         move |n| {
-            Ok(Some(if n >= handlers {
+            Ok(Step::Level(if n >= handlers {
                 Denied
             } else if degraded_below && n + 1 == handlers {
                 Degraded
@@ -198,15 +207,22 @@ mod tests {
         let mut calls = 0;
         let o = search(64, |n| {
             calls += 1;
-            Ok::<_, ()>((n < 2).then_some(Held))
+            Ok::<_, ()>(if n < 2 { Step::Level(Held) } else { Step::Stop })
         })
         .unwrap();
         assert!(o.stopped);
         assert_eq!(calls, 3);
         assert_eq!(o.held_up_to, Some(1));
-        assert_eq!(
-            search(8, |_| Err::<Option<LevelVerdict>, _>("boom")),
-            Err("boom")
-        );
+        // A denied level after which the server did not recover still counts.
+        let o = search(64, |n| {
+            Ok::<_, ()>(match n {
+                0 | 1 => Step::Level(Held),
+                _ => Step::Last(Denied),
+            })
+        })
+        .unwrap();
+        assert_eq!((o.denied_from, o.stopped), (Some(2), true));
+        assert_eq!(o.levels.len(), 3);
+        assert_eq!(search(8, |_| Err::<Step, _>("boom")), Err("boom"));
     }
 }
