@@ -542,3 +542,30 @@ fn recover(
     // The loop ran at least once.
     Ok((last.expect("at least one attempt"), false))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_name_cores_and_memory_per_component() {
+        let p = caps_arg("app=0.5,proxy=0.25/64MiB").unwrap();
+        let app = p.app.unwrap();
+        assert_eq!((app.cpu_cores, app.memory_bytes), (0.5, 128 << 20));
+        assert_eq!(app.quota_us(), 5000);
+        let proxy = p.proxy.unwrap();
+        assert_eq!((proxy.cpu_cores, proxy.memory_bytes), (0.25, 64 << 20));
+        assert_eq!(p.loadgen, None);
+        let e = caps_arg("experiment").unwrap();
+        assert_eq!(e.app, CapPlan::experiment().app);
+        assert_eq!(e.loadgen, None, "the load generator is never capped");
+        for bad in ["loadgen=1", "app", "app=0", "app=0.5/1MiB", "app=x"] {
+            assert!(caps_arg(bad).is_err(), "{bad}");
+        }
+        assert_eq!(through_arg("pingora-on"), Ok(Route::PingoraOn));
+        assert!(through_arg("direct").is_err());
+        assert!(slow_rate_arg("100").is_err());
+        assert!(rcvbuf_arg("128MiB").is_err());
+        assert_eq!(fast_rate_arg("8"), Ok(8.0));
+    }
+}
