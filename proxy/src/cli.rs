@@ -310,8 +310,7 @@ mod tests {
             let e = args.to_config().expect_err("to_config refuses too");
             assert!(e.downcast_ref::<RemoteRefused>().is_some(), "{e}");
 
-            let allowed =
-                parse_with(&["--listen", listen, "--upstream", upstream, "--allow-remote"]);
+            let allowed = parse_with(&["--listen", listen, "--upstream", upstream, "--allow-remote"]);
             assert!(allowed.allow_remote);
             assert_eq!(allowed.check_loopback(), Ok(()));
             // Parsed and checked, never started: no socket is made here.
