@@ -37,6 +37,8 @@ pub enum Command {
     Sweep(crate::sweep::SweepArgs),
     /// The load generator of one rate sweep (run by `slowlab sweep`).
     SweepLoad(loadgen::sweep::SweepLoadArgs),
+    /// Check how many slow downloads your server survives, direct and behind a proxy.
+    Check(crate::check::CheckArgs),
 }
 
 /// Runs the chosen verb.
@@ -51,6 +53,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Merge(args) => crate::merge::run(args),
         Command::Sweep(args) => crate::sweep::run(args),
         Command::SweepLoad(args) => loadgen::sweep::run(args),
+        Command::Check(args) => crate::check::run(args),
     }
 }
 

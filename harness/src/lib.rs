@@ -9,6 +9,7 @@
 //! - [`report`]: the HTML/Markdown report with its charts.
 //! - [`results`]: every results file: its name and its row struct.
 //! - [`sweep`]: rate sweeps to saturation, with and without slow clients.
+//! - [`check`]: `slowlab check`, the capacity of a user's server against slow readers.
 //! - [`sample`]: the ~200 ms sampler of every component.
 //! - [`envinfo`]: what `environment.json` records.
 //! - [`signals`]: Ctrl-C and SIGTERM.
@@ -18,6 +19,7 @@
 //!   and stop guards.
 
 pub mod cgroup;
+pub mod check;
 pub mod cli;
 pub mod envinfo;
 pub mod merge;

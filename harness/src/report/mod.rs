@@ -19,12 +19,14 @@
 //! - [`servers`]: section 7, which servers block (the `servers` preset).
 //! - [`notices`]: what is missing, and the machine the run was made on.
 //! - [`sweep`]: the `slowlab sweep` section and its charts.
+//! - [`check`]: the section of `slowlab check` results.
 //! - [`doc`]: the document model both renderers share.
 //! - [`html`], [`markdown`]: the two renderers.
 //! - [`fmt`]: how numbers are written.
 //! - [`open`]: opening the page in a browser (`--open`).
 
 pub mod charts;
+pub mod check;
 pub mod data;
 pub mod doc;
 pub mod facts;
@@ -99,6 +101,8 @@ pub enum Kind {
     Reproduction,
     /// `slowlab sweep` output and nothing of a reproduction.
     SweepOnly,
+    /// `slowlab check` output.
+    CheckOnly,
     Both,
 }
 
@@ -113,7 +117,7 @@ pub struct SectionSpec {
 }
 
 /// Every section, in the order of the report.
-pub const SECTIONS: [SectionSpec; 12] = [
+pub const SECTIONS: [SectionSpec; 13] = [
     SectionSpec {
         id: "missing",
         title: "What is missing from this directory",
@@ -181,6 +185,12 @@ pub const SECTIONS: [SectionSpec; 12] = [
         build: sweep::section,
     },
     SectionSpec {
+        id: check::ID,
+        title: check::TITLE,
+        kind: Kind::CheckOnly,
+        build: check::section,
+    },
+    SectionSpec {
         id: "environment",
         title: "The machine and the load",
         kind: Kind::Both,
@@ -191,7 +201,9 @@ pub const SECTIONS: [SectionSpec; 12] = [
 /// Builds the document. A section that cannot be drawn becomes a note in
 /// its place, so one bad file costs one chart, not the report.
 pub fn build(r: &Results) -> Document {
-    let kind = if r.is_sweep_only() {
+    let kind = if r.is_check_only() {
+        Kind::CheckOnly
+    } else if r.is_sweep_only() {
         Kind::SweepOnly
     } else {
         Kind::Reproduction

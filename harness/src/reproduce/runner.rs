@@ -126,7 +126,7 @@ fn run_inner(
     let profile = spec.profile;
     let scratch = crate::scratch::tempdir("run")?;
     let stack = StackSpec {
-        server: c.server,
+        server: c.server.into(),
         route: c.route,
         body: profile.body,
         buffers: ctx.buffers,

@@ -16,9 +16,11 @@
 //! - [`samples`]: `resource-samples.csv`, `socket-samples.csv`.
 //! - [`logs`]: `app-sends.csv`, `proxy-responses.csv`, `proxy-gauge.csv`.
 //! - [`sweep`]: `sweep.csv`, `sweep-summary.csv`.
+//! - [`check`]: `check.csv`, written by `slowlab check`.
 //! - [`set`]: a whole directory as rows ([`read_dir`]), and [`Appenders`].
 
 pub mod cell;
+pub mod check;
 pub mod file;
 pub mod load;
 pub mod logs;
@@ -28,6 +30,7 @@ pub mod samples;
 pub mod set;
 pub mod sweep;
 
+pub use check::{CheckRow, LevelVerdict};
 pub use file::{Appender, columns};
 pub use load::{LargeRow, ProgressRow, RequestRow};
 pub use logs::{AppSendRow, GaugeRow, ProxyResponseRow};
@@ -57,6 +60,7 @@ pub const PROXY_GAUGE_CSV: &str = "proxy-gauge.csv";
 pub const CROSSCHECK_CSV: &str = "crosscheck.csv";
 pub const SWEEP_CSV: &str = "sweep.csv";
 pub const SWEEP_SUMMARY_CSV: &str = "sweep-summary.csv";
+pub const CHECK_CSV: &str = "check.csv";
 pub const ENVIRONMENT_JSON: &str = "environment.json";
 /// The marker of an unfinished results directory.
 pub const INCOMPLETE: &str = "INCOMPLETE";
@@ -86,6 +90,7 @@ pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
         (CROSSCHECK_CSV, columns::<CrossRow>()),
         (SWEEP_CSV, columns::<SweepRow>()),
         (SWEEP_SUMMARY_CSV, columns::<SweepSummaryRow>()),
+        (CHECK_CSV, columns::<CheckRow>()),
     ]
 }
 

@@ -47,6 +47,8 @@ pub struct ResultSet {
     pub crosscheck: Vec<CrossRow>,
     pub sweep: Vec<SweepRow>,
     pub sweep_summary: Vec<SweepSummaryRow>,
+    /// `check.csv` of a `slowlab check` directory.
+    pub check: Vec<CheckRow>,
     /// `environment.json`, `Null` when missing.
     pub environment: serde_json::Value,
     /// The text of the `INCOMPLETE` marker, when present.
@@ -68,7 +70,9 @@ pub fn read_dir(dir: &Path) -> ResultSet {
         dir: dir.to_path_buf(),
         ..ResultSet::default()
     };
-    if !r.is_sweep_only() {
+    if r.is_check_only() {
+        r.check = r.table(CHECK_CSV);
+    } else if !r.is_sweep_only() {
         r.conditions = r.table(CONDITIONS_CSV);
         r.runs = r.table(RUNS_CSV);
         r.requests = r.table(REQUESTS_CSV);
@@ -107,6 +111,11 @@ pub fn read_dir(dir: &Path) -> ResultSet {
 }
 
 impl ResultSet {
+    /// A directory of `slowlab check` results.
+    pub fn is_check_only(&self) -> bool {
+        self.dir.join(CHECK_CSV).is_file()
+    }
+
     /// A directory of `slowlab sweep` results and nothing of a reproduction.
     pub fn is_sweep_only(&self) -> bool {
         self.dir.join(SWEEP_CSV).is_file()

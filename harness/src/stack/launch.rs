@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use common::units::Size;
 
-use super::{ProxyBuffers, ProxyKind, PyServer, Recipe, Route, Server, Tool, nginx};
+use super::{ProxyBuffers, ProxyKind, PyServer, Recipe, Route, Server, ServerCommand, Tool, nginx};
 use crate::cgroup::Cgroup;
 use crate::cli::Child;
 use crate::prepare::Tools;
@@ -263,7 +263,39 @@ impl Launcher<'_> {
         })
     }
 
+    /// Starts a user's server from its command line (`/bin/sh -c`, in its
+    /// own process group like every child, so that stopping it stops every
+    /// process it started) on a free loopback port, and waits until `GET
+    /// ready_path` answers 200. Its output goes to `app.out`/`app.err`.
+    pub fn start_command(
+        &self,
+        cmd: &ServerCommand,
+        paths: &RunPaths,
+        cgroup: Option<Cgroup>,
+    ) -> Result<Running> {
+        let (guard, addr) = retry_port(|| {
+            let addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+            let spec = Spec {
+                name: "app (--server-cmd)".into(),
+                program: "/bin/sh".into(),
+                args: vec!["-c".into(), cmd.line_for(addr)],
+                env: vec![],
+                cwd: cmd.dir.clone(),
+                stdout: paths.logs.join("app.out"),
+                stderr: paths.logs.join("app.err"),
+            };
+            start_and_probe(spec, cgroup.as_ref(), Some(addr), &cmd.ready_path)
+        })?;
+        Ok(Running {
+            guard,
+            addr,
+            cgroup,
+            temp_dir: None,
+        })
+    }
+
     /// Starts the proxy of `route` in front of `upstream`; `None` for direct.
+    /// It is ready when `GET probe` through it answers 200.
     pub fn start_proxy(
         &self,
         route: Route,
@@ -271,6 +303,7 @@ impl Launcher<'_> {
         buffers: &ProxyBuffers,
         paths: &RunPaths,
         cgroup: Option<Cgroup>,
+        probe: &str,
     ) -> Result<Option<Running>> {
         let Some((kind, buffering)) = route.proxy() else {
             return Ok(None);
@@ -316,7 +349,7 @@ impl Launcher<'_> {
                         spec(n.binary.clone(), args),
                         cgroup.as_ref(),
                         Some(addr),
-                        "/fast",
+                        probe,
                     )
                 })?
             }
@@ -345,7 +378,7 @@ impl Launcher<'_> {
                     allow_remote: false,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
-                start_and_probe(spec, cgroup.as_ref(), None, "/fast")?
+                start_and_probe(spec, cgroup.as_ref(), None, probe)?
             }
         };
         Ok(Some(Running {

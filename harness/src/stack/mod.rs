@@ -14,7 +14,8 @@
 //! - [`nginx`]: the generated NGINX configuration of the experiment.
 //! - [`policy`]: the cap policy, and the check for missing tools.
 //! - [`run`]: one run: cgroups, stack, sampler, load, stop in data-path
-//!   order; what `reproduce` and `sweep` (and later verbs) share.
+//!   order; what `reproduce`, `sweep` and `check` share ([`run::start`]
+//!   keeps a stack up for several loads, as `check` does).
 
 pub mod launch;
 pub mod nginx;
@@ -264,6 +265,81 @@ impl PyServer {
         match self {
             PyServer::Waitress { .. } => Some(WAITRESS_HIGH_WATERMARK),
             _ => None,
+        }
+    }
+}
+
+/// A user's own server, started from a shell command line
+/// (`slowlab check --server-cmd`): slowlab picks a free loopback port and
+/// puts it where the line says `{port}`, and the address where it says
+/// `{host}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerCommand {
+    /// The line as the user wrote it, run by `/bin/sh -c`.
+    pub line: String,
+    /// Its working directory (`--server-dir`), else the harness's.
+    pub dir: Option<std::path::PathBuf>,
+    /// The path that answers 200 once it is ready (`--fast-path`).
+    pub ready_path: String,
+}
+
+impl ServerCommand {
+    /// Checks that the line says where the port goes.
+    pub fn new(
+        line: &str,
+        dir: Option<std::path::PathBuf>,
+        ready_path: &str,
+    ) -> Result<Self, String> {
+        if line.trim().is_empty() {
+            return Err("--server-cmd is empty".into());
+        }
+        if !line.contains("{port}") {
+            return Err(format!(
+                "--server-cmd must say where the port goes with {{port}}: `{line}`"
+            ));
+        }
+        Ok(ServerCommand {
+            line: line.into(),
+            dir,
+            ready_path: ready_path.into(),
+        })
+    }
+
+    /// The line with `{host}` and `{port}` filled in.
+    pub fn line_for(&self, addr: std::net::SocketAddr) -> String {
+        self.line
+            .replace("{host}", &addr.ip().to_string())
+            .replace("{port}", &addr.port().to_string())
+    }
+}
+
+/// The app of a stack: one of the lab's servers, a user's command, or a
+/// server that already runs (nothing to start or stop).
+#[derive(Debug, Clone, PartialEq)]
+pub enum App {
+    Server(Server),
+    Command(ServerCommand),
+    Running {
+        addr: std::net::SocketAddr,
+        /// The path a proxy in front of it is probed with.
+        ready_path: String,
+    },
+}
+
+impl From<Server> for App {
+    fn from(s: Server) -> Self {
+        App::Server(s)
+    }
+}
+
+impl App {
+    /// The path that answers 200 once the app (and a proxy in front of it)
+    /// is ready.
+    pub fn ready_path(&self) -> &str {
+        match self {
+            App::Server(_) => "/fast",
+            App::Command(c) => &c.ready_path,
+            App::Running { ready_path, .. } => ready_path,
         }
     }
 }

@@ -4,18 +4,21 @@
 //! Ctrl-C, or a time limit), and stop everything in data-path order.
 //!
 //! A verb describes what to start ([`StackSpec`]) and which load to run
-//! ([`LoadCommand`]), and records what [`run`] returns ([`Measured`]).
+//! ([`LoadCommand`]), and records what [`run`] returns ([`Measured`]). A
+//! verb that runs several loads against one stack (`check`) calls the same
+//! steps one by one: [`start`], [`Stack::run_load`] per load, [`Stack::stop`].
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::launch::{Body, Launcher, RunPaths};
+use super::launch::{Body, Launcher, RunPaths, Running};
 use super::policy::{CapPlan, MissingTool, missing_tool};
-use super::{ProxyBuffers, Route, Server};
+use super::{App, ProxyBuffers, Route};
 use crate::cgroup::{Caps, Cgroup, Mode};
 use crate::cli::Child;
 use crate::process::{self, Spec};
@@ -36,7 +39,9 @@ pub struct Lab<'a> {
 /// `paths`.
 #[derive(Debug, Clone)]
 pub struct StackSpec {
-    pub server: Server,
+    /// One of the lab's servers (`Server::X.into()`), a user's command, or
+    /// a server that already runs.
+    pub server: App,
     pub route: Route,
     /// The `/large` body the server sends.
     pub body: Body,
@@ -52,7 +57,18 @@ impl StackSpec {
     /// The tool this stack needs and the machine lacks, if any; [`run`]
     /// starts nothing then.
     pub fn missing_tool(&self, tools: &crate::prepare::Tools) -> Option<MissingTool> {
-        missing_tool(tools, self.server, self.route)
+        match &self.server {
+            App::Server(server) => missing_tool(tools, *server, self.route),
+            // A user's server needs nothing of ours; its proxy may.
+            App::Command(_) | App::Running { .. } => {
+                let tool = self.route.proxy().and_then(|(kind, _)| kind.needs())?;
+                tool.unavailable(tools).map(|why| MissingTool {
+                    tool,
+                    needed_by: self.route.to_string(),
+                    why: why.to_string(),
+                })
+            }
+        }
     }
 }
 
@@ -149,109 +165,212 @@ impl From<anyhow::Error> for RunError {
 /// created if missing; the load generator's stdout and stderr go to
 /// `load.out` and `load.err` there.
 ///
-/// Stops in the order of the data path, the client first, then the proxy,
-/// then the app; each guard also kills its process group, and each cgroup
-/// is removed after its process stopped. Must be called from the thread
-/// that stays alive for the whole run (see [`process::spawn`]).
+/// [`start`], one [`Stack::run_load`], [`Stack::stop`]. Must be called from
+/// the thread that stays alive for the whole run (see [`process::spawn`]).
 pub fn run(
     lab: &Lab<'_>,
     stack: &StackSpec,
     limit: Duration,
     load: impl FnOnce(&str) -> LoadCommand,
 ) -> Result<Measured, RunError> {
+    let running = start(lab, stack)?;
+    let command = load(&running.url());
+    let measured = running.run_load(stack.paths.logs(), limit, &command);
+    running.stop();
+    measured
+}
+
+/// A started stack: its app (none for a server that was already running)
+/// and its proxy, up until [`Stack::stop`] (or drop), for one or more
+/// loads.
+#[derive(Debug)]
+pub struct Stack<'a> {
+    lab: &'a Lab<'a>,
+    app: Option<Running>,
+    proxy: Option<Running>,
+    target: SocketAddr,
+    loadgen_caps: Option<Caps>,
+    cgroup_prefix: String,
+}
+
+/// Checks the tools, creates the cgroups, starts the app (unless it runs
+/// already) and the proxy, and waits until they answer. Must be called
+/// from the thread that stays alive while the stack runs.
+pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunError> {
     if let Some(missing) = stack.missing_tool(lab.launcher.tools) {
         return Err(RunError::MissingTool(missing));
     }
     let paths = &stack.paths;
     let dir = paths.logs();
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let cgroup = |name: &str, caps: Option<Caps>| -> anyhow::Result<Option<Cgroup>> {
-        if matches!(lab.cgroups, Mode::None { .. }) {
-            return Ok(None);
-        }
-        Cgroup::create(
-            lab.cgroups,
-            &format!("{}-{name}", stack.cgroup_prefix),
-            caps,
-        )
-        .map(Some)
-        .with_context(|| format!("creating the {name} cgroup"))
+    let cgroup = |name: &str, caps: Option<Caps>| cgroup(lab, &stack.cgroup_prefix, name, caps);
+    let app = match &stack.server {
+        App::Server(server) => Some(lab.launcher.start_server(
+            *server,
+            stack.body,
+            paths,
+            cgroup("app", stack.caps.app)?,
+        )?),
+        App::Command(cmd) => Some(lab.launcher.start_command(
+            cmd,
+            paths,
+            cgroup("app", stack.caps.app)?,
+        )?),
+        App::Running { .. } => None,
     };
-
-    let app_cg = cgroup("app", stack.caps.app)?;
-    let app = lab
-        .launcher
-        .start_server(stack.server, stack.body, paths, app_cg)?;
+    let app_addr = match (&app, &stack.server) {
+        (Some(a), _) => a.addr,
+        (None, App::Running { addr, .. }) => *addr,
+        (None, _) => unreachable!("every app but a running one was started above"),
+    };
     let proxy_cg = match stack.route.proxy() {
         Some(_) => cgroup("proxy", stack.caps.proxy)?,
         None => None,
     };
-    let proxy = lab
-        .launcher
-        .start_proxy(stack.route, app.addr, &stack.buffers, paths, proxy_cg)?;
-    let target: SocketAddr = proxy.as_ref().map(|p| p.addr).unwrap_or(app.addr);
-
-    let mut probes = vec![app.probe("app")];
-    if let Some(p) = &proxy {
-        probes.push(p.probe("proxy"));
-    }
-    let command = load(&format!("http://{target}"));
-    let load_cg = cgroup("loadgen", stack.caps.loadgen)?;
-    if let Some(g) = load_cg.as_ref().filter(|_| command.wants_realtime()) {
-        // 50 ms of every second, far more than one sleeping thread needs.
-        g.grant_realtime(50_000);
-    }
-    let spec = Spec {
-        name: command.name().into(),
-        program: lab.launcher.exe.clone(),
-        args: process::utf8_args(command.child().argv())?,
-        env: vec![],
-        cwd: None,
-        stdout: paths.logs().join("load.out"),
-        stderr: paths.logs().join("load.err"),
-    };
-    let sampler = Sampler::start(probes, lab.sample_interval);
-    let host_before = HostCpu::read();
-    let load_started = Instant::now();
-    let mut load = process::spawn(&spec, load_cg.as_ref())?;
-    sampler.add(Probe {
-        component: "loadgen".into(),
-        counters: load_cg.as_ref().map(Cgroup::counters),
-        root_pid: load.pid,
-        temp_dir: None,
-    });
-
-    let status = load.wait_or_interrupt(load_started, limit);
-    let load_s = load_started.elapsed().as_secs_f64();
-    let host = match (host_before, HostCpu::read()) {
-        (Some(a), Some(b)) => Some(a.delta(&b, load_s)),
-        _ => None,
-    };
-    let samples = sampler.stop();
-    let exit = match status {
-        Some(status) => LoadExit::Exited {
-            status,
-            last_error: load.last_error_line(),
-        },
-        None if signals::requested() => LoadExit::Interrupted,
-        None => LoadExit::TimedOut(limit),
-    };
-    drop(load);
-    drop(proxy);
-    drop(app);
-    Ok(Measured {
-        samples,
-        load_s,
-        host_busy_cores: host.map(|(busy, _)| busy),
-        host_steal_ms: host.map(|(_, steal)| steal),
-        exit,
+    let proxy = lab.launcher.start_proxy(
+        stack.route,
+        app_addr,
+        &stack.buffers,
+        paths,
+        proxy_cg,
+        stack.server.ready_path(),
+    )?;
+    let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app_addr);
+    Ok(Stack {
+        lab,
+        app,
+        proxy,
+        target,
+        loadgen_caps: stack.caps.loadgen,
+        cgroup_prefix: stack.cgroup_prefix.clone(),
     })
+}
+
+/// `<prefix>-<name>`, or none without usable cgroups.
+fn cgroup(
+    lab: &Lab<'_>,
+    prefix: &str,
+    name: &str,
+    caps: Option<Caps>,
+) -> anyhow::Result<Option<Cgroup>> {
+    if matches!(lab.cgroups, Mode::None { .. }) {
+        return Ok(None);
+    }
+    Cgroup::create(lab.cgroups, &format!("{prefix}-{name}"), caps)
+        .map(Some)
+        .with_context(|| format!("creating the {name} cgroup"))
+}
+
+impl Stack<'_> {
+    /// The URL of the stack's entry point: the proxy, or the app for direct.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.target)
+    }
+
+    /// Whether the app and the proxy that were started still run; the name
+    /// and last stderr line of the first that does not.
+    pub fn exited(&mut self) -> Option<String> {
+        [self.app.as_mut(), self.proxy.as_mut()]
+            .into_iter()
+            .flatten()
+            .find_map(|r| {
+                let status = r.guard.try_wait()?;
+                Some(format!(
+                    "{} exited ({status}): {}",
+                    r.guard.name,
+                    r.guard.last_error_line()
+                ))
+            })
+    }
+
+    /// Runs one load generator against the stack, sampled, in its own
+    /// cgroup (`<prefix>-loadgen`, removed afterwards); its stdout and
+    /// stderr go to `load.out` and `load.err` in `dir` (created if
+    /// missing). It may run for `limit` before it is stopped.
+    pub fn run_load(
+        &self,
+        dir: &Path,
+        limit: Duration,
+        command: &LoadCommand,
+    ) -> Result<Measured, RunError> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut probes: Vec<Probe> = self.app.iter().map(|a| a.probe("app")).collect();
+        if let Some(p) = &self.proxy {
+            probes.push(p.probe("proxy"));
+        }
+        let load_cg = cgroup(self.lab, &self.cgroup_prefix, "loadgen", self.loadgen_caps)?;
+        if let Some(g) = load_cg.as_ref().filter(|_| command.wants_realtime()) {
+            // 50 ms of every second, far more than one sleeping thread needs.
+            g.grant_realtime(50_000);
+        }
+        let spec = Spec {
+            name: command.name().into(),
+            program: self.lab.launcher.exe.clone(),
+            args: process::utf8_args(command.child().argv())?,
+            env: vec![],
+            cwd: None,
+            stdout: dir.join("load.out"),
+            stderr: dir.join("load.err"),
+        };
+        let sampler = Sampler::start(probes, self.lab.sample_interval);
+        let host_before = HostCpu::read();
+        let load_started = Instant::now();
+        let mut load = process::spawn(&spec, load_cg.as_ref())?;
+        sampler.add(Probe {
+            component: "loadgen".into(),
+            counters: load_cg.as_ref().map(Cgroup::counters),
+            root_pid: load.pid,
+            temp_dir: None,
+        });
+
+        let status = load.wait_or_interrupt(load_started, limit);
+        let load_s = load_started.elapsed().as_secs_f64();
+        let host = match (host_before, HostCpu::read()) {
+            (Some(a), Some(b)) => Some(a.delta(&b, load_s)),
+            _ => None,
+        };
+        let samples = sampler.stop();
+        let exit = match status {
+            Some(status) => LoadExit::Exited {
+                status,
+                last_error: load.last_error_line(),
+            },
+            None if signals::requested() => LoadExit::Interrupted,
+            None => LoadExit::TimedOut(limit),
+        };
+        drop(load);
+        drop(load_cg);
+        Ok(Measured {
+            samples,
+            load_s,
+            host_busy_cores: host.map(|(busy, _)| busy),
+            host_steal_ms: host.map(|(_, steal)| steal),
+            exit,
+        })
+    }
+
+    /// Stops in the order of the data path: the proxy, then the app (the
+    /// client stopped at the end of its load). Each guard kills its whole
+    /// process group, then its cgroup is removed. Dropping the stack does
+    /// the same.
+    pub fn stop(mut self) {
+        drop(self.proxy.take());
+        drop(self.app.take());
+    }
+}
+
+impl Drop for Stack<'_> {
+    fn drop(&mut self) {
+        drop(self.proxy.take());
+        drop(self.app.take());
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::prepare::Tools;
+    use crate::stack::Server;
 
     fn load_args(realtime: bool) -> loadgen::LoadArgs {
         use clap::Parser;
@@ -298,7 +417,7 @@ mod tests {
             sample_interval: Duration::from_millis(200),
         };
         let stack = StackSpec {
-            server: Server::GunicornSync2,
+            server: Server::GunicornSync2.into(),
             route: Route::Direct,
             body: Body {
                 large_bytes: 1 << 20,

@@ -244,7 +244,7 @@ fn sweep(
     }
     let profile = LoadProfile::experiment();
     let stack = StackSpec {
-        server: args.server,
+        server: args.server.into(),
         route: args.route,
         body: profile.body,
         buffers: ProxyBuffers::EXPERIMENT,

@@ -1,0 +1,227 @@
+//! One level of the check: a short `slowlab load` through the started
+//! stack ([`Stack::run_load`]), `n` slow readers holding their downloads
+//! while the open-loop client calls the fast path, and the figures of its
+//! `summary.json` and of the sampler.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use common::units::Size;
+use serde::Deserialize;
+
+use crate::sample::Samples;
+use crate::stack::run::{LoadCommand, LoadExit, Stack};
+
+/// What every load of a check shares.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub large_path: String,
+    pub fast_path: String,
+    pub slow_rate: u64,
+    pub rcvbuf: u64,
+    pub fast_rate: f64,
+    pub level_duration: Duration,
+    /// A fast request (or a slow reader making no progress) gives up
+    /// after this long: an error.
+    pub timeout: Duration,
+    /// The large path's length, known after the pre-flight.
+    pub large_bytes: u64,
+    /// `--max-slow`.
+    pub max_slow: u32,
+}
+
+/// Delay between the slow readers' start and the first fast request, so
+/// that the readers hold their handlers before it.
+pub const FAST_START: Duration = Duration::from_millis(250);
+
+impl Plan {
+    /// The `slowlab load` of `slow` readers for `fast_duration` against
+    /// `target`, its files in `out`.
+    pub fn load_args(
+        &self,
+        target: &str,
+        slow: u32,
+        fast_duration: Duration,
+        out: &Path,
+        labels: Vec<String>,
+    ) -> loadgen::LoadArgs {
+        loadgen::LoadArgs {
+            target: target.into(),
+            slow: slow as usize,
+            slow_reader: loadgen::config::SlowReaderArgs {
+                slow_rate: Size(self.slow_rate),
+                rcvbuf: Size(self.rcvbuf),
+                read_chunk: Size(16 << 10),
+                large_path: self.large_path.clone(),
+            },
+            fast_rate: self.fast_rate,
+            fast_duration,
+            fast_start: FAST_START,
+            fast_path: self.fast_path.clone(),
+            timeout: self.timeout,
+            out: Some(out.to_path_buf()),
+            labels,
+            json: true,
+            // The stack's entry point passed the policy when it was chosen.
+            allow_remote: true,
+            verify: loadgen::VerifyMode::Auto,
+            realtime: false,
+            spin: Duration::ZERO,
+        }
+    }
+
+    /// How long a load of `slow` readers may run before it is stopped.
+    fn limit(&self, slow: u32) -> Duration {
+        let download = Duration::from_secs_f64(self.large_bytes as f64 / self.slow_rate as f64);
+        let queued = if slow > 0 {
+            download * 2
+        } else {
+            Duration::ZERO
+        };
+        FAST_START + self.level_duration + self.timeout * 2 + queued + Duration::from_secs(30)
+    }
+}
+
+/// The figures of one load.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figures {
+    pub requests: u64,
+    pub ok: u64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    /// Fast-path errors by kind (`requests.csv` names).
+    pub errors: BTreeMap<String, u64>,
+    pub slow_ok: u64,
+    pub slow_failed: u64,
+    pub rcvbuf_granted: Option<u64>,
+    pub level_s: f64,
+    pub app: Usage,
+    pub proxy: Usage,
+    /// The load's directory.
+    pub dir: PathBuf,
+}
+
+impl Figures {
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    pub fn errors_of(&self, kind: &str) -> u64 {
+        self.errors.get(kind).copied().unwrap_or(0)
+    }
+}
+
+/// A component's CPU and memory during a load.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub cpu_cores: Option<f64>,
+    pub memory_peak_mib: Option<f64>,
+}
+
+/// The parts of `summary.json` the check reads.
+#[derive(Debug, Deserialize)]
+struct Summary {
+    fast: FastPart,
+    slow: SlowPart,
+}
+
+#[derive(Debug, Deserialize)]
+struct FastPart {
+    requests: u64,
+    ok: u64,
+    errors: BTreeMap<String, u64>,
+    latency_ms: Latency,
+}
+
+#[derive(Debug, Deserialize)]
+struct Latency {
+    p50: Option<f64>,
+    p95: Option<f64>,
+    p99: Option<f64>,
+    max: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SlowPart {
+    ok: u64,
+    failed: u64,
+    rcvbuf_granted_bytes: Option<u64>,
+}
+
+/// Runs one load of `slow` readers through `stack`, its files in `dir`
+/// (`load/` as `slowlab load --out` writes them, `load.out`, `load.err`).
+pub fn measure(
+    stack: &Stack<'_>,
+    plan: &Plan,
+    slow: u32,
+    fast_duration: Duration,
+    dir: &Path,
+    labels: Vec<String>,
+) -> Result<Figures> {
+    let out = dir.join("load");
+    let args = plan.load_args(&stack.url(), slow, fast_duration, &out, labels);
+    let measured = stack
+        .run_load(dir, plan.limit(slow), &LoadCommand::Load(args))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    match &measured.exit {
+        // Exit 1 is "no fast request succeeded": a finding, with its files.
+        LoadExit::Exited { status, .. } if status.success() || status.code() == Some(1) => {}
+        LoadExit::Exited { status, last_error } => {
+            bail!("slowlab load exited with {status}: {last_error}")
+        }
+        LoadExit::Interrupted => bail!("interrupted"),
+        LoadExit::TimedOut(limit) => bail!("slowlab load did not finish within {limit:?}"),
+    }
+    let path = out.join(loadgen::output::SUMMARY_JSON);
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let s: Summary =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(Figures {
+        requests: s.fast.requests,
+        ok: s.fast.ok,
+        p50_ms: s.fast.latency_ms.p50,
+        p95_ms: s.fast.latency_ms.p95,
+        p99_ms: s.fast.latency_ms.p99,
+        max_ms: s.fast.latency_ms.max,
+        errors: s.fast.errors,
+        slow_ok: s.slow.ok,
+        slow_failed: s.slow.failed,
+        rcvbuf_granted: s.slow.rcvbuf_granted_bytes,
+        level_s: measured.load_s,
+        app: usage(&measured.samples, "app"),
+        proxy: usage(&measured.samples, "proxy"),
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// Average cores and peak memory of `component` over its samples.
+fn usage(samples: &Samples, component: &str) -> Usage {
+    let rows: Vec<_> = samples
+        .resources
+        .iter()
+        .filter(|r| r.component == component)
+        .collect();
+    let cpu = match (rows.first(), rows.last()) {
+        (Some(a), Some(b)) if b.t_unix_s > a.t_unix_s => match (a.cpu_ns, b.cpu_ns) {
+            (Some(x), Some(y)) => {
+                Some(y.saturating_sub(x) as f64 / 1e9 / (b.t_unix_s - a.t_unix_s))
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let memory = rows
+        .iter()
+        .map(|r| r.memory_bytes.unwrap_or(r.rss_bytes))
+        .max()
+        .map(|b| b as f64 / f64::from(1u32 << 20));
+    Usage {
+        cpu_cores: cpu,
+        memory_peak_mib: memory,
+    }
+}

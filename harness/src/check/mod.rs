@@ -1,0 +1,572 @@
+//! `slowlab check`: does *your* server block on slow clients? Starts it
+//! (`--server-cmd`) or uses one that runs (`--target`), runs the
+//! pre-flight checks, then searches its capacity level by level, directly
+//! and, with `--through`, behind one of the experiment's proxies, through
+//! the same lifecycle as `reproduce` ([`crate::stack::run`]): one stack
+//! started per route, one short `slowlab load` per level and per recovery
+//! check.
+//!
+//! # Layout
+//! - this file: the flags, and the run from pre-flight to exit status.
+//! - [`preflight`]: descriptors, the large path, the kernel's buffers.
+//! - [`search`]: the levels, the verdicts, the bisection (pure).
+//! - [`level`]: one load through the started stack, and its figures.
+//! - [`answer`]: the answer in words, `--json`, and `check.csv` rows.
+
+pub mod answer;
+pub mod level;
+pub mod preflight;
+pub mod search;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use common::exit::BadInput;
+use common::units::{Size, parse_duration};
+use serde_json::json;
+
+use crate::cgroup::{self, Caps, Mode};
+use crate::envinfo;
+use crate::prepare::{self, Tools};
+use crate::results::{Appender, CHECK_CSV, CheckRow, LevelVerdict};
+use crate::signals;
+use crate::stack::launch::{Body, Launcher, RunPaths};
+use crate::stack::policy::CapPlan;
+use crate::stack::run::{self as lifecycle, Lab, Stack, StackSpec};
+use crate::stack::{App, ProxyBuffers, Route, ServerCommand};
+use answer::RouteResult;
+use level::{Figures, Plan};
+use preflight::{Finding, Status};
+use search::Step;
+
+/// `slowlab check` arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CheckArgs {
+    /// URL of a server that already runs, e.g. http://127.0.0.1:8000
+    /// (loopback only unless --allow-remote).
+    #[arg(
+        long,
+        conflicts_with = "server_cmd",
+        required_unless_present = "server_cmd"
+    )]
+    pub target: Option<String>,
+    /// Shell command that starts your server; slowlab fills in {port} (a
+    /// free loopback port) and {host} (127.0.0.1), and stops its whole
+    /// process group afterwards.
+    #[arg(long, value_name = "CMD")]
+    pub server_cmd: Option<String>,
+    /// Working directory of --server-cmd.
+    #[arg(long, requires = "server_cmd")]
+    pub server_dir: Option<PathBuf>,
+    /// A path that answers 200 with a large body of known length.
+    #[arg(long)]
+    pub large_path: String,
+    /// A quick path, called open-loop during every level.
+    #[arg(long, default_value = "/fast")]
+    pub fast_path: String,
+    /// The most slow readers to try (1 to 10000).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_slow: u32,
+    /// Read rate of each slow reader (1KiB to 1GiB per second).
+    #[arg(long, default_value = "2MiB", value_parser = slow_rate_arg)]
+    pub slow_rate: Size,
+    /// SO_RCVBUF requested by each slow reader (1 byte to 64MiB).
+    #[arg(long, default_value = "8KiB", value_parser = rcvbuf_arg)]
+    pub rcvbuf: Size,
+    /// Fast requests per second (0.5 to 1000).
+    #[arg(long, default_value_t = 8.0, value_parser = fast_rate_arg)]
+    pub fast_rate: f64,
+    /// How long the fast path is called at each level (200ms to 10min).
+    #[arg(long, default_value = "5s", value_parser = level_duration_arg)]
+    pub level_duration: Duration,
+    /// Also check behind this proxy, started by slowlab with the
+    /// experiment's config.
+    #[arg(long, value_parser = through_arg)]
+    pub through: Option<Route>,
+    /// Cap the server's and the proxy's cgroups: app=CORES[/MEM],proxy=CORES[/MEM]
+    /// (MEM defaults to the experiment's 128MiB and 96MiB), or `experiment`.
+    #[arg(long, value_parser = caps_arg)]
+    pub caps: Option<CapPlan>,
+    /// Results directory (default results/<UTC time>-check).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of the words.
+    #[arg(long)]
+    pub json: bool,
+    /// Allow a --target outside 127.0.0.0/8 and ::1.
+    #[arg(long)]
+    pub allow_remote: bool,
+}
+
+fn slow_rate_arg(s: &str) -> Result<Size, String> {
+    let v: Size = s.parse().map_err(|e| format!("{e}"))?;
+    match v.bytes() {
+        1024..=0x4000_0000 => Ok(v),
+        _ => Err(format!("{s} is out of range (1KiB to 1GiB per second)")),
+    }
+}
+
+fn rcvbuf_arg(s: &str) -> Result<Size, String> {
+    let v: Size = s.parse().map_err(|e| format!("{e}"))?;
+    match v.bytes() {
+        1..=0x400_0000 => Ok(v),
+        _ => Err(format!("{s} is out of range (1 byte to 64MiB)")),
+    }
+}
+
+fn fast_rate_arg(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if (0.5..=1000.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} is out of range (0.5 to 1000 per second)"))
+    }
+}
+
+fn level_duration_arg(s: &str) -> Result<Duration, String> {
+    let v = parse_duration(s).map_err(|e| format!("{e}"))?;
+    if (Duration::from_millis(200)..=Duration::from_secs(600)).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} is out of range (200ms to 10min)"))
+    }
+}
+
+fn through_arg(s: &str) -> Result<Route, String> {
+    match s.parse::<Route>()? {
+        Route::Direct => Err("direct is always checked; name a proxy route".into()),
+        r => Ok(r),
+    }
+}
+
+/// `experiment`, or `app=0.25[/128MiB],proxy=0.2[/96MiB]`.
+fn caps_arg(s: &str) -> Result<CapPlan, String> {
+    let experiment = CapPlan::experiment();
+    if s == "experiment" {
+        return Ok(CapPlan {
+            loadgen: None,
+            ..experiment
+        });
+    }
+    let mut plan = CapPlan::none();
+    for part in s.split(',') {
+        let (who, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("`{part}`: expected app=CORES[/MEM] or proxy=CORES[/MEM]"))?;
+        let (cores, mem) = match value.split_once('/') {
+            Some((c, m)) => (c, Some(m)),
+            None => (value, None),
+        };
+        let cores: f64 = cores
+            .parse()
+            .ok()
+            .filter(|c| (0.01..=1024.0).contains(c))
+            .ok_or_else(|| format!("`{part}`: cores must be a number from 0.01 to 1024"))?;
+        let memory = |default: Option<Caps>| -> Result<u64, String> {
+            match mem {
+                Some(m) => m
+                    .parse::<Size>()
+                    .ok()
+                    .map(|m| m.bytes())
+                    .filter(|b| *b >= 16 << 20)
+                    .ok_or_else(|| format!("`{part}`: memory must be a size of at least 16MiB")),
+                None => Ok(default.map(|c| c.memory_bytes).unwrap_or(128 << 20)),
+            }
+        };
+        let caps = |default| -> Result<Option<Caps>, String> {
+            Ok(Some(Caps {
+                memory_bytes: memory(default)?,
+                ..Caps::new(cores, 0)
+            }))
+        };
+        match who {
+            "app" => plan.app = caps(experiment.app)?,
+            "proxy" => plan.proxy = caps(experiment.proxy)?,
+            other => return Err(format!("`{other}`: only app and proxy can be capped")),
+        }
+    }
+    Ok(plan)
+}
+
+/// The app under check.
+fn app_of(args: &CheckArgs) -> Result<(App, String, loadgen::target::Target)> {
+    match (&args.target, &args.server_cmd) {
+        (Some(url), None) => {
+            let t = loadgen::target::Target::resolve(url, args.allow_remote)
+                .map_err(|e| BadInput::new(format!("--target {e}")))?;
+            let app = App::Running {
+                addr: t.addr,
+                ready_path: args.fast_path.clone(),
+            };
+            Ok((app, url.clone(), t))
+        }
+        (None, Some(line)) => {
+            let cmd = ServerCommand::new(line, args.server_dir.clone(), &args.fast_path)
+                .map_err(BadInput::new)?;
+            // The address is known once it runs; the policy holds by
+            // construction (loopback).
+            let t = loadgen::target::Target::resolve("http://127.0.0.1:1", false)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok((App::Command(cmd), line.clone(), t))
+        }
+        _ => bail!(BadInput::new("give either --target or --server-cmd")),
+    }
+}
+
+fn check_path(flag: &str, p: &str) -> Result<()> {
+    if !p.starts_with('/') || p.contains(char::is_whitespace) {
+        bail!(BadInput::new(format!(
+            "{flag} must start with / and hold no spaces: `{p}`"
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `slowlab check`. Exit status: 0 when every level held or degraded,
+/// 3 ([`common::exit::Denied`]) when some level was denied, 2 for bad
+/// input, 1 when the check itself failed.
+pub fn run(args: CheckArgs) -> Result<()> {
+    check_path("--large-path", &args.large_path)?;
+    check_path("--fast-path", &args.fast_path)?;
+    if let Some(dir) = &args.server_dir {
+        if !dir.is_dir() {
+            bail!(BadInput::new(format!(
+                "--server-dir {} is not a directory",
+                dir.display()
+            )));
+        }
+    }
+    let (app, what, target) = app_of(&args)?;
+    signals::install();
+    let timeout = args.level_duration.max(Duration::from_secs(2));
+    let mut findings = Vec::new();
+    let report = |findings: &[Finding], routes: &[RouteResult]| {
+        answer::print(&args, &what, findings, routes);
+    };
+    let needed = preflight::descriptors_needed(args.max_slow, args.fast_rate, timeout);
+    match preflight::descriptors(needed) {
+        Ok(f) => findings.push(f),
+        Err(e) => {
+            findings.push(Finding::new("descriptors", Status::Error, format!("{e:#}")));
+            report(&findings, &[]);
+            return Err(e);
+        }
+    }
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .replace(':', "");
+        PathBuf::from("results").join(format!("{stamp}-check"))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let tools = match args.through.and_then(Route::proxy) {
+        Some((crate::stack::ProxyKind::Nginx, _)) => prepare::prepare(&prepare::state_dir()),
+        _ => Tools {
+            gunicorn: Err("not used by check".into()),
+            nginx: Err("not used by check".into()),
+            python: Default::default(),
+        },
+    };
+    let mode = cgroup::detect();
+    cgroup::reap_stale(&mode);
+    crate::scratch::reap_stale();
+    let caps = match (&mode, args.caps) {
+        (Mode::None { reason }, Some(_)) => bail!(BadInput::new(format!(
+            "--caps needs cgroups, and this machine has none usable ({reason})"
+        ))),
+        (_, Some(c)) => c,
+        (_, None) => CapPlan::none(),
+    };
+    let env = envinfo::collect(
+        &tools,
+        &mode,
+        serde_json::to_value(caps)?,
+        json!({
+            "check": what,
+            "large_path": args.large_path,
+            "fast_path": args.fast_path,
+            "max_slow": args.max_slow,
+            "slow_rate_bytes": args.slow_rate.bytes(),
+            "rcvbuf_bytes": args.rcvbuf.bytes(),
+            "fast_rate": args.fast_rate,
+            "level_duration_s": args.level_duration.as_secs_f64(),
+            "timeout_s": timeout.as_secs_f64(),
+            "through": args.through.map(|r| r.to_string()),
+        }),
+    );
+    envinfo::write(&out, &env)?;
+    let scratch = crate::scratch::tempdir("check")?;
+    let launcher = Launcher {
+        exe: std::env::current_exe().context("locating the slowlab binary")?,
+        tools: &tools,
+        app_dir: scratch.path().join("app"),
+    };
+    let lab = Lab {
+        launcher: &launcher,
+        cgroups: &mode,
+        sample_interval: Duration::from_millis(200),
+    };
+    let mut plan = Plan {
+        large_path: target.path(&args.large_path),
+        fast_path: target.path(&args.fast_path),
+        slow_rate: args.slow_rate.bytes(),
+        rcvbuf: args.rcvbuf.bytes(),
+        fast_rate: args.fast_rate,
+        level_duration: args.level_duration,
+        timeout,
+        large_bytes: 0,
+        max_slow: args.max_slow,
+    };
+    let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
+    let mut routes = Vec::new();
+    let all = std::iter::once(Route::Direct).chain(args.through);
+    let mut result = Ok(());
+    for route in all {
+        let spec = StackSpec {
+            server: app.clone(),
+            route,
+            body: Body {
+                large_bytes: 16 << 20,
+                chunk_bytes: 64 << 10,
+            },
+            buffers: ProxyBuffers::EXPERIMENT,
+            caps,
+            cgroup_prefix: format!("check-{route}"),
+            paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
+        };
+        let r = check_route(
+            &lab,
+            &spec,
+            &mut plan,
+            &what,
+            &target,
+            &mut findings,
+            &mut csv,
+        );
+        match r {
+            Ok(r) => routes.push(r),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+        if signals::requested() {
+            result = Err(anyhow::anyhow!(
+                "interrupted; partial results in {}",
+                out.display()
+            ));
+            break;
+        }
+    }
+    cgroup::remove_base(&mode);
+    report(&findings, &routes);
+    result?;
+    if !args.json {
+        println!("results: {}", out.display());
+    }
+    if let Err(e) = crate::report::write(&out) {
+        eprintln!("slowlab: the report could not be written: {e:#}");
+    }
+    match answer::denied_line(&routes) {
+        Some(line) => Err(common::exit::Denied(line).into()),
+        None => Ok(()),
+    }
+}
+
+/// Starts the stack of one route, runs its pre-flight checks and its
+/// search, and stops it.
+#[allow(clippy::too_many_arguments)]
+fn check_route(
+    lab: &Lab<'_>,
+    spec: &StackSpec,
+    plan: &mut Plan,
+    what: &str,
+    target: &loadgen::target::Target,
+    findings: &mut Vec<Finding>,
+    csv: &mut Appender<CheckRow>,
+) -> Result<RouteResult> {
+    let route = spec.route;
+    let mut stack = lifecycle::start(lab, spec)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("starting the stack of {route}"))?;
+    let url = stack.url();
+    let entry = loadgen::target::Target::resolve(&url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if route == Route::Direct {
+        let host = match &spec.server {
+            App::Running { .. } => &target.parsed.authority,
+            _ => &entry.parsed.authority,
+        };
+        let large = preflight::large_path(entry.addr, host, &plan.large_path).inspect_err(|e| {
+            findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
+        })?;
+        plan.large_bytes = large.bytes;
+        findings.push(Finding::new(
+            "large_path",
+            Status::Ok,
+            format!(
+                "{} answers 200 with {} bytes ({})",
+                plan.large_path,
+                large.bytes,
+                Size(large.bytes)
+            ),
+        ));
+        let buffers = preflight::Buffers::read(plan.rcvbuf)?;
+        let fits = preflight::fits(large.bytes, &buffers, &plan.large_path).inspect_err(|e| {
+            findings.push(Finding::new("buffers", Status::Error, format!("{e:#}")))
+        })?;
+        findings.push(fits);
+        let hold = preflight::hold_s(large.bytes, &buffers, plan.slow_rate);
+        let window = (level::FAST_START + plan.level_duration).as_secs_f64();
+        if hold < window {
+            let f = Finding::new(
+                "level_length",
+                Status::Warning,
+                format!(
+                    "a slow reader holds a handler for about {hold:.1} s at {}/s, less than a level ({window:.2} s): lower --slow-rate or --level-duration",
+                    Size(plan.slow_rate)
+                ),
+            );
+            eprintln!("slowlab: warning: {}", f.message);
+            findings.push(f);
+        }
+    }
+    let dir = spec.paths.logs().to_path_buf();
+    let labels = |n: u32| vec![format!("route={route}"), format!("slow_readers={n}")];
+    let base = level::measure(
+        &stack,
+        plan,
+        0,
+        plan.level_duration,
+        &dir.join("baseline"),
+        labels(0),
+    )?;
+    let baseline = match (base.p95_ms, base.error_count()) {
+        (Some(p), 0) if p < search::DENIED_MS => p,
+        (p, errors) => {
+            let message = format!(
+                "the fast path {} does not answer quickly without slow readers through {route} (p95 {}, {errors} errors of {} requests)",
+                plan.fast_path,
+                p.map_or("none".into(), |p| format!("{p:.1} ms")),
+                base.requests
+            );
+            findings.push(Finding::new("baseline", Status::Error, message.clone()));
+            bail!(BadInput::new(message));
+        }
+    };
+    findings.push(Finding::new(
+        "baseline",
+        Status::Ok,
+        format!(
+            "{route}: p95 of {} is {baseline:.3} ms with no slow reader",
+            plan.fast_path
+        ),
+    ));
+    let mut rows: Vec<CheckRow> = Vec::new();
+    let outcome = search::search(plan.max_slow, |n| {
+        if signals::requested() {
+            return Ok(Step::Stop);
+        }
+        if let Some(why) = stack.exited() {
+            bail!("{why}");
+        }
+        let level_dir = dir.join(format!("level-{n}"));
+        let f = level::measure(&stack, plan, n, plan.level_duration, &level_dir, labels(n))?;
+        let v = search::verdict(f.p95_ms, f.error_count(), baseline);
+        let recovery = match n {
+            0 => None,
+            _ => Some(recover(
+                &stack,
+                plan,
+                &dir.join(format!("level-{n}-recovery")),
+                baseline,
+                labels(0),
+            )?),
+        };
+        let row = answer::Level {
+            route,
+            server: what,
+            slow: n,
+            order: rows.len() as u32 + 1,
+            figures: &f,
+            baseline_ms: baseline,
+            verdict: v,
+            recovery: recovery.as_ref(),
+            dir: &format!("{route}/level-{n}"),
+        }
+        .row();
+        eprintln!("{}", answer::level_line(&row));
+        csv.append(std::slice::from_ref(&row))?;
+        rows.push(row);
+        match recovery {
+            Some((_, false)) => Ok(Step::Last(v)),
+            _ => Ok(Step::Level(v)),
+        }
+    })?;
+    stack.stop();
+    Ok(RouteResult {
+        route,
+        baseline_ms: baseline,
+        outcome,
+        rows,
+        large_bytes: plan.large_bytes,
+        slow_rate: plan.slow_rate,
+    })
+}
+
+/// Attempts of the recovery check after a level before the search stops.
+const RECOVERY_ATTEMPTS: u32 = 3;
+
+/// After a level, waits until the fast path is back to held against the
+/// baseline (a short load with no slow reader, up to
+/// [`RECOVERY_ATTEMPTS`] times, a second apart): its last p95, and
+/// whether it recovered.
+fn recover(
+    stack: &Stack<'_>,
+    plan: &Plan,
+    dir: &Path,
+    baseline: f64,
+    labels: Vec<String>,
+) -> Result<(Figures, bool)> {
+    let duration = plan.level_duration.min(Duration::from_secs(1));
+    let mut last = None;
+    for attempt in 1..=RECOVERY_ATTEMPTS {
+        let f = level::measure(stack, plan, 0, duration, dir, labels.clone())?;
+        if search::verdict(f.p95_ms, f.error_count(), baseline) == LevelVerdict::Held {
+            return Ok((f, true));
+        }
+        last = Some(f);
+        if attempt < RECOVERY_ATTEMPTS && !signals::requested() {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    // The loop ran at least once.
+    Ok((last.expect("at least one attempt"), false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_name_cores_and_memory_per_component() {
+        let p = caps_arg("app=0.5,proxy=0.25/64MiB").unwrap();
+        let app = p.app.unwrap();
+        assert_eq!((app.cpu_cores, app.memory_bytes), (0.5, 128 << 20));
+        assert_eq!(app.quota_us(), 5000);
+        let proxy = p.proxy.unwrap();
+        assert_eq!((proxy.cpu_cores, proxy.memory_bytes), (0.25, 64 << 20));
+        assert_eq!(p.loadgen, None);
+        let e = caps_arg("experiment").unwrap();
+        assert_eq!(e.app, CapPlan::experiment().app);
+        assert_eq!(e.loadgen, None, "the load generator is never capped");
+        for bad in ["loadgen=1", "app", "app=0", "app=0.5/1MiB", "app=x"] {
+            assert!(caps_arg(bad).is_err(), "{bad}");
+        }
+        assert_eq!(through_arg("pingora-on"), Ok(Route::PingoraOn));
+        assert!(through_arg("direct").is_err());
+        assert!(slow_rate_arg("100").is_err());
+        assert!(rcvbuf_arg("128MiB").is_err());
+        assert_eq!(fast_rate_arg("8"), Ok(8.0));
+    }
+}

@@ -1,0 +1,280 @@
+//! The checks before the search: enough file descriptors, a large path
+//! that answers 200 with a known length and too large to fit in the
+//! kernel's buffers, and (per route, in [`super`]) the fast path's
+//! baseline. Each finding is one line, kept for `--json`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use common::units::Size;
+use serde::Serialize;
+
+use crate::envinfo;
+
+/// How a pre-flight check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warning,
+    Error,
+}
+
+/// One pre-flight finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// `descriptors`, `large_path`, `buffers`, `level_length`, `baseline`.
+    pub check: &'static str,
+    pub status: Status,
+    pub message: String,
+}
+
+impl Finding {
+    pub fn new(check: &'static str, status: Status, message: String) -> Finding {
+        Finding {
+            check,
+            status,
+            message,
+        }
+    }
+}
+
+/// Descriptors a process of the check may hold besides its connections:
+/// standard streams, the runtime, log and result files.
+const FD_OVERHEAD: u64 = 64;
+
+/// The descriptors one process needs: `max_slow` downloads, the fast
+/// requests that may be outstanding at once (`fast_rate` x `timeout`),
+/// and [`FD_OVERHEAD`].
+pub fn descriptors_needed(max_slow: u32, fast_rate: f64, timeout: Duration) -> u64 {
+    u64::from(max_slow) + (fast_rate * timeout.as_secs_f64()).ceil() as u64 + FD_OVERHEAD
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit (children inherit
+/// it: the load generator and the user's server), and fails when even the
+/// hard limit is below `needed`.
+pub fn descriptors(needed: u64) -> Result<Finding> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("reading RLIMIT_NOFILE");
+    }
+    let (soft, hard) = (lim.rlim_cur, lim.rlim_max);
+    let mut raised = None;
+    if soft < hard {
+        let new = libc::rlimit {
+            rlim_cur: hard,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit reads the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
+            raised = Some(soft);
+        }
+    }
+    let now = if raised.is_some() { hard } else { soft };
+    if now < needed {
+        bail!(common::exit::BadInput::new(format!(
+            "too few file descriptors: the slow readers and the open-loop client need about {needed}, and the limit is {now} (hard limit {hard}); raise it (ulimit -n) or lower --max-slow"
+        )));
+    }
+    let message = match raised {
+        Some(old) => format!(
+            "raised the open-file limit from {old} to the hard limit {hard} (about {needed} needed)"
+        ),
+        None => format!("open-file limit {now} (about {needed} needed)"),
+    };
+    Ok(Finding::new("descriptors", Status::Ok, message))
+}
+
+/// What the large path answered.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Large {
+    pub bytes: u64,
+}
+
+/// `GET path` on `addr`: the status and `Content-Length` of the head.
+pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .with_context(|| format!("connecting to {addr}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s
+            .read(&mut buf)
+            .with_context(|| format!("reading the answer to GET {path}"))?;
+        if n == 0 || head.len() > 64 << 10 {
+            bail!("GET {path} got no complete response head");
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let (status, length) = parse_head(&text);
+    match (status, length) {
+        (Some(200), Some(bytes)) => Ok(Large { bytes }),
+        (Some(200), None) => bail!(common::exit::BadInput::new(format!(
+            "the large path {path} answers 200 without a Content-Length: a known length is needed"
+        ))),
+        (Some(code), _) => bail!(common::exit::BadInput::new(format!(
+            "the large path {path} answers {code}, not 200"
+        ))),
+        (None, _) => bail!("GET {path} got no status line"),
+    }
+}
+
+/// The status code and `Content-Length` of a response head.
+fn parse_head(text: &str) -> (Option<u16>, Option<u64>) {
+    let mut lines = text.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|c| c.parse().ok());
+    let length = lines
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok());
+    (status, length)
+}
+
+/// The `SO_RCVBUF` Linux grants for a request of `requested` bytes (it
+/// doubles the value for its bookkeeping, within its bounds).
+pub fn granted_rcvbuf(requested: u64) -> Result<u64> {
+    let req = libc::c_int::try_from(requested).context("--rcvbuf is too large")?;
+    // SAFETY: plain socket calls on a descriptor we own and close; the
+    // option values live on our stack.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error()).context("creating a socket");
+        }
+        let size = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let set = libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&req as *const libc::c_int).cast(),
+            size,
+        );
+        let mut granted: libc::c_int = 0;
+        let mut len = size;
+        let get = libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&mut granted as *mut libc::c_int).cast(),
+            &mut len,
+        );
+        libc::close(fd);
+        if set != 0 || get != 0 {
+            bail!("setting SO_RCVBUF failed");
+        }
+        Ok(granted as u64)
+    }
+}
+
+/// What the kernel can hold between a server and one slow reader: the
+/// send buffer (up to `tcp_wmem` max) and the reader's receive buffer
+/// (the granted `SO_RCVBUF`; setting it turns off the receive side's
+/// autotuning).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Buffers {
+    pub wmem_max: u64,
+    pub rmem_max: u64,
+    pub rcvbuf_granted: u64,
+}
+
+impl Buffers {
+    pub fn read(rcvbuf: u64) -> Result<Buffers> {
+        let wmem = envinfo::triple("net.ipv4.tcp_wmem").context("reading net.ipv4.tcp_wmem")?;
+        let rmem = envinfo::triple("net.ipv4.tcp_rmem").context("reading net.ipv4.tcp_rmem")?;
+        Ok(Buffers {
+            wmem_max: wmem[2],
+            rmem_max: rmem[2],
+            rcvbuf_granted: granted_rcvbuf(rcvbuf)?,
+        })
+    }
+
+    /// Bytes of one response the kernel absorbs on the direct path.
+    pub fn direct(&self) -> u64 {
+        self.wmem_max + self.rcvbuf_granted
+    }
+}
+
+/// Whether a response of `bytes` can hold a handler: it must not fit in
+/// the kernel's buffers, or the server hands it over at once and a slow
+/// reader holds nothing.
+pub fn fits(bytes: u64, b: &Buffers, path: &str) -> Result<Finding> {
+    let detail = format!(
+        "{path} is {} and the kernel buffers up to {} on the way to one slow reader (tcp_wmem max {} + SO_RCVBUF granted {}; tcp_rmem max {})",
+        Size(bytes),
+        Size(b.direct()),
+        Size(b.wmem_max),
+        Size(b.rcvbuf_granted),
+        Size(b.rmem_max)
+    );
+    if bytes <= b.direct() {
+        bail!(common::exit::BadInput::new(format!(
+            "this response fits in the kernel's buffers: slow readers cannot hold a worker with it, use a larger one ({detail})"
+        )));
+    }
+    Ok(Finding::new("buffers", Status::Ok, detail))
+}
+
+/// How long a slow reader holds a handler at least: until all but what the
+/// kernel buffers was read. A level shorter than that is measured while
+/// every reader still holds its handler.
+pub fn hold_s(bytes: u64, b: &Buffers, slow_rate: u64) -> f64 {
+    bytes.saturating_sub(b.direct()) as f64 / slow_rate.max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_give_status_and_length() {
+        let h = "HTTP/1.1 200 OK\r\nContent-Type: x\r\ncontent-length: 16777216\r\n\r\n";
+        assert_eq!(parse_head(h), (Some(200), Some(16 << 20)));
+        let h = "HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(parse_head(h), (Some(404), None));
+        assert_eq!(parse_head("garbage"), (None, None));
+    }
+
+    #[test]
+    fn a_response_that_fits_in_the_buffers_is_refused() {
+        let b = Buffers {
+            wmem_max: 4 << 20,
+            rmem_max: 32 << 20,
+            rcvbuf_granted: 16 << 10,
+        };
+        let err = fits(1 << 20, &b, "/large").unwrap_err();
+        assert!(err.is::<common::exit::BadInput>());
+        assert!(
+            err.to_string().contains("fits in the kernel's buffers"),
+            "{err}"
+        );
+        assert!(fits(16 << 20, &b, "/large").is_ok());
+        let hold = hold_s(16 << 20, &b, 2 << 20);
+        assert!((hold - 5.99).abs() < 0.01, "{hold}");
+        assert_eq!(
+            descriptors_needed(64, 8.0, Duration::from_secs(5)),
+            64 + 40 + 64
+        );
+    }
+
+    #[test]
+    fn linux_grants_more_than_it_was_asked() {
+        let g = granted_rcvbuf(8 << 10).unwrap();
+        assert!(g >= 8 << 10, "{g}");
+    }
+}

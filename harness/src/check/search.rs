@@ -1,0 +1,228 @@
+//! The capacity search, pure: the levels to measure (0, 1, 2, 4, ... up to
+//! `--max-slow`), the verdict of one level, and the bisection between the
+//! last level that was not denied and the first that was, so that the
+//! answer is exact ("denied from 3 slow readers on").
+
+use crate::results::LevelVerdict;
+
+/// p95 of a level at or under this many times the baseline, without
+/// errors, is held.
+pub const HELD_RATIO: f64 = 10.0;
+/// p95 at or over this many times the baseline is denied.
+pub const DENIED_RATIO: f64 = 100.0;
+/// p95 at or over this is denied whatever the baseline.
+pub const DENIED_MS: f64 = 1000.0;
+
+/// The verdict of a level: `p95_ms` of the fast path (none when no request
+/// succeeded), the fast path's errors and timeouts, and the route's
+/// baseline p95 with no slow reader.
+pub fn verdict(p95_ms: Option<f64>, errors: u64, baseline_ms: f64) -> LevelVerdict {
+    match p95_ms {
+        None => LevelVerdict::Denied,
+        Some(_) if errors > 0 => LevelVerdict::Denied,
+        Some(p) if p >= DENIED_MS || p >= DENIED_RATIO * baseline_ms => LevelVerdict::Denied,
+        Some(p) if p <= HELD_RATIO * baseline_ms => LevelVerdict::Held,
+        Some(_) => LevelVerdict::Degraded,
+    }
+}
+
+/// 0, 1, 2, 4, 8, ... up to `max_slow`, and `max_slow` itself.
+pub fn doubling(max_slow: u32) -> Vec<u32> {
+    let mut levels = vec![0];
+    let mut n = 1u32;
+    while n <= max_slow {
+        levels.push(n);
+        n = n.saturating_mul(2);
+        if n == u32::MAX {
+            break;
+        }
+    }
+    if levels.last() != Some(&max_slow) {
+        levels.push(max_slow);
+    }
+    levels
+}
+
+/// What the search found for one route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Every level measured, in the order measured.
+    pub levels: Vec<(u32, LevelVerdict)>,
+    /// The smallest number of slow readers found denied.
+    pub denied_from: Option<u32>,
+    /// The largest number of slow readers found held.
+    pub held_up_to: Option<u32>,
+    /// Whether the search stopped before it was done (`measure` said so).
+    pub stopped: bool,
+}
+
+/// What measuring a level gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The level's verdict; the search goes on.
+    Level(LevelVerdict),
+    /// The level's verdict, and the search stops after it (the server did
+    /// not recover).
+    Last(LevelVerdict),
+    /// Nothing measured; the search stops (the user interrupted).
+    Stop,
+}
+
+/// Runs the search: `measure(n)` measures a level of `n` slow readers.
+pub fn search<E>(
+    max_slow: u32,
+    mut measure: impl FnMut(u32) -> Result<Step, E>,
+) -> Result<Outcome, E> {
+    let mut levels: Vec<(u32, LevelVerdict)> = Vec::new();
+    let mut stopped = false;
+    // Measures `n`; its verdict unless the search stops.
+    let mut level =
+        |n: u32, levels: &mut Vec<(u32, LevelVerdict)>| -> Result<Option<LevelVerdict>, E> {
+            let (v, go_on) = match measure(n)? {
+                Step::Level(v) => (v, true),
+                Step::Last(v) => (v, false),
+                Step::Stop => return Ok(None),
+            };
+            levels.push((n, v));
+            Ok(go_on.then_some(v))
+        };
+    let mut last_ok: Option<u32> = None;
+    let mut first_denied: Option<u32> = None;
+    for n in doubling(max_slow) {
+        match level(n, &mut levels)? {
+            None => {
+                stopped = true;
+                break;
+            }
+            Some(LevelVerdict::Denied) => {
+                first_denied = Some(n);
+                break;
+            }
+            Some(_) => last_ok = Some(n),
+        }
+    }
+    if let (Some(mut hi), false) = (first_denied, stopped) {
+        let mut lo = last_ok;
+        while let Some(l) = lo.filter(|l| hi - l > 1) {
+            let mid = l + (hi - l) / 2;
+            match level(mid, &mut levels)? {
+                None => {
+                    stopped = true;
+                    break;
+                }
+                Some(LevelVerdict::Denied) => hi = mid,
+                Some(_) => lo = Some(mid),
+            }
+        }
+    }
+    let denied_from = levels
+        .iter()
+        .filter(|(_, v)| *v == LevelVerdict::Denied)
+        .map(|(n, _)| *n)
+        .min();
+    let held_up_to = levels
+        .iter()
+        .filter(|(_, v)| *v == LevelVerdict::Held)
+        .map(|(n, _)| *n)
+        .max();
+    Ok(Outcome {
+        levels,
+        denied_from,
+        held_up_to,
+        stopped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LevelVerdict::*;
+
+    #[test]
+    fn verdicts_follow_the_definitions() {
+        assert_eq!(verdict(Some(4.0), 0, 1.0), Held);
+        assert_eq!(verdict(Some(10.0), 0, 1.0), Held);
+        assert_eq!(verdict(Some(10.5), 0, 1.0), Degraded);
+        assert_eq!(verdict(Some(99.9), 0, 1.0), Degraded);
+        assert_eq!(verdict(Some(100.0), 0, 1.0), Denied);
+        assert_eq!(verdict(Some(2.0), 1, 1.0), Denied);
+        assert_eq!(verdict(None, 0, 1.0), Denied);
+        // 1 s is denied even when the baseline is slow.
+        assert_eq!(verdict(Some(1000.0), 0, 200.0), Denied);
+        assert_eq!(verdict(Some(900.0), 0, 50.0), Degraded);
+        assert_eq!(verdict(Some(900.0), 0, 200.0), Held);
+    }
+
+    #[test]
+    fn levels_double_up_to_the_maximum() {
+        assert_eq!(doubling(64), [0, 1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(doubling(5), [0, 1, 2, 4, 5]);
+        assert_eq!(doubling(1), [0, 1]);
+    }
+
+    /// A server with `handlers` handlers: denied from `handlers` slow
+    /// readers on, degraded one below when `degraded_below`.
+    fn server(handlers: u32, degraded_below: bool) -> impl FnMut(u32) -> Result<Step, ()> {
+        move |n| {
+            Ok(Step::Level(if n >= handlers {
+                Denied
+            } else if degraded_below && n + 1 == handlers {
+                Degraded
+            } else {
+                Held
+            }))
+        }
+    }
+
+    #[test]
+    fn the_bisection_finds_the_exact_capacity() {
+        for handlers in 1..=40 {
+            let o = search(64, server(handlers, false)).unwrap();
+            assert_eq!(o.denied_from, Some(handlers), "{o:?}");
+            assert_eq!(o.held_up_to, Some(handlers - 1), "{o:?}");
+            let measured: Vec<u32> = o.levels.iter().map(|(n, _)| *n).collect();
+            let mut unique = measured.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), measured.len(), "no level twice: {measured:?}");
+        }
+        let sync2 = search(64, server(2, false)).unwrap();
+        assert_eq!(sync2.levels, [(0, Held), (1, Held), (2, Denied)]);
+        let threads4 = search(64, server(4, false)).unwrap();
+        assert_eq!(
+            threads4.levels,
+            [(0, Held), (1, Held), (2, Held), (4, Denied), (3, Held)]
+        );
+        let o = search(64, server(6, true)).unwrap();
+        assert_eq!((o.denied_from, o.held_up_to), (Some(6), Some(4)));
+    }
+
+    #[test]
+    fn a_server_that_holds_is_held_up_to_the_maximum_and_a_stop_stops() {
+        let o = search(8, server(u32::MAX, false)).unwrap();
+        assert_eq!(
+            (o.denied_from, o.held_up_to, o.stopped),
+            (None, Some(8), false)
+        );
+        let mut calls = 0;
+        let o = search(64, |n| {
+            calls += 1;
+            Ok::<_, ()>(if n < 2 { Step::Level(Held) } else { Step::Stop })
+        })
+        .unwrap();
+        assert!(o.stopped);
+        assert_eq!(calls, 3);
+        assert_eq!(o.held_up_to, Some(1));
+        // A denied level after which the server did not recover still counts.
+        let o = search(64, |n| {
+            Ok::<_, ()>(match n {
+                0 | 1 => Step::Level(Held),
+                _ => Step::Last(Denied),
+            })
+        })
+        .unwrap();
+        assert_eq!((o.denied_from, o.stopped), (Some(2), true));
+        assert_eq!(o.levels.len(), 3);
+        assert_eq!(search(8, |_| Err::<Step, _>("boom")), Err("boom"));
+    }
+}

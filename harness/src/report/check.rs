@@ -1,0 +1,200 @@
+//! The `slowlab check` section: p95 of the fast path against the number of
+//! slow readers (log y), one line per route, each level marked with its
+//! verdict, and a table of each route's answer.
+
+use anyhow::Result;
+use plotters::prelude::*;
+
+use super::charts::{
+    Csv, FONT, INK, Key, cell, decade_label, decades, legend, plot_err, route_color, svg,
+};
+use super::data::Results;
+use super::doc::{Block, Figure, Section, Table, text};
+use crate::results::{CHECK_CSV, CheckRow, LevelVerdict, RouteName};
+
+pub const ID: &str = "check";
+pub const TITLE: &str = "slowlab check: slow readers against the fast path";
+
+/// The section of a `slowlab check` directory, from its `check.csv`.
+pub fn section(r: &Results, s: &mut Section) -> anyhow::Result<()> {
+    s.para(
+        "Each level holds a number of slow readers on the large path while an open-loop client calls the fast \
+         path. A level is **held** when its p95 is at most 10x the route's baseline (no slow reader) and no \
+         call failed, **denied** when its p95 is 1 s or more, or 100x the baseline or more, or any call failed \
+         or timed out, and **degraded** in between. After the first denied level the search bisects down to \
+         the last level that was not.",
+    );
+    if let Some(m) = r.missing.iter().find(|m| m.file == CHECK_CSV) {
+        match &m.error {
+            Some(e) => s.note(&format!("`{CHECK_CSV}` could not be read: {e}")),
+            None => s.note(&format!("`{CHECK_CSV}` is missing.")),
+        }
+        return Ok(());
+    }
+    if r.check.is_empty() {
+        s.note(&format!("`{CHECK_CSV}` has no levels yet."));
+        return Ok(());
+    }
+    if let Err(e) = draw(&r.check, s) {
+        s.note(&format!("The chart could not be drawn: {e:#}"));
+    }
+    table(&r.check, s);
+    Ok(())
+}
+
+/// The routes in the order the check measured them.
+fn routes(rows: &[CheckRow]) -> Vec<RouteName> {
+    let mut v: Vec<RouteName> = Vec::new();
+    for r in rows {
+        if !v.contains(&r.route) {
+            v.push(r.route.clone());
+        }
+    }
+    v
+}
+
+fn sorted<'a>(rows: &'a [CheckRow], route: &RouteName) -> Vec<&'a CheckRow> {
+    let mut mine: Vec<&CheckRow> = rows.iter().filter(|x| &x.route == route).collect();
+    mine.sort_by_key(|x| x.slow_readers);
+    mine
+}
+
+fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
+    let x_max = rows
+        .iter()
+        .map(|r| r.slow_readers)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let (lo, hi) = decades(rows.iter().filter_map(|r| r.p95_ms));
+    let routes = routes(rows);
+    let chart_svg = svg(760, 440, |root| {
+        let (top, body) = root.split_vertically(40);
+        let mut items: Vec<(String, RGBColor, Key)> = routes
+            .iter()
+            .map(|r| (r.to_string(), route_color(r), Key::Line))
+            .collect();
+        items.push(("held".into(), INK, Key::Dot));
+        items.push(("denied".into(), INK, Key::Cross));
+        let x = legend(&top, 12, 20, &items)?;
+        top.draw(&Circle::new((x + 6, 20), 4, INK.stroke_width(1)))
+            .map_err(plot_err)?;
+        top.draw(&Text::new("degraded", (x + 16, 13), (FONT, 13)))
+            .map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&body)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d(-0.2..x_max * 1.05, (lo..hi).log_scale())
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("slow readers")
+            .y_desc("p95 of the fast path (ms, log)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| decade_label(*v))
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .light_line_style(RGBColor(242, 242, 242))
+            .bold_line_style(RGBColor(215, 215, 215))
+            .draw()
+            .map_err(plot_err)?;
+        for route in &routes {
+            let c = route_color(route);
+            let mine = sorted(rows, route);
+            let pts: Vec<(f64, f64)> = mine
+                .iter()
+                .filter_map(|x| Some((f64::from(x.slow_readers), x.p95_ms?)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(plot_err)?;
+            for x in mine {
+                // A level without a p95 (every call failed) sits at the top.
+                let at = (f64::from(x.slow_readers), x.p95_ms.unwrap_or(hi));
+                match x.verdict.known() {
+                    Some(LevelVerdict::Held) => chart.draw_series([Circle::new(at, 4, c.filled())]),
+                    Some(LevelVerdict::Denied) => {
+                        chart.draw_series([Cross::new(at, 5, c.stroke_width(2))])
+                    }
+                    _ => chart.draw_series([Circle::new(at, 4, c.stroke_width(2))]),
+                }
+                .map_err(plot_err)?;
+            }
+        }
+        Ok(())
+    })?;
+    let mut csv = Csv::new(&[
+        "route",
+        "slow_readers",
+        "p95_ms",
+        "baseline_p95_ms",
+        "errors",
+        "verdict",
+    ]);
+    for x in rows {
+        csv.row(&[
+            x.route.to_string(),
+            x.slow_readers.to_string(),
+            cell(x.p95_ms, 3),
+            cell(x.baseline_p95_ms, 3),
+            x.errors.to_string(),
+            x.verdict.to_string(),
+        ]);
+    }
+    s.push(Block::Figure(Figure {
+        file: "report-check.svg".into(),
+        svg: chart_svg,
+        alt: "p95 of the fast path against the number of slow readers, one line per route".into(),
+        caption: text(
+            "Unit: the level (one short load). Point: the p95 (nearest rank) of the level's fast calls; filled: \
+             held, ring: degraded, cross: denied (a level where every call failed sits at the top). Log axis: \
+             each gridline is ten times the one below.",
+        ),
+        data_csv: csv.finish(),
+    }));
+    Ok(())
+}
+
+fn table(rows: &[CheckRow], s: &mut Section) {
+    let body = routes(rows)
+        .iter()
+        .map(|route| {
+            let mine = sorted(rows, route);
+            let denied = mine
+                .iter()
+                .filter(|x| x.verdict == LevelVerdict::Denied)
+                .map(|x| x.slow_readers)
+                .min();
+            let held = mine
+                .iter()
+                .filter(|x| x.verdict == LevelVerdict::Held)
+                .map(|x| x.slow_readers)
+                .max();
+            let levels: Vec<String> = mine
+                .iter()
+                .map(|x| format!("{}: {}", x.slow_readers, x.verdict))
+                .collect();
+            vec![
+                route.to_string(),
+                denied.map_or("never".into(), |d| format!("{d} slow readers")),
+                held.map_or("–".into(), |h| h.to_string()),
+                cell(mine.first().and_then(|x| x.baseline_p95_ms), 3),
+                levels.join(", "),
+            ]
+        })
+        .collect();
+    s.push(Block::Table(Table {
+        header: [
+            "route",
+            "denied from",
+            "held up to",
+            "baseline p95 (ms)",
+            "levels",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: body,
+        numeric: vec![2, 3],
+    }));
+}
