@@ -392,3 +392,35 @@ fn a_running_target_is_checked_and_left_running() {
     assert_eq!(support::get(addr.parse().unwrap(), "/fast").status, 200);
     drop(server);
 }
+
+#[test]
+fn a_lab_server_by_name_is_checked_as_reproduce_starts_it() {
+    if !support::state_dir().join("venv/bin/gunicorn").exists() {
+        eprintln!("skipped: no Gunicorn in {}", support::state_dir().display());
+        return;
+    }
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--server",
+        "gunicorn-sync2",
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "2",
+        "--json",
+    ];
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let v = json(&o);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], 2, "{d}");
+    assert_eq!(v["server"], "gunicorn-sync2", "{v}");
+    let left = support::processes_mentioning(&dir.path().to_string_lossy());
+    assert!(left.is_empty(), "left running: {left:?}");
+    // A name that is not a lab server is bad input.
+    let o = check(&["--server", "nope", "--large-path", "/large"], dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("unknown server `nope`"), "{}", o.stderr);
+}

@@ -47,10 +47,15 @@ pub struct CheckArgs {
     /// (loopback only unless --allow-remote).
     #[arg(
         long,
-        conflicts_with = "server_cmd",
-        required_unless_present = "server_cmd"
+        conflicts_with_all = ["server_cmd", "server"],
+        required_unless_present_any = ["server_cmd", "server"]
     )]
     pub target: Option<String>,
+    /// One of the lab's own servers instead of yours (gunicorn-sync2,
+    /// uvicorn, rust-sync2, ...; as `reproduce --only` names them), started
+    /// as `reproduce` starts it; its large path is /large.
+    #[arg(long, conflicts_with = "server_cmd")]
+    pub server: Option<crate::stack::Server>,
     /// Shell command that starts your server; slowlab fills in {port} (a
     /// free loopback port) and {host} (127.0.0.1), and stops its whole
     /// process group afterwards.
@@ -191,6 +196,11 @@ fn caps_arg(s: &str) -> Result<CapPlan, String> {
 
 /// The app under check.
 fn app_of(args: &CheckArgs) -> Result<(App, String, loadgen::target::Target)> {
+    if let Some(server) = args.server {
+        let t = loadgen::target::Target::resolve("http://127.0.0.1:1", false)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        return Ok((App::Server(server), server.to_string(), t));
+    }
     match (&args.target, &args.server_cmd) {
         (Some(url), None) => {
             let t = loadgen::target::Target::resolve(url, args.allow_remote)
@@ -210,7 +220,9 @@ fn app_of(args: &CheckArgs) -> Result<(App, String, loadgen::target::Target)> {
                 .map_err(|e| anyhow::anyhow!("{e}"))?;
             Ok((App::Command(cmd), line.clone(), t))
         }
-        _ => bail!(BadInput::new("give either --target or --server-cmd")),
+        _ => bail!(BadInput::new(
+            "give one of --target, --server-cmd or --server"
+        )),
     }
 }
 
@@ -260,9 +272,13 @@ pub fn run(args: CheckArgs) -> Result<()> {
         PathBuf::from("results").join(format!("{stamp}-check"))
     });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let tools = match args.through.and_then(Route::proxy) {
-        Some((crate::stack::ProxyKind::Nginx, _)) => prepare::prepare(&prepare::state_dir()),
-        _ => Tools {
+    let nginx = matches!(
+        args.through.and_then(Route::proxy),
+        Some((crate::stack::ProxyKind::Nginx, _))
+    );
+    let tools = match args.server.is_some() || nginx {
+        true => prepare::prepare(&prepare::state_dir()),
+        false => Tools {
             gunicorn: Err("not used by check".into()),
             nginx: Err("not used by check".into()),
             python: Default::default(),
@@ -300,7 +316,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let launcher = Launcher {
         exe: std::env::current_exe().context("locating the slowlab binary")?,
         tools: &tools,
-        app_dir: scratch.path().join("app"),
+        app_dir: Launcher::write_app(&scratch.path().join("app"))?,
     };
     let lab = Lab {
         launcher: &launcher,

@@ -50,7 +50,15 @@ const IDENT_COLUMNS: [&str; 5] = ["run_id", "server", "route", "slow_clients", "
 fn every_per_run_file_starts_with_the_identity() {
     assert_eq!(columns::<Ident>(), IDENT_COLUMNS);
     for (file, cols) in schema() {
-        if ![CONDITIONS_CSV, CROSSCHECK_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV].contains(&file) {
+        if ![
+            CONDITIONS_CSV,
+            CROSSCHECK_CSV,
+            SWEEP_CSV,
+            SWEEP_SUMMARY_CSV,
+            CHECK_CSV,
+        ]
+        .contains(&file)
+        {
             assert_eq!(cols[..5], IDENT_COLUMNS, "{file}");
         }
     }
