@@ -271,18 +271,7 @@ mod tests {
 
     #[test]
     fn names_match_display_and_serde() {
-        for kind in [
-            ErrorKind::Timeout,
-            ErrorKind::ConnectRefused,
-            ErrorKind::ConnectFailed,
-            ErrorKind::Reset,
-            ErrorKind::ShortBody,
-            ErrorKind::BadStatus,
-            ErrorKind::Malformed,
-            ErrorKind::VerifyFailed,
-            ErrorKind::Io,
-            ErrorKind::FdExhausted,
-        ] {
+        for kind in ErrorKind::ALL {
             assert_eq!(kind.to_string(), kind.as_str());
             let json = serde_json::to_string(&kind).expect("serializes");
             assert_eq!(json, format!("\"{}\"", kind.as_str()));
