@@ -134,26 +134,6 @@ impl ResultSet {
         self.runs.iter().find(|r| r.run_id == run_id)
     }
 
-    /// Rewrites the identity of every per-run row (`runs.csv` and the
-    /// files after it), e.g. to renumber runs when directories are merged.
-    pub fn restamp(&mut self, new: impl Fn(&Ident) -> Ident) {
-        fn each<T: PerRun>(rows: &mut [T], new: &impl Fn(&Ident) -> Ident) {
-            for r in rows {
-                let id = new(&r.ident());
-                r.stamp(&id);
-            }
-        }
-        each(&mut self.runs, &new);
-        each(&mut self.requests, &new);
-        each(&mut self.large, &new);
-        each(&mut self.progress, &new);
-        each(&mut self.resources, &new);
-        each(&mut self.sockets, &new);
-        each(&mut self.app_sends, &new);
-        each(&mut self.proxy_responses, &new);
-        each(&mut self.gauge, &new);
-    }
-
     /// The per-run rows of `sets` as one set (for `slowlab merge`): each
     /// row's run is placed by `place(input, identity)`, which gives the
     /// run's rank and its new identity, or `None` to leave the row out.

@@ -220,11 +220,14 @@ fn a_directory_reads_back_what_was_appended() {
         "{line}"
     );
     assert!(line.contains(",2934.125,"), "{line}");
-    let mut back = read_dir(dir.path());
-    back.restamp(|id| Ident {
-        run_id: format!("1{}", id.run_id),
-        ..id.clone()
+    let (back, left_out) = ResultSet::concat(&[read_dir(dir.path())], |_, id| {
+        let ident = Ident {
+            run_id: format!("1{}", id.run_id),
+            ..id.clone()
+        };
+        Some((0, ident))
     });
+    assert_eq!(left_out, 0);
     assert_eq!(back.gauge[0].run_id, "1007");
     assert_eq!(back.runs[1].run_id, "1007");
     let back = read_dir(dir.path());
