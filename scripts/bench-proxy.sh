@@ -87,7 +87,7 @@ start_nginx() {
             proxy_max_temp_file_size 32m;
             proxy_temp_file_write_size 64k;
         }"
-    taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
+    env -u NGINX taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
     PID=$!
     pids+=("$PID")
     ADDR=127.0.0.1:$port

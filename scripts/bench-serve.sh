@@ -164,7 +164,7 @@ start_nginx() {
             default_type application/json;
             return 200 '{\"ok\": true}';
         }"
-    "${SERVER_CPU[@]}" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$TMP/nginx.out" 2>"$TMP/err" &
+    env -u NGINX "${SERVER_CPU[@]}" "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >"$TMP/nginx.out" 2>"$TMP/err" &
     NGINX_PID=$!
     NGINX_ADDR=127.0.0.1:$port
     wait_http "$NGINX_ADDR"

@@ -85,19 +85,15 @@ pub fn spawn(config: ProxyConfig) -> anyhow::Result<ProxyHandle> {
         .as_deref()
         .map(GaugeLog::open)
         .transpose()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.threads)
-        .thread_name("slowlab-proxy")
-        .enable_all()
-        .build()
-        .context("starting the proxy runtime")?;
+    let runtime = runtime(config.threads).context("starting the proxy runtime")?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let config = Arc::new(config);
     let thread = std::thread::Builder::new()
         .name("slowlab-proxy-main".into())
         .spawn(move || {
-            // The accept loop runs on a worker, so `--threads 1` means one
-            // thread doing all the proxy work, as one NGINX worker does.
+            // The accept loop runs on a worker (with one thread, on this
+            // thread itself), so `--threads 1` means one thread doing all the
+            // proxy work, as one NGINX worker does.
             let serve = runtime.spawn(serve(listener, config, stats, gauge_log, stop_rx));
             if let Err(e) = runtime.block_on(serve) {
                 tracing::error!(cause = %e, "proxy accept loop failed");
@@ -110,6 +106,22 @@ pub fn spawn(config: ProxyConfig) -> anyhow::Result<ProxyHandle> {
         stop: Some(stop_tx),
         thread: Some(thread),
     })
+}
+
+/// The proxy's runtime. One thread is tokio's current-thread scheduler,
+/// driven by the proxy's own thread: the multi-thread scheduler would add a
+/// worker thread beside it and, on every spawn and wake-up, the run-queue
+/// atomics and idle-worker checks of work stealing, which one worker has no
+/// use for (the `async` server model makes the same choice).
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(threads).thread_name("slowlab-proxy");
+        b
+    };
+    builder.enable_all().build()
 }
 
 async fn serve(
