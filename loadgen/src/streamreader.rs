@@ -205,7 +205,7 @@ fn readable(stream: &TcpStream, wait: Duration) -> io::Result<bool> {
     };
     let ts = libc::timespec {
         tv_sec: libc::time_t::try_from(wait.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::try_from(wait.subsec_nanos()).unwrap_or(0),
+        tv_nsec: libc::c_long::from(wait.subsec_nanos()),
     };
     loop {
         // SAFETY: one valid pollfd, a valid timespec, no signal mask.

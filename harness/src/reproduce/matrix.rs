@@ -368,11 +368,38 @@ mod tests {
     }
 
     #[test]
+    fn seed_and_replica_read_as_the_original_and_the_others_strictly() {
+        for preset in [
+            Preset::Seed,
+            Preset::Replica,
+            Preset::Cross,
+            Preset::Quick,
+            Preset::Servers,
+        ] {
+            let want = match preset {
+                Preset::Seed | Preset::Replica => ReaderModel::Streamreader,
+                _ => ReaderModel::Strict,
+            };
+            assert_eq!(preset.profile().reader, want, "{}", preset.name());
+            let json = serde_json::to_value(preset.profile()).unwrap();
+            assert_eq!(
+                json["reader"],
+                want.as_str(),
+                "environment.json's plan says it"
+            );
+        }
+    }
+
+    #[test]
     fn servers_is_every_server_direct_at_0_2_and_8_slow_three_times() {
         let runs = plan(&[Preset::Servers], None, None);
         assert_eq!(runs.len(), Server::ALL.len() * 3 * 3);
         assert!(runs.iter().all(|r| r.condition.route == Route::Direct));
-        assert!(runs.iter().all(|r| r.profile == LoadProfile::experiment()));
+        let strict = LoadProfile {
+            reader: ReaderModel::Strict,
+            ..LoadProfile::experiment()
+        };
+        assert!(runs.iter().all(|r| r.profile == strict));
         for s in Server::ALL {
             let slows: Vec<u32> = runs
                 .iter()
