@@ -322,6 +322,7 @@ mod tests {
                 rcvbuf: Size(8191),
                 read_chunk: Size(16 << 10),
                 large_path: "/big".into(),
+                reader: crate::config::ReaderModel::Streamreader,
             },
             fast_rate: 7.25,
             fast_duration: Duration::from_millis(3250),

@@ -28,6 +28,46 @@ pub enum VerifyMode {
     Length,
 }
 
+/// How a slow reader takes the bytes off its socket (`--reader`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ReaderModel {
+    /// One `recv` of at most `--read-chunk` when the pacing deadline comes:
+    /// between reads the bytes wait in the kernel's receive queue.
+    #[default]
+    Strict,
+    /// asyncio's `StreamReader` (limit `--read-chunk`) as the original's
+    /// client used it: the transport drains the socket into a user-space
+    /// buffer whenever reading is not paused, the application takes up to
+    /// `--read-chunk` from it at the paced rate (see `streamreader`).
+    Streamreader,
+}
+
+impl ReaderModel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReaderModel::Strict => "strict",
+            ReaderModel::Streamreader => "streamreader",
+        }
+    }
+}
+
+impl std::fmt::Display for ReaderModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The highest `--fast-rate`: the scheduler thread creates a socket and
 /// starts a connect per request, some 20-50 us each; ten thousand a second
 /// is already most of one core.
@@ -57,6 +97,7 @@ pub struct LoadConfig {
     pub slow_rate: u64,
     pub rcvbuf: usize,
     pub read_chunk: usize,
+    pub reader: ReaderModel,
     /// Full request path of the slow readers (base path included).
     pub large_path: String,
     pub fast_rate: f64,
@@ -119,6 +160,7 @@ impl LoadConfig {
             slow_rate: reader.slow_rate.bytes(),
             rcvbuf,
             read_chunk: reader.read_chunk.as_usize(),
+            reader: reader.reader,
             fast_rate: args.fast_rate,
             fast_duration: args.fast_duration,
             fast_start: args.fast_start,
@@ -174,6 +216,12 @@ pub struct SlowReaderArgs {
     /// Path the slow readers download.
     #[arg(long, default_value = "/large")]
     pub large_path: String,
+    /// How a slow reader reads: strict = one recv of at most --read-chunk
+    /// at each pacing deadline; streamreader = asyncio's StreamReader with
+    /// limit --read-chunk (the socket drained into a user-space buffer
+    /// while it holds at most 2 x --read-chunk, the application paced).
+    #[arg(long, value_enum, default_value = "strict")]
+    pub reader: ReaderModel,
 }
 
 impl SlowReaderArgs {
@@ -201,6 +249,7 @@ impl SlowReaderArgs {
             rcvbuf,
             read_chunk,
             large_path,
+            reader,
         } = self;
         vec![
             "--slow-rate".into(),
@@ -211,6 +260,8 @@ impl SlowReaderArgs {
             read_chunk.to_string().into(),
             "--large-path".into(),
             large_path.into(),
+            "--reader".into(),
+            reader.as_str().into(),
         ]
     }
 }
@@ -291,6 +342,16 @@ mod tests {
             fast_offsets(Duration::ZERO, 72.0, Duration::from_secs(1)).len(),
             72
         );
+    }
+
+    #[test]
+    fn reader_names_are_the_flag_values() {
+        use clap::ValueEnum;
+        for m in ReaderModel::value_variants() {
+            let v = m.to_possible_value().expect("named");
+            assert_eq!(v.get_name(), m.as_str());
+            assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
+        }
     }
 
     #[test]

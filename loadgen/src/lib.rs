@@ -13,6 +13,8 @@
 //! - [`latency`]: kernel settings that make a thread wake on time.
 //! - [`fast`]: one `/fast` request after its connect has started.
 //! - [`slow`]: one slow reader thread: `SO_RCVBUF`, paced blocking reads.
+//! - [`streamreader`]: the `--reader streamreader` model: asyncio's
+//!   `StreamReader` and its transport over the reader's socket.
 //! - [`sweep`]: `slowlab sweep-load`, the load generator of a rate sweep.
 //! - [`verify`]: checking the `/large` body against the pattern or length.
 //! - [`pacing`]: absolute-deadline pacing arithmetic.
@@ -39,6 +41,7 @@ pub mod response;
 pub mod runner;
 pub mod schedule;
 pub mod slow;
+pub mod streamreader;
 pub mod summary;
 pub mod sweep;
 pub mod sys;
@@ -46,7 +49,7 @@ pub mod target;
 pub mod verify;
 
 pub use cli::{LoadArgs, run};
-pub use config::{LoadConfig, VerifyMode};
+pub use config::{LoadConfig, ReaderModel, VerifyMode};
 pub use error::{ErrorKind, Failure};
 pub use record::{FastRecord, LargeRecord, ProgressRow, Verified};
 pub use runner::{Report, run_load};

@@ -46,10 +46,19 @@ pub const LARGE_COLUMNS: &[&str] = &[
     "rcvbuf_granted_bytes",
     "verified",
     "error",
+    "reader",
 ];
 
 /// Columns of `slow-progress.csv` after the labels.
-pub const PROGRESS_COLUMNS: &[&str] = &["t_s", "client", "received_bytes", "consumed_bytes"];
+pub const PROGRESS_COLUMNS: &[&str] = &[
+    "t_s",
+    "client",
+    "received_bytes",
+    "consumed_bytes",
+    "socket_queue_bytes",
+    "user_buffer_bytes",
+    "reading_paused",
+];
 
 /// Whether a label key would repeat a column name.
 pub fn is_column_name(key: &str) -> bool {
@@ -178,6 +187,7 @@ pub fn large_row(r: &LargeRecord) -> Vec<String> {
         cell(r.rcvbuf_granted_bytes, |v| v.to_string()),
         r.verified.as_str().to_string(),
         cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
+        r.reader.as_str().to_string(),
     ]
 }
 
@@ -187,6 +197,9 @@ pub fn progress_row(r: &ProgressRow) -> Vec<String> {
         r.client.to_string(),
         r.received_bytes.to_string(),
         r.consumed_bytes.to_string(),
+        cell(r.socket_queue_bytes, |v| v.to_string()),
+        cell(r.user_buffer_bytes, |v| v.to_string()),
+        cell(r.reading_paused, |v| v.to_string()),
     ]
 }
 

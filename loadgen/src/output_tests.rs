@@ -51,12 +51,16 @@ fn report() -> Report {
             rcvbuf_granted_bytes: Some(16384),
             verified: Verified::Pattern,
             error: None,
+            reader: crate::config::ReaderModel::Streamreader,
         }],
         progress: vec![ProgressRow {
             t_s: 0.1,
             client: 0,
             received_bytes: 200_000,
             consumed_bytes: 180_000,
+            socket_queue_bytes: Some(0),
+            user_buffer_bytes: Some(20_000),
+            reading_paused: Some(false),
         }],
         cpu: CpuTime::default(),
         host: HostInfo::default(),
@@ -83,11 +87,11 @@ fn csv_headers_are_pinned() {
     );
     assert_eq!(
         lines(&dir.path().join("large-responses.csv"))[0],
-        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error"
+        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error,reader"
     );
     assert_eq!(
         lines(&dir.path().join("slow-progress.csv"))[0],
-        "server,route,t_s,client,received_bytes,consumed_bytes"
+        "server,route,t_s,client,received_bytes,consumed_bytes,socket_queue_bytes,user_buffer_bytes,reading_paused"
     );
 }
 
@@ -108,10 +112,13 @@ fn rows_use_empty_cells_for_missing_values() {
     let large = lines(&dir.path().join("large-responses.csv"));
     assert_eq!(
         large[1],
-        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,"
+        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,,streamreader"
     );
     let progress = lines(&dir.path().join("slow-progress.csv"));
-    assert_eq!(progress[1], "rust-sync2,direct,0.100000,0,200000,180000");
+    assert_eq!(
+        progress[1],
+        "rust-sync2,direct,0.100000,0,200000,180000,0,20000,false"
+    );
     let summary: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(dir.path().join("summary.json")).expect("json"))
             .expect("parses");

@@ -1,6 +1,7 @@
 //! One row per request, per download and per progress sample: what the CSV
 //! files hold. Times are relative to t0 (when the slow readers start).
 
+use crate::config::ReaderModel;
 use crate::error::Failure;
 
 /// One `/fast` request (a row of `requests.csv`).
@@ -75,6 +76,8 @@ pub struct LargeRecord {
     pub rcvbuf_granted_bytes: Option<usize>,
     pub verified: Verified,
     pub error: Option<Failure>,
+    /// The reader model that read it.
+    pub reader: ReaderModel,
 }
 
 /// One sample of a slow reader's progress (a row of `slow-progress.csv`).
@@ -86,4 +89,11 @@ pub struct ProgressRow {
     pub received_bytes: u64,
     /// Body bytes whose paced consumption is complete.
     pub consumed_bytes: u64,
+    /// The kernel's receive queue of the reader's socket (`FIONREAD`);
+    /// `None` while it holds no connected socket.
+    pub socket_queue_bytes: Option<u64>,
+    /// `streamreader` only: bytes in the user-space buffer.
+    pub user_buffer_bytes: Option<u64>,
+    /// `streamreader` only: whether the transport's reading was paused.
+    pub reading_paused: Option<bool>,
 }

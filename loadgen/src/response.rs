@@ -378,7 +378,7 @@ pub async fn read_async(
     }
 }
 
-fn read_failure(e: &io::Error) -> Failure {
+pub(crate) fn read_failure(e: &io::Error) -> Failure {
     Failure::new(ErrorKind::of_io(e, Phase::Transfer), format!("read: {e}"))
 }
 

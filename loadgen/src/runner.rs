@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use tokio::time::MissedTickBehavior;
 
-use crate::config::LoadConfig;
+use crate::config::{LoadConfig, ReaderModel};
 use crate::fast::FastContext;
 use crate::latency::Tuning;
 use crate::net;
@@ -70,6 +70,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         rcvbuf: config.rcvbuf,
         timeout: config.timeout,
         verify: config.verify,
+        reader: config.reader,
     });
     let readers = (0..config.slow)
         .map(|i| SlowReader::spawn(i, slow_ctx.clone(), config.read_chunk))
@@ -87,7 +88,8 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
                 r.start(t0);
             }
             scheduler.start(t0);
-            let sampler = (!gauges.is_empty()).then(|| tokio::spawn(sample(t0, gauges)));
+            let sampler =
+                (!gauges.is_empty()).then(|| tokio::spawn(sample(t0, gauges, config.reader)));
             let (tuning, fast) = scheduler.records().await?;
             let mut large = Vec::with_capacity(readers.len());
             for r in readers {
@@ -117,7 +119,8 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
 
 /// Samples every reader every [`PROGRESS_INTERVAL`] until all are done; the
 /// last sample holds their final counts.
-async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>) -> Vec<ProgressRow> {
+async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>, reader: ReaderModel) -> Vec<ProgressRow> {
+    let buffered = reader == ReaderModel::Streamreader;
     let mut tick = tokio::time::interval_at(tokio::time::Instant::from_std(t0), PROGRESS_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut rows = Vec::new();
@@ -132,6 +135,9 @@ async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>) -> Vec<ProgressRow> {
                 client,
                 received_bytes: g.received.load(Ordering::Relaxed),
                 consumed_bytes: g.consumed.load(Ordering::Relaxed),
+                socket_queue_bytes: g.socket_queue(),
+                user_buffer_bytes: buffered.then(|| g.buffered.load(Ordering::Relaxed) as u64),
+                reading_paused: buffered.then(|| g.paused.load(Ordering::Relaxed)),
             });
         }
         if all_done {

@@ -9,12 +9,19 @@
 //! Low CPU matters under a 0.2-core quota: a throttled process stalls the
 //! `/fast` schedule too. The thread also sleeps with nanosecond resolution,
 //! so pacing and `receive_s` are not rounded to tokio's millisecond.
+//!
+//! How the bytes leave the socket is the reader model (`--reader`): `strict`
+//! reads here, one `recv` per pacing deadline; `streamreader` hands the
+//! connected socket to [`crate::streamreader`]. Connect, request, timeouts
+//! and the record are the same for both.
 
 use std::io::{self, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -22,7 +29,7 @@ use anyhow::Context;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::oneshot;
 
-use crate::config::VerifyMode;
+use crate::config::{ReaderModel, VerifyMode};
 use crate::error::{ErrorKind, Failure};
 use crate::fast::{ms, secs};
 use crate::latency;
@@ -43,6 +50,7 @@ pub struct SlowContext {
     /// The longest wait for the connect or any single read or write.
     pub timeout: Duration,
     pub verify: VerifyMode,
+    pub reader: ReaderModel,
 }
 
 /// Live counters for the progress sampler.
@@ -50,7 +58,53 @@ pub struct SlowContext {
 pub struct Gauge {
     pub received: AtomicU64,
     pub consumed: AtomicU64,
+    /// `streamreader`: bytes in the user-space buffer.
+    pub buffered: AtomicUsize,
+    /// `streamreader`: the transport's reading is paused.
+    pub paused: AtomicBool,
     pub done: AtomicBool,
+    /// The connected socket while the download holds it, so that the
+    /// sampler can ask the kernel for its receive queue. The download
+    /// clears it under the lock before it closes the socket, so the sampler
+    /// never asks about a descriptor that was closed (or reused).
+    socket: Mutex<Option<RawFd>>,
+}
+
+impl Gauge {
+    fn socket(&self) -> MutexGuard<'_, Option<RawFd>> {
+        // A panic elsewhere cannot leave an `Option<RawFd>` inconsistent.
+        self.socket.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes in the socket's kernel receive queue now (`SIOCINQ`, the same
+    /// request as `FIONREAD`): received, not yet read by the process. `None`
+    /// while no socket is connected.
+    pub fn socket_queue(&self) -> Option<u64> {
+        let socket = self.socket();
+        let fd = (*socket)?;
+        let mut queued: libc::c_int = 0;
+        // SAFETY: the descriptor stays open while the lock is held (see
+        // `socket`), and FIONREAD writes one int to the pointer given.
+        let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) };
+        (rc == 0).then(|| u64::try_from(queued).unwrap_or(0))
+    }
+}
+
+/// Lets the sampler see a socket until it is dropped, which must happen
+/// before the socket closes (declare it after the socket).
+struct Watched<'a>(&'a Gauge);
+
+impl<'a> Watched<'a> {
+    fn new(gauge: &'a Gauge, fd: RawFd) -> Self {
+        *gauge.socket() = Some(fd);
+        Watched(gauge)
+    }
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        *self.0.socket() = None;
+    }
 }
 
 /// Marks the gauge done however the download ends, even by a panic, so the
@@ -166,6 +220,7 @@ fn download(
             (None, false, _) => Verified::Length,
         },
         error,
+        reader: ctx.reader,
     }
 }
 
@@ -195,18 +250,32 @@ fn transfer(
         .and_then(|()| socket.set_write_timeout(Some(ctx.timeout)))
         .map_err(|e| io_failure("SO_RCVTIMEO", &e))?;
     let mut stream = TcpStream::from(socket);
+    let _watched = Watched::new(gauge, stream.as_raw_fd());
     stream
         .write_all(&ctx.request)
         .map_err(|e| Failure::transfer("write", &e))
         .map_err(stalled(ctx, "write"))?;
-    // Each read is followed by a sleep to the paced deadline of every byte
-    // read so far; at EOF everything read has been consumed at that rate.
-    response::read_blocking(&mut stream, buf, &mut p.reader, sink, |reader| {
-        let bytes = reader.body_bytes();
-        gauge.received.store(bytes, Ordering::Relaxed);
-        latency::sleep_until(start + pacing::due(bytes, ctx.rate));
-        gauge.consumed.store(bytes, Ordering::Relaxed);
-    })
+    match ctx.reader {
+        // Each read is followed by a sleep to the paced deadline of every
+        // byte read so far; at EOF everything read has been consumed at
+        // that rate.
+        ReaderModel::Strict => {
+            response::read_blocking(&mut stream, buf, &mut p.reader, sink, |reader| {
+                let bytes = reader.body_bytes();
+                gauge.received.store(bytes, Ordering::Relaxed);
+                latency::sleep_until(start + pacing::due(bytes, ctx.rate));
+                gauge.consumed.store(bytes, Ordering::Relaxed);
+            })
+        }
+        ReaderModel::Streamreader => {
+            let pace = crate::streamreader::Pace {
+                start,
+                rate: ctx.rate,
+                timeout: ctx.timeout,
+            };
+            crate::streamreader::read(&stream, buf.len(), pace, &mut p.reader, sink, gauge)
+        }
+    }
     .map_err(stalled(ctx, "read"))?;
     p.consumed_all = Some(Instant::now());
     Ok(())

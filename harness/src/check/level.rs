@@ -21,6 +21,8 @@ pub struct Plan {
     pub fast_path: String,
     pub slow_rate: u64,
     pub rcvbuf: u64,
+    /// `--reader`.
+    pub reader: loadgen::ReaderModel,
     pub fast_rate: f64,
     pub level_duration: Duration,
     /// A fast request (or a slow reader making no progress) gives up
@@ -55,6 +57,7 @@ impl Plan {
                 rcvbuf: Size(self.rcvbuf),
                 read_chunk: Size(16 << 10),
                 large_path: self.large_path.clone(),
+                reader: self.reader,
             },
             fast_rate: self.fast_rate,
             fast_duration,

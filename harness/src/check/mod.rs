@@ -79,6 +79,11 @@ pub struct CheckArgs {
     /// SO_RCVBUF requested by each slow reader (1 byte to 64MiB).
     #[arg(long, default_value = "8KiB", value_parser = rcvbuf_arg)]
     pub rcvbuf: Size,
+    /// How each slow reader reads: strict (one recv at each pacing
+    /// deadline) or streamreader (asyncio's StreamReader, limit 16KiB), as
+    /// `slowlab load --reader`.
+    #[arg(long, value_enum, default_value = "strict")]
+    pub reader: loadgen::ReaderModel,
     /// Fast requests per second (0.5 to 1000).
     #[arg(long, default_value_t = 8.0, value_parser = fast_rate_arg)]
     pub fast_rate: f64,
@@ -305,6 +310,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "max_slow": args.max_slow,
             "slow_rate_bytes": args.slow_rate.bytes(),
             "rcvbuf_bytes": args.rcvbuf.bytes(),
+            "reader": args.reader,
             "fast_rate": args.fast_rate,
             "level_duration_s": args.level_duration.as_secs_f64(),
             "timeout_s": timeout.as_secs_f64(),
@@ -328,6 +334,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         fast_path: target.path(&args.fast_path),
         slow_rate: args.slow_rate.bytes(),
         rcvbuf: args.rcvbuf.bytes(),
+        reader: args.reader,
         fast_rate: args.fast_rate,
         level_duration: args.level_duration,
         timeout,

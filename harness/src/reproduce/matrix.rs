@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use loadgen::ReaderModel;
+
 use crate::stack::launch::Body;
 use crate::stack::{Route, Server};
 
@@ -41,11 +43,19 @@ impl Preset {
         }
     }
 
-    /// The load of every run of this preset.
+    /// The load of every run of this preset. `seed` and `replica` read
+    /// as the original's client did (`streamreader`, limit 16 KiB); the
+    /// others keep the `strict` reader their committed examples were
+    /// measured with (at this host's default `tcp_wmem` both readers give
+    /// the same figures; see README, "The reader models").
     pub fn profile(self) -> LoadProfile {
         match self {
+            Preset::Seed | Preset::Replica => LoadProfile::experiment(),
             Preset::Quick => LoadProfile::quick(),
-            _ => LoadProfile::experiment(),
+            Preset::Cross | Preset::Servers => LoadProfile {
+                reader: ReaderModel::Strict,
+                ..LoadProfile::experiment()
+            },
         }
     }
 
@@ -131,6 +141,8 @@ pub struct LoadProfile {
     pub slow_rate: u64,
     pub rcvbuf: u64,
     pub read_chunk: u64,
+    /// How the slow readers read (`slowlab load --reader`).
+    pub reader: ReaderModel,
     pub fast_rate: f64,
     #[serde(with = "secs")]
     pub fast_duration: Duration,
@@ -149,7 +161,7 @@ mod secs {
 }
 
 impl LoadProfile {
-    /// The original's values.
+    /// The original's values, its reader included.
     pub fn experiment() -> Self {
         LoadProfile {
             body: Body {
@@ -159,6 +171,7 @@ impl LoadProfile {
             slow_rate: 2 << 20,
             rcvbuf: 8 << 10,
             read_chunk: 16 << 10,
+            reader: ReaderModel::Streamreader,
             fast_rate: 8.0,
             fast_duration: Duration::from_secs(9),
             fast_start: Duration::from_millis(250),
@@ -173,6 +186,7 @@ impl LoadProfile {
     pub fn quick() -> Self {
         LoadProfile {
             slow_rate: 4 << 20,
+            reader: ReaderModel::Strict,
             fast_duration: Duration::from_secs(3),
             ..Self::experiment()
         }
@@ -354,11 +368,38 @@ mod tests {
     }
 
     #[test]
+    fn seed_and_replica_read_as_the_original_and_the_others_strictly() {
+        for preset in [
+            Preset::Seed,
+            Preset::Replica,
+            Preset::Cross,
+            Preset::Quick,
+            Preset::Servers,
+        ] {
+            let want = match preset {
+                Preset::Seed | Preset::Replica => ReaderModel::Streamreader,
+                _ => ReaderModel::Strict,
+            };
+            assert_eq!(preset.profile().reader, want, "{}", preset.name());
+            let json = serde_json::to_value(preset.profile()).unwrap();
+            assert_eq!(
+                json["reader"],
+                want.as_str(),
+                "environment.json's plan says it"
+            );
+        }
+    }
+
+    #[test]
     fn servers_is_every_server_direct_at_0_2_and_8_slow_three_times() {
         let runs = plan(&[Preset::Servers], None, None);
         assert_eq!(runs.len(), Server::ALL.len() * 3 * 3);
         assert!(runs.iter().all(|r| r.condition.route == Route::Direct));
-        assert!(runs.iter().all(|r| r.profile == LoadProfile::experiment()));
+        let strict = LoadProfile {
+            reader: ReaderModel::Strict,
+            ..LoadProfile::experiment()
+        };
+        assert!(runs.iter().all(|r| r.profile == strict));
         for s in Server::ALL {
             let slows: Vec<u32> = runs
                 .iter()

@@ -168,6 +168,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
             rcvbuf: Size(p.rcvbuf),
             read_chunk: Size(p.read_chunk),
             large_path: "/large".into(),
+            reader: p.reader,
         },
         fast_rate: p.fast_rate,
         fast_duration: p.fast_duration,

@@ -79,6 +79,10 @@ pub struct LargeRow {
     pub verified: Option<String>,
     #[serde(default)]
     pub error: Option<String>,
+    /// The reader model (`strict`, `streamreader`); empty in files written
+    /// before there was a choice, which were all `strict`.
+    #[serde(default)]
+    pub reader: Option<String>,
     #[serde(default, serialize_with = "cell::d6")]
     pub app_send_s: Option<f64>,
     #[serde(default)]
@@ -113,4 +117,14 @@ pub struct ProgressRow {
     pub client: u32,
     pub received_bytes: u64,
     pub consumed_bytes: u64,
+    /// The kernel's receive queue of the reader's socket; empty while it
+    /// held none (and in files written before this column).
+    #[serde(default)]
+    pub socket_queue_bytes: Option<u64>,
+    /// `streamreader` only: bytes in its user-space buffer.
+    #[serde(default)]
+    pub user_buffer_bytes: Option<u64>,
+    /// `streamreader` only: its transport's reading was paused.
+    #[serde(default)]
+    pub reading_paused: Option<bool>,
 }

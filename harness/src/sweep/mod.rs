@@ -313,6 +313,7 @@ fn load_args(
             rcvbuf: Size(profile.rcvbuf),
             read_chunk: Size(profile.read_chunk),
             large_path: "/large".into(),
+            reader: profile.reader,
         },
         out: dir.join("load"),
         stop_when_saturated: !args.keep_going,

@@ -161,6 +161,7 @@ pub struct SweepConfig {
     pub slow_rate: u64,
     pub rcvbuf: usize,
     pub read_chunk: usize,
+    pub reader: crate::config::ReaderModel,
     pub out: PathBuf,
     pub stop_when_saturated: bool,
     /// Full request paths (base path of the URL included).
@@ -202,6 +203,7 @@ impl SweepConfig {
             slow_rate: reader.slow_rate.bytes(),
             rcvbuf,
             read_chunk: reader.read_chunk.as_usize(),
+            reader: reader.reader,
             out: args.out.clone(),
             stop_when_saturated: args.stop_when_saturated,
         })
@@ -328,6 +330,7 @@ mod tests {
                 rcvbuf: common::units::Size(8191),
                 read_chunk: common::units::Size(16 << 10),
                 large_path: "/big".into(),
+                reader: crate::config::ReaderModel::Streamreader,
             },
             out: PathBuf::from("/tmp/sweep dir/load"),
             stop_when_saturated: true,

@@ -175,6 +175,7 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
             rcvbuf: config.rcvbuf,
             timeout: config.timeout,
             verify: VerifyMode::Auto,
+            reader: config.reader,
         });
         SlowPool::start(config.slow, ctx, config.read_chunk, runtime.handle())
     });

@@ -1,0 +1,279 @@
+//! The `streamreader` reader model: asyncio's `StreamReader` as the
+//! original's client used it (`limit` 16 KiB, `read(16 KiB)`, then a sleep
+//! to the pace), rebuilt on one thread with a blocking socket and a
+//! user-space buffer.
+//!
+//! What CPython 3.11 does, and where (`Lib/asyncio/`):
+//! - `selector_events.py`, `_SelectorSocketTransport._read_ready__data_received`:
+//!   whenever the socket is readable and the transport is reading, one
+//!   `self._sock.recv(self.max_size)` with `max_size = 256 * 1024`
+//!   (`_SelectorTransport.max_size`), handed to the protocol's
+//!   `data_received` and on to `StreamReader.feed_data`; an empty read is
+//!   EOF (`_read_ready__on_eof`, `feed_eof`).
+//! - `streams.py`, `StreamReader.feed_data`: the bytes are appended to the
+//!   buffer; then, if the transport is not paused and
+//!   `len(self._buffer) > 2 * self._limit`, `transport.pause_reading()`
+//!   (`selector_events.py`, `pause_reading`: the socket leaves the
+//!   selector, so nothing is received until resumed).
+//! - `streams.py`, `StreamReader.read(n)`: if the buffer is empty and no EOF,
+//!   wait for data (`_wait_for_data`, which first resumes a paused
+//!   transport); then take `bytes(self._buffer[:n])`, at most `n` bytes of
+//!   what is there, and `_maybe_resume_transport`: if paused and
+//!   `len(self._buffer) <= self._limit`, `transport.resume_reading()`.
+//!
+//! The application above it awaited `read(limit)` and then slept until the
+//! paced deadline of everything read so far; while it slept the event loop
+//! kept receiving. Here the one thread is that event loop: while the
+//! application sleeps and reading is not paused it waits in `ppoll` for the
+//! socket or the deadline, whichever comes first, and receives as soon as
+//! bytes arrive, so the kernel's receive queue is emptied within a wake-up
+//! of their arrival. Paused, it only sleeps to the deadline. `limit` is
+//! `--read-chunk`, the original's 16 KiB for both.
+//!
+//! Cost, measured on this machine (two readers of 16 MiB at 2 MiB/s against
+//! `slowlab serve`): see README, "The reader models"; one thread per reader
+//! as `strict`, with one `ppoll` per wake-up in place of its `nanosleep`.
+
+use std::io::{self, Read};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::error::{ErrorKind, Failure};
+use crate::latency;
+use crate::pacing;
+use crate::response::{self, BodySink, ResponseReader};
+use crate::slow::Gauge;
+
+/// `_SelectorTransport.max_size`: the size of every `recv`.
+pub const MAX_SIZE: usize = 256 * 1024;
+
+/// The pacing of one download.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// When the connection was established: deadlines count from here.
+    pub start: Instant,
+    /// Bytes per second.
+    pub rate: u64,
+    /// The longest wait for bytes while the application waits for them.
+    pub timeout: Duration,
+}
+
+/// The `StreamReader`'s buffer and its transport's pause flag.
+#[derive(Debug)]
+struct Buffer {
+    bytes: Vec<u8>,
+    /// Bytes before this offset have been read by the application.
+    head: usize,
+    limit: usize,
+    paused: bool,
+    eof: bool,
+}
+
+impl Buffer {
+    fn len(&self) -> usize {
+        self.bytes.len() - self.head
+    }
+
+    /// `StreamReader.feed_data`.
+    fn feed_data(&mut self, data: &[u8]) {
+        // Drop what was read before appending, so the vector stays about
+        // as large as the buffer (Python's bytearray deletes at the front).
+        if self.head > 0 {
+            self.bytes.drain(..self.head);
+            self.head = 0;
+        }
+        self.bytes.extend_from_slice(data);
+        if !self.paused && self.len() > 2 * self.limit {
+            self.paused = true;
+        }
+    }
+
+    /// `StreamReader.read(n)` once data is there: up to `n` bytes, then
+    /// `_maybe_resume_transport`.
+    fn take(&mut self, n: usize) -> std::ops::Range<usize> {
+        let taken = self.head..self.head + n.min(self.len());
+        self.head = taken.end;
+        if self.paused && self.len() <= self.limit {
+            self.paused = false;
+        }
+        taken
+    }
+}
+
+/// Reads one response as the original's client did: `read(chunk)` from a
+/// `StreamReader` with limit `chunk`, then a sleep to the paced deadline of
+/// every body byte read so far, until the response is complete and its
+/// last byte consumed. The gauge follows the buffer.
+pub fn read(
+    stream: &TcpStream,
+    chunk: usize,
+    pace: Pace,
+    reader: &mut ResponseReader,
+    sink: &mut dyn BodySink,
+    gauge: &Gauge,
+) -> Result<(), Failure> {
+    let mut buf = Buffer {
+        bytes: Vec::with_capacity(2 * chunk + MAX_SIZE),
+        head: 0,
+        limit: chunk,
+        paused: false,
+        eof: false,
+    };
+    let mut scratch = vec![0u8; MAX_SIZE];
+    let mut socket = stream;
+    // When the application's sleep ends; `None` while it waits in `read`.
+    let mut sleeping: Option<Instant> = None;
+    loop {
+        if sleeping.is_none() {
+            if buf.len() > 0 {
+                let taken = buf.take(chunk);
+                let done = reader.feed(&buf.bytes[taken], sink)?;
+                let body = reader.body_bytes();
+                gauge.received.store(body, Ordering::Relaxed);
+                publish(gauge, &buf);
+                let due = pace.start + pacing::due(body, pace.rate);
+                if done {
+                    latency::sleep_until(due);
+                    gauge.consumed.store(body, Ordering::Relaxed);
+                    return Ok(());
+                }
+                sleeping = Some(due);
+            } else if buf.eof {
+                return reader.eof();
+            } else if buf.paused {
+                // `_wait_for_data` resumes a paused transport.
+                buf.paused = false;
+                publish(gauge, &buf);
+            }
+        }
+        if let Some(due) = sleeping
+            && Instant::now() >= due
+        {
+            gauge.consumed.store(reader.body_bytes(), Ordering::Relaxed);
+            sleeping = None;
+            continue;
+        }
+        if buf.paused || buf.eof {
+            // Only the application's timer is left: it is sleeping, since
+            // a paused or ended buffer is not empty or ends the loop above.
+            if let Some(due) = sleeping {
+                latency::sleep_until(due);
+            }
+            continue;
+        }
+        // The event loop: the socket or the application's deadline.
+        let wait = match sleeping {
+            Some(due) => due.saturating_duration_since(Instant::now()),
+            None => pace.timeout,
+        };
+        if !readable(stream, wait).map_err(|e| response::read_failure(&e))? {
+            if sleeping.is_none() {
+                return Err(Failure::new(ErrorKind::Timeout, "read: nothing arrived"));
+            }
+            continue;
+        }
+        let n = loop {
+            match socket.read(&mut scratch) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(response::read_failure(&e)),
+            }
+        };
+        if n == 0 {
+            buf.eof = true;
+        } else {
+            buf.feed_data(&scratch[..n]);
+        }
+        publish(gauge, &buf);
+    }
+}
+
+fn publish(gauge: &Gauge, buf: &Buffer) {
+    gauge.buffered.store(buf.len(), Ordering::Relaxed);
+    gauge.paused.store(buf.paused, Ordering::Relaxed);
+}
+
+/// Waits up to `wait` (nanosecond resolution) for the socket to have
+/// bytes, EOF or an error to report; `false` when the time ran out.
+fn readable(stream: &TcpStream, wait: Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(wait.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: libc::c_long::from(wait.subsec_nanos()),
+    };
+    loop {
+        // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        match rc {
+            0 => return Ok(false),
+            n if n > 0 => return Ok(true),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffer(limit: usize) -> Buffer {
+        Buffer {
+            bytes: Vec::new(),
+            head: 0,
+            limit,
+            paused: false,
+            eof: false,
+        }
+    }
+
+    #[test]
+    fn pauses_above_twice_the_limit_and_resumes_at_the_limit() {
+        let mut b = buffer(16);
+        b.feed_data(&[0; 32]);
+        assert!(!b.paused, "32 bytes is not more than 2 x 16");
+        b.feed_data(&[0; 1]);
+        assert!(b.paused, "33 bytes is");
+        // read(16) leaves 17: still paused.
+        assert_eq!(b.take(16).len(), 16);
+        assert!(b.paused);
+        // read(16) leaves 1 <= 16: resumed.
+        assert_eq!(b.take(16).len(), 16);
+        assert!(!b.paused);
+        // read(n) returns what is there, at most n.
+        assert_eq!(b.take(16).len(), 1);
+        assert_eq!(b.len(), 0);
+    }
+
+    #[test]
+    fn a_large_receive_is_taken_whole_and_read_in_order() {
+        let mut b = buffer(4);
+        let data: Vec<u8> = (0..50).collect();
+        b.feed_data(&data);
+        assert!(b.paused);
+        let mut out = Vec::new();
+        while b.len() > 0 {
+            let r = b.take(4);
+            out.extend_from_slice(&b.bytes[r]);
+            // Resumed only once no more than the limit is left.
+            assert_eq!(b.paused, b.len() > 4);
+        }
+        assert_eq!(out, data);
+        b.feed_data(&[7]);
+        assert_eq!(
+            b.bytes,
+            vec![7],
+            "what was read is dropped before appending"
+        );
+    }
+}
