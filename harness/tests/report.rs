@@ -529,5 +529,9 @@ fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
     // since the fixture (the sock_diag ones: empty cells when read back).
     assert_eq!(same.len(), 9, "rewritten byte for byte: {same:?}");
     assert!(!same.contains(&"socket-samples.csv"));
-    assert!(set.sockets.iter().all(|s| s.source.is_empty() && s.sndbuf_bytes.is_none()));
+    assert!(
+        set.sockets
+            .iter()
+            .all(|s| s.source.is_empty() && s.sndbuf_bytes.is_none())
+    );
 }
