@@ -15,6 +15,10 @@
 //! - [`signals`]: Ctrl-C and SIGTERM.
 //! - [`cgroup`]: per-component cgroups (v2, else v1), caps and counters.
 //! - [`procfs`]: process trees, RSS, open temp files, TCP socket queues.
+//! - [`sockdiag`]: every TCP socket of a network namespace through netlink
+//!   `sock_diag`, with `tcp_info` and the buffers' sizes.
+//! - [`sockets`]: the sockets of a component's namespace, from sock_diag
+//!   or `/proc/net/tcp`.
 //! - [`process`]: child processes with process groups, parent-death signals
 //!   and stop guards.
 
@@ -32,5 +36,7 @@ pub mod results;
 pub mod sample;
 pub mod scratch;
 pub mod signals;
+pub mod sockdiag;
+pub mod sockets;
 pub mod stack;
 pub mod sweep;

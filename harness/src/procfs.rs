@@ -204,11 +204,24 @@ pub fn tcp_state_name(state: &TcpState) -> &'static str {
     }
 }
 
-/// Reads both TCP tables (`/proc/net/tcp` and `tcp6`), keyed by socket
-/// inode. A table the crate cannot read or parse is left out.
+/// Reads both TCP tables (`/proc/net/tcp` and `tcp6`) of this process's
+/// network namespace, keyed by socket inode. A table the crate cannot read
+/// or parse is left out.
 pub fn tcp_table() -> HashMap<u64, TcpNetEntry> {
+    keyed([procfs::net::tcp(), procfs::net::tcp6()])
+}
+
+/// The same tables as `pid` sees them (`/proc/PID/net/tcp{,6}`: those of
+/// its network namespace), or `None` when `pid` is gone.
+pub fn tcp_table_of(pid: u32) -> Option<HashMap<u64, TcpNetEntry>> {
+    let p = process(pid)?;
+    let tables = [p.tcp(), p.tcp6()];
+    tables.iter().any(|t| t.is_ok()).then(|| keyed(tables))
+}
+
+fn keyed<E>(tables: [Result<Vec<TcpNetEntry>, E>; 2]) -> HashMap<u64, TcpNetEntry> {
     let mut map = HashMap::new();
-    for table in [procfs::net::tcp(), procfs::net::tcp6()] {
+    for table in tables {
         for e in table.unwrap_or_default() {
             map.insert(e.inode, e);
         }

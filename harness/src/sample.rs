@@ -1,6 +1,8 @@
 //! The sampler: every ~200 ms, for each component, its CPU and throttled
 //! time, memory, RSS, open temp files, and the queues of every TCP socket it
-//! holds. Runs on its own thread and never starts a process.
+//! holds (`sockets.rs`: through sock_diag in the component's network
+//! namespace, else `/proc/net/tcp`). Runs on its own thread and never
+//! starts a process.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,9 +11,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cgroup::Counters;
-use ::procfs::net::TcpState;
-
 use crate::procfs;
+use crate::sockdiag::{MemInfo, TcpInfo};
+use crate::sockets::SocketTables;
 
 /// What to watch of one component.
 #[derive(Debug, Clone)]
@@ -64,6 +66,13 @@ pub struct SocketSample {
     pub state: &'static str,
     pub tx_queue_bytes: u64,
     pub rx_queue_bytes: u64,
+    /// `sock_diag` or `procfs`.
+    pub source: &'static str,
+    /// The inode of the network namespace the socket was read in.
+    pub netns: Option<u64>,
+    /// From sock_diag only.
+    pub tcp: Option<TcpInfo>,
+    pub mem: Option<MemInfo>,
 }
 
 /// Everything one sampler collected.
@@ -93,9 +102,10 @@ impl Sampler {
                 .name("sampler".into())
                 .spawn(move || {
                     let mut out = Samples::default();
+                    let mut tables = SocketTables::new();
                     loop {
                         let current = probes.lock().map(|p| p.clone()).unwrap_or_default();
-                        sample_once(&current, &mut out);
+                        sample_once(&current, &mut tables, &mut out);
                         // Sleep in small steps so that stop() is prompt, and
                         // take one last sample after it.
                         let mut slept = Duration::ZERO;
@@ -106,7 +116,7 @@ impl Sampler {
                         }
                         if stop.load(Ordering::Relaxed) {
                             let current = probes.lock().map(|p| p.clone()).unwrap_or_default();
-                            sample_once(&current, &mut out);
+                            sample_once(&current, &mut tables, &mut out);
                             return out;
                         }
                     }
@@ -152,9 +162,9 @@ pub fn unix_now() -> f64 {
 }
 
 /// Takes one sample of every probe.
-pub fn sample_once(probes: &[Probe], out: &mut Samples) {
+pub fn sample_once(probes: &[Probe], tables: &mut SocketTables, out: &mut Samples) {
     let t = unix_now();
-    let table = procfs::tcp_table();
+    tables.next_round();
     for probe in probes {
         let pids = match &probe.counters {
             Some(c) => c.pids(),
@@ -199,12 +209,13 @@ pub fn sample_once(probes: &[Probe], out: &mut Samples) {
             .collect();
         inodes.sort_unstable();
         inodes.dedup();
+        let table = tables.of_pid(probe.root_pid);
         for inode in inodes {
-            let Some(e) = table.get(&inode) else {
+            let Some(e) = table.entries.get(&inode) else {
                 continue;
             };
-            let (tx, rx) = (u64::from(e.tx_queue), u64::from(e.rx_queue));
-            if e.state == TcpState::Listen {
+            let (tx, rx) = (e.tx_queue, e.rx_queue);
+            if e.listening() {
                 s.accept_backlog += rx;
             } else {
                 s.sockets += 1;
@@ -214,11 +225,15 @@ pub fn sample_once(probes: &[Probe], out: &mut Samples) {
             out.sockets.push(SocketSample {
                 t_unix_s: t,
                 component: probe.component.clone(),
-                local: e.local_address.to_string(),
-                remote: e.remote_address.to_string(),
-                state: procfs::tcp_state_name(&e.state),
+                local: e.local.to_string(),
+                remote: e.remote.to_string(),
+                state: e.state,
                 tx_queue_bytes: tx,
                 rx_queue_bytes: rx,
+                source: table.source.as_str(),
+                netns: table.netns,
+                tcp: e.tcp,
+                mem: e.mem,
             });
         }
         out.resources.push(s);
@@ -231,8 +246,9 @@ mod tests {
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
 
-    #[test]
-    fn samples_see_this_process_and_its_socket_queues() {
+    /// The 1234 unread bytes are seen through either source, and each row
+    /// says which one read it.
+    fn sees_unread_bytes(mut tables: SocketTables, source: &str) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (_server, _) = listener.accept().unwrap();
@@ -246,10 +262,11 @@ mod tests {
         let mut found = false;
         for _ in 0..100 {
             let mut out = Samples::default();
-            sample_once(std::slice::from_ref(&probe), &mut out);
+            sample_once(std::slice::from_ref(&probe), &mut tables, &mut out);
             let r = &out.resources[0];
             assert_eq!(r.cpu_source, "procfs");
             assert!(r.rss_bytes > 0);
+            assert!(out.sockets.iter().all(|s| s.source == source));
             if r.recv_queue_bytes >= 1234
                 && out
                     .sockets
@@ -262,6 +279,16 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(found, "the 1234 unread bytes were never sampled");
+    }
+
+    #[test]
+    fn samples_see_this_process_and_its_socket_queues() {
+        sees_unread_bytes(SocketTables::new(), "sock_diag");
+    }
+
+    #[test]
+    fn without_netlink_the_proc_tables_answer() {
+        sees_unread_bytes(SocketTables::procfs_only(), "procfs");
     }
 
     #[test]

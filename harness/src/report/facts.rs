@@ -28,6 +28,9 @@ pub struct RouteFacts {
     pub run_id: Option<String>,
     /// The most bytes one socket of each kind held in one sample.
     pub max_app_queue: Option<f64>,
+    /// The largest send buffer (`sndbuf_bytes`, sock_diag only) of one of
+    /// the app's connected sockets.
+    pub max_app_sndbuf: Option<f64>,
     pub max_upstream_queue: Option<f64>,
     pub max_proxy_send_queue: Option<f64>,
     pub max_client_queue: Option<f64>,
@@ -121,6 +124,11 @@ fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
             }))
         };
         f.max_app_queue = max_by(Role::App, false);
+        f.max_app_sndbuf = max_of(
+            rs.iter()
+                .filter(|(ro, _)| *ro == Role::App)
+                .filter_map(|(_, s)| s.sndbuf_bytes.map(|v| v as f64)),
+        );
         f.max_upstream_queue = max_by(Role::ProxyUpstream, true);
         f.max_proxy_send_queue = max_by(Role::ProxyDownstream, false);
         f.max_client_queue = max_by(Role::Client, true);

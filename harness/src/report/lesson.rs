@@ -153,6 +153,16 @@ fn buffers(f: &Facts) -> Option<String> {
                 fmt::bytes(w[2])
             )
         }),
+        d.max_app_sndbuf.map(|b| {
+            let max = f
+                .wmem
+                .map(|w| format!(" (`tcp_wmem` max {})", fmt::bytes(w[2])))
+                .unwrap_or_default();
+            format!(
+                "Direct, the app's send buffer grew to {}{max} in the median run (sock_diag's `sndbuf_bytes`).",
+                fmt::bytes(b)
+            )
+        }),
         f.rmem.map(|r| format!("`net.ipv4.tcp_rmem` is `{}`.", triple(r))),
         match (f.rcvbuf_requested, f.rcvbuf_granted) {
             (Some(a), Some(b)) => Some(format!(

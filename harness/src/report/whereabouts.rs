@@ -81,6 +81,10 @@ pub struct Sample {
     pub not_written: f64,
     /// Derived: the rest of the remainder.
     pub not_sampled: f64,
+    /// The summed send-buffer sizes of the app's connected sockets (not
+    /// bytes of the response: the room the kernel gave them); `None` where
+    /// the samples came from `/proc`, which does not show it.
+    pub app_sndbuf: Option<f64>,
 }
 
 /// Chart 5's data for one run.
@@ -190,7 +194,12 @@ pub fn compute(r: &Results, run_id: &str, route: &RouteName) -> Result<Whereabou
             ..Sample::default()
         });
         match role {
-            Role::App => e.app_queue += s.tx_queue_bytes as f64,
+            Role::App => {
+                e.app_queue += s.tx_queue_bytes as f64;
+                if let Some(b) = s.sndbuf_bytes {
+                    *e.app_sndbuf.get_or_insert(0.0) += b as f64;
+                }
+            }
             Role::ProxyUpstream => e.app_queue += s.rx_queue_bytes as f64,
             Role::ProxyDownstream => e.proxy_send_queue += s.tx_queue_bytes as f64,
             Role::Client => e.client_queue += s.rx_queue_bytes as f64,
@@ -315,7 +324,10 @@ mod tests {
             }],
             sockets: vec![
                 sock("app", "127.0.0.1:5000", "0.0.0.0:0", "LISTEN"),
-                queue(1.0, "app", "127.0.0.1:5000", "127.0.0.1:40000", 30, 0),
+                SocketRow {
+                    sndbuf_bytes: Some(4096),
+                    ..queue(1.0, "app", "127.0.0.1:5000", "127.0.0.1:40000", 30, 0)
+                },
                 queue(1.0, "loadgen", "127.0.0.1:40000", "127.0.0.1:5000", 0, 10),
                 queue(2.0, "loadgen", "127.0.0.1:40000", "127.0.0.1:5000", 0, 5),
             ],
@@ -333,12 +345,15 @@ mod tests {
             (40.0, 10.0, 30.0)
         );
         assert_eq!((s.not_written, s.not_sampled), (20.0, 0.0));
+        assert_eq!(s.app_sndbuf, Some(4096.0));
         assert_eq!(s.proxy_held, Some(0.0));
         // At 2.0 s the app has finished and closed its socket: the 15 bytes
         // nobody sampled are not unwritten.
         let s = at(2.0);
         assert_eq!((s.consumed, s.client_queue, s.app_queue), (80.0, 5.0, 0.0));
         assert_eq!((s.not_written, s.not_sampled), (0.0, 15.0));
+        // No app socket at 2.0 s: no send buffer, not a zero one.
+        assert_eq!(s.app_sndbuf, None);
     }
 
     #[test]

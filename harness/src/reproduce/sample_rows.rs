@@ -46,8 +46,39 @@ pub fn sockets(samples: &[SocketSample], t0: f64, ident: &Ident) -> Vec<SocketRo
                 state: s.state.to_string(),
                 tx_queue_bytes: s.tx_queue_bytes,
                 rx_queue_bytes: s.rx_queue_bytes,
+                source: s.source.to_string(),
+                netns: s.netns,
                 ..SocketRow::default()
             };
+            if let Some(t) = &s.tcp {
+                let w = |v: Option<u32>| v.map(u64::from);
+                row.snd_cwnd_segs = w(t.snd_cwnd);
+                row.snd_mss_bytes = w(t.snd_mss);
+                row.snd_wnd_bytes = w(t.snd_wnd);
+                row.rtt_us = w(t.rtt_us);
+                row.rttvar_us = w(t.rttvar_us);
+                row.unacked_segs = w(t.unacked);
+                row.in_flight_segs = w(t.in_flight);
+                row.total_retrans_segs = w(t.total_retrans);
+                row.notsent_bytes = w(t.notsent_bytes);
+                row.bytes_acked = t.bytes_acked;
+                row.bytes_received = t.bytes_received;
+                row.delivery_rate_bytes_per_s = t.delivery_rate;
+                row.busy_us = t.busy_us;
+                row.rwnd_limited_us = t.rwnd_limited_us;
+                row.sndbuf_limited_us = t.sndbuf_limited_us;
+                row.rcv_space_bytes = w(t.rcv_space);
+                row.rcv_ssthresh_bytes = w(t.rcv_ssthresh);
+            }
+            if let Some(m) = &s.mem {
+                row.rmem_alloc_bytes = Some(m.rmem_alloc.into());
+                row.rcvbuf_bytes = Some(m.rcvbuf.into());
+                row.wmem_alloc_bytes = Some(m.wmem_alloc.into());
+                row.sndbuf_bytes = Some(m.sndbuf.into());
+                row.wmem_queued_bytes = Some(m.wmem_queued.into());
+                row.fwd_alloc_bytes = Some(m.fwd_alloc.into());
+                row.drops = Some(m.drops.into());
+            }
             row.stamp(ident);
             row
         })

@@ -64,6 +64,62 @@ pub struct SocketRow {
     pub state: String,
     pub tx_queue_bytes: u64,
     pub rx_queue_bytes: u64,
+    /// `sock_diag` or `procfs` (the fallback: queues only, the rest empty).
+    #[serde(default)]
+    pub source: String,
+    /// The inode of the network namespace the socket was read in.
+    #[serde(default)]
+    pub netns: Option<u64>,
+    // From `tcp_info`.
+    #[serde(default)]
+    pub snd_cwnd_segs: Option<u64>,
+    #[serde(default)]
+    pub snd_mss_bytes: Option<u64>,
+    #[serde(default)]
+    pub snd_wnd_bytes: Option<u64>,
+    #[serde(default)]
+    pub rtt_us: Option<u64>,
+    #[serde(default)]
+    pub rttvar_us: Option<u64>,
+    #[serde(default)]
+    pub unacked_segs: Option<u64>,
+    #[serde(default)]
+    pub in_flight_segs: Option<u64>,
+    #[serde(default)]
+    pub total_retrans_segs: Option<u64>,
+    #[serde(default)]
+    pub notsent_bytes: Option<u64>,
+    #[serde(default)]
+    pub bytes_acked: Option<u64>,
+    #[serde(default)]
+    pub bytes_received: Option<u64>,
+    #[serde(default)]
+    pub delivery_rate_bytes_per_s: Option<u64>,
+    #[serde(default)]
+    pub busy_us: Option<u64>,
+    #[serde(default)]
+    pub rwnd_limited_us: Option<u64>,
+    #[serde(default)]
+    pub sndbuf_limited_us: Option<u64>,
+    #[serde(default)]
+    pub rcv_space_bytes: Option<u64>,
+    #[serde(default)]
+    pub rcv_ssthresh_bytes: Option<u64>,
+    // From `sk_meminfo`.
+    #[serde(default)]
+    pub rmem_alloc_bytes: Option<u64>,
+    #[serde(default)]
+    pub rcvbuf_bytes: Option<u64>,
+    #[serde(default)]
+    pub wmem_alloc_bytes: Option<u64>,
+    #[serde(default)]
+    pub sndbuf_bytes: Option<u64>,
+    #[serde(default)]
+    pub wmem_queued_bytes: Option<u64>,
+    #[serde(default)]
+    pub fwd_alloc_bytes: Option<u64>,
+    #[serde(default)]
+    pub drops: Option<u64>,
 }
 
 impl SocketRow {

@@ -146,7 +146,12 @@ fn headers_are_pinned() {
     );
     assert_eq!(
         columns::<SocketRow>()[5..].join(","),
-        "t_s,component,local,remote,state,tx_queue_bytes,rx_queue_bytes"
+        "t_s,component,local,remote,state,tx_queue_bytes,rx_queue_bytes,source,netns,\
+         snd_cwnd_segs,snd_mss_bytes,snd_wnd_bytes,rtt_us,rttvar_us,unacked_segs,in_flight_segs,\
+         total_retrans_segs,notsent_bytes,bytes_acked,bytes_received,delivery_rate_bytes_per_s,\
+         busy_us,rwnd_limited_us,sndbuf_limited_us,rcv_space_bytes,rcv_ssthresh_bytes,\
+         rmem_alloc_bytes,rcvbuf_bytes,wmem_alloc_bytes,sndbuf_bytes,wmem_queued_bytes,\
+         fwd_alloc_bytes,drops"
     );
     assert_eq!(
         columns::<SweepRow>()[..5].join(",") + "|" + &columns::<SweepRow>()[36..].join(","),

@@ -52,6 +52,7 @@ const LAYERS: [Layer; 7] = [
 ];
 
 const TEMP: RGBColor = RGBColor(20, 40, 120);
+const SNDBUF: RGBColor = RGBColor(150, 70, 20);
 
 /// Builds section 5.
 pub fn section(r: &Results, s: &mut Section) -> Result<()> {
@@ -104,6 +105,7 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
         "not_sampled_bytes_derived",
         "not_written_bytes_derived",
         "proxy_temp_logical_bytes",
+        "app_sndbuf_bytes",
     ]);
     for (c, w) in &shown {
         for x in &w.samples {
@@ -125,6 +127,7 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
                 cell(Some(x.not_sampled), 0),
                 cell(Some(x.not_written), 0),
                 cell(temp, 0),
+                cell(x.app_sndbuf, 0),
             ]);
         }
     }
@@ -133,7 +136,10 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
          bytes summed over its {slow} responses, at each socket sample (~200 ms). Client progress and the pingora \
          gauge (~100 ms) enter as their latest value at or before each sample. Black verticals: the app's \
          kernel accepted a response's last byte. Dark dashed line (NGINX): the logical size of its open temp \
-         files, an upper bound of what they hold, since bytes already sent are not cut from the file."
+         files, an upper bound of what they hold, since bytes already sent are not cut from the file. Brown \
+         line: the size of the app's socket send buffers, summed over its connections (sock_diag's \
+         `sndbuf_bytes`; not bytes of the response but the room the kernel gave them, which it grows up to \
+         `tcp_wmem` max while the reader keeps up; absent where the samples came from `/proc`)."
     );
     if clamped > 0 {
         caption.push_str(&format!(
@@ -173,6 +179,7 @@ fn draw(shown: &[(Cond, Whereabouts)]) -> Result<String> {
         let mut second = items(4..7);
         second.push(("NGINX temp files (logical size)".into(), TEMP, Key::Dash));
         second.push(("app finished writing".into(), INK, Key::VLine));
+        second.push(("app's send buffer size".into(), SNDBUF, Key::Line));
         legend(&top, 12, 44, &second)?;
         for ((c, w), panel) in shown.iter().zip(panels(&body, shown.len(), cols)) {
             draw_panel(&panel, c, w)?;
@@ -214,7 +221,12 @@ fn draw_panel(panel: &Area<'_>, c: &Cond, w: &Whereabouts) -> Result<()> {
 
     let t0 = w.samples.first().map(|s| s.t.min(0.0)).unwrap_or(0.0);
     let t1 = w.samples.last().map(|s| s.t).unwrap_or(1.0).max(t0 + 0.5);
-    let top = w.total / MIB * 1.04;
+    let sndbuf_max = w
+        .samples
+        .iter()
+        .filter_map(|s| s.app_sndbuf)
+        .fold(0.0f64, f64::max);
+    let top = w.total.max(sndbuf_max) / MIB * 1.04;
     let mut chart = ChartBuilder::on(&plot)
         .margin(10)
         .margin_top(4)
@@ -263,6 +275,16 @@ fn draw_panel(panel: &Area<'_>, c: &Cond, w: &Whereabouts) -> Result<()> {
         let pts: Vec<(f64, f64)> = w.temp_logical.iter().map(|(t, v)| (*t, v / MIB)).collect();
         chart
             .draw_series(DashedLineSeries::new(pts, 6, 4, TEMP.stroke_width(2)))
+            .map_err(plot_err)?;
+    }
+    let sndbuf: Vec<(f64, f64)> = w
+        .samples
+        .iter()
+        .filter_map(|s| Some((s.t, s.app_sndbuf? / MIB)))
+        .collect();
+    if !sndbuf.is_empty() {
+        chart
+            .draw_series(LineSeries::new(sndbuf, SNDBUF.stroke_width(2)))
             .map_err(plot_err)?;
     }
     for e in &w.app_ends {
