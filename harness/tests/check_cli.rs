@@ -173,6 +173,40 @@ fn behind_pingora_buffering_on_the_sync_server_is_held() {
     );
 }
 
+/// Real NGINX: `/usr/sbin/nginx`, or the Debian package `prepare` unpacks
+/// into the state directory.
+fn nginx() -> Option<std::path::PathBuf> {
+    [
+        std::path::PathBuf::from("/usr/sbin/nginx"),
+        support::state_dir().join("nginx/usr/sbin/nginx"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+}
+
+#[test]
+fn behind_real_nginx_buffering_on_the_sync_server_is_held() {
+    if nginx().is_none() {
+        eprintln!(
+            "skipped: no NGINX (neither /usr/sbin/nginx nor {}/nginx; `slowlab prepare` installs it)",
+            support::state_dir().display()
+        );
+        return;
+    }
+    let (o, v) = measure("sync", "--workers 2", "2", Some("nginx-on"));
+    assert_eq!(o.status.code(), Some(3), "direct is denied: {}", o.stderr);
+    assert_eq!(route(&v, "direct")["denied_from"], 2);
+    let n = route(&v, "nginx-on");
+    assert_eq!(n["denied_from"], Value::Null, "{n}");
+    assert_eq!(n["held_up_to"], 2, "{n}");
+    assert!(
+        o.stderr
+            .contains("direct: denied from 2; behind NGINX buffering on: held up to 2"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// Runs a `--server-cmd` that carries `mark` in its environment and
 /// checks that nothing with it is left afterwards.
 fn user_command(line: &str, mark: &str) -> Outcome {

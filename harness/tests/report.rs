@@ -535,3 +535,97 @@ fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
             .all(|s| s.source.is_empty() && s.sndbuf_bytes.is_none())
     );
 }
+
+/// The committed example of the `servers` preset (`docs/example-servers/`):
+/// section 7 has its chart, and the chart's data are the direct conditions
+/// of `conditions.csv`, every server at 0, 2 and 8 slow readers, with the
+/// verdicts of the table.
+#[test]
+fn the_servers_section_charts_every_server_at_each_slow_level_with_its_verdict() {
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/example-servers");
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(&example).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
+    }
+    harness::report::write(tmp.path()).expect("the report of the servers example");
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    let sec = section(&html, "servers");
+    assert_eq!(svgs(sec).len(), 1, "section 7 has one chart");
+    assert!(sec.contains("<figure id=\"report-servers\""), "{sec}");
+    assert!(sec.contains("<table>"), "the table stays");
+    assert!(sec.contains("Unit:"));
+    let md = fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    assert!(md.contains("](report-servers.svg)"));
+    assert!(
+        fs::read_to_string(tmp.path().join("report-servers.svg"))
+            .unwrap()
+            .starts_with("<svg")
+    );
+    // The chart's embedded data: its series, one row per server and level.
+    let fig = &sec[sec.find("<figure id=\"report-servers\"").unwrap()..];
+    let data = &fig[fig.find("<pre class=\"data\">").unwrap() + "<pre class=\"data\">".len()..];
+    let data = data[..data.find("</pre>").unwrap()].replace("&amp;", "&");
+    let mut reader = csv::Reader::from_reader(data.as_bytes());
+    let h = reader.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+    let mut servers: Vec<&str> = rows.iter().map(|r| &r[col("server")]).collect();
+    servers.dedup();
+    assert_eq!(
+        servers,
+        [
+            "gunicorn-sync2",
+            "gunicorn-gthread4",
+            "rust-sync2",
+            "rust-threads4",
+            "rust-async",
+            "uvicorn",
+            "gunicorn-uvicorn2",
+            "gunicorn-gevent2",
+            "waitress4",
+            "granian"
+        ]
+    );
+    assert_eq!(rows.len(), servers.len() * 3, "0, 2 and 8 slow for each");
+    for r in &rows {
+        let (server, slow) = (&r[col("server")], &r[col("slow_clients")]);
+        assert!(["0", "2", "8"].contains(&slow), "{r:?}");
+        let p95: f64 = r[col("p95_ms")].parse().unwrap();
+        let expected = condition(tmp.path(), server, "direct", slow, "p95");
+        assert!(
+            (p95 - expected).abs() < 0.01,
+            "{server} {slow}: {p95} vs {expected}"
+        );
+        if slow == "0" {
+            assert_eq!(
+                (&r[col("predicted")], &r[col("observed")]),
+                ("", ""),
+                "{r:?}"
+            );
+        }
+    }
+    let verdicts = |server: &str, slow: &str| {
+        let r = rows
+            .iter()
+            .find(|r| &r[col("server")] == server && &r[col("slow_clients")] == slow)
+            .unwrap();
+        (
+            r[col("predicted")].to_string(),
+            r[col("observed")].to_string(),
+        )
+    };
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(verdicts("gunicorn-sync2", "2"), pair("blocked", "blocked"));
+    assert_eq!(
+        verdicts("gunicorn-gthread4", "2"),
+        pair("relieved", "relieved")
+    );
+    assert_eq!(
+        verdicts("gunicorn-gthread4", "8"),
+        pair("blocked", "blocked")
+    );
+    assert_eq!(verdicts("uvicorn", "8"), pair("relieved", "relieved"));
+    // The one disagreement, marked in the chart with a square.
+    assert_eq!(verdicts("waitress4", "8"), pair("relieved", "blocked"));
+}

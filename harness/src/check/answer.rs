@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::CheckArgs;
 use super::level::Figures;
 use super::preflight::Finding;
-use super::search::Outcome;
+use super::search::{Judge, Outcome};
 use crate::results::{CheckRow, LevelVerdict};
 use crate::stack::{ProxyKind, Route};
 use common::units::Size;
@@ -32,7 +32,7 @@ pub struct Level<'a> {
     pub slow: u32,
     pub order: u32,
     pub figures: &'a Figures,
-    pub baseline_ms: f64,
+    pub judge: &'a Judge,
     pub verdict: LevelVerdict,
     /// The recovery check's last load and whether it recovered.
     pub recovery: Option<&'a (Figures, bool)>,
@@ -54,11 +54,11 @@ impl Level<'_> {
             p95_ms: f.p95_ms,
             p99_ms: f.p99_ms,
             max_ms: f.max_ms,
-            baseline_p95_ms: Some(self.baseline_ms),
+            baseline_p95_ms: Some(self.judge.baseline_ms),
             p95_x_baseline: f
                 .p95_ms
-                .filter(|_| self.baseline_ms > 0.0)
-                .map(|p| p / self.baseline_ms),
+                .filter(|_| self.judge.baseline_ms > 0.0)
+                .map(|p| p / self.judge.baseline_ms),
             errors: f.error_count(),
             err_timeout: f.errors_of("timeout"),
             err_connect_refused: f.errors_of("connect_refused"),
@@ -80,6 +80,8 @@ impl Level<'_> {
             proxy_memory_peak_mib: f.proxy.memory_peak_mib,
             level_s: f.level_s,
             dir: self.dir.into(),
+            noise_floor_ms: Some(self.judge.noise_floor_ms),
+            held_limit_ms: Some(self.judge.held_limit_ms()),
         }
     }
 }
@@ -279,6 +281,7 @@ fn json_object(
                         "p99_ms": x.p99_ms,
                         "max_ms": x.max_ms,
                         "p95_x_baseline": x.p95_x_baseline,
+                        "held_limit_ms": x.held_limit_ms,
                         "errors": x.errors,
                         "err_timeout": x.err_timeout,
                         "err_connect_refused": x.err_connect_refused,
@@ -300,6 +303,7 @@ fn json_object(
                 "denied_from": r.outcome.denied_from,
                 "held_up_to": r.outcome.held_up_to,
                 "baseline_p95_ms": r.baseline_ms,
+                "held_limit_ms": r.rows.first().and_then(|x| x.held_limit_ms),
                 "stopped": r.outcome.stopped,
                 "answer": words(r, args),
                 "levels": levels,
@@ -311,6 +315,7 @@ fn json_object(
         "large_path": args.large_path,
         "fast_path": args.fast_path,
         "max_slow": args.max_slow,
+        "noise_floor_ms": args.noise_floor.as_secs_f64() * 1000.0,
         "preflight": findings,
         "routes": routes_json,
         "remedy": (!routes.is_empty()).then(|| remedy(routes, args)),

@@ -32,6 +32,8 @@ pub struct Plan {
     pub large_bytes: u64,
     /// `--max-slow`.
     pub max_slow: u32,
+    /// `--noise-floor`, in milliseconds.
+    pub noise_floor_ms: f64,
 }
 
 /// Delay between the slow readers' start and the first fast request, so

@@ -90,6 +90,15 @@ pub struct CheckArgs {
     /// How long the fast path is called at each level (200ms to 10min).
     #[arg(long, default_value = "5s", value_parser = level_duration_arg)]
     pub level_duration: Duration,
+    /// A level is held when its p95 is at most 10x the baseline or the
+    /// baseline plus this, whichever is larger (0ms to 500ms): room for
+    /// the scheduling noise of a busy machine.
+    #[arg(
+        long,
+        default_value = "20ms",
+        value_parser = common::bounds::duration_in(Duration::ZERO, Duration::from_millis(500))
+    )]
+    pub noise_floor: Duration,
     /// Also check behind this proxy, started by slowlab with the
     /// experiment's config.
     #[arg(long, value_parser = through_arg)]
@@ -313,6 +322,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "reader": args.reader,
             "fast_rate": args.fast_rate,
             "level_duration_s": args.level_duration.as_secs_f64(),
+            "noise_floor_ms": args.noise_floor.as_secs_f64() * 1000.0,
             "timeout_s": timeout.as_secs_f64(),
             "through": args.through.map(|r| r.to_string()),
         }),
@@ -340,6 +350,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         timeout,
         large_bytes: 0,
         max_slow: args.max_slow,
+        noise_floor_ms: args.noise_floor.as_secs_f64() * 1000.0,
     };
     let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
     let mut routes = Vec::new();
@@ -464,8 +475,11 @@ fn check_route(
         &dir.join("baseline"),
         labels(0),
     )?;
-    let baseline = match (base.p95_ms, base.error_count()) {
-        (Some(p), 0) if p < search::DENIED_MS => p,
+    let judge = match (base.p95_ms, base.error_count()) {
+        (Some(p), 0) if p < search::DENIED_MS => search::Judge {
+            baseline_ms: p,
+            noise_floor_ms: plan.noise_floor_ms,
+        },
         (p, errors) => {
             let message = format!(
                 "the fast path {} does not answer quickly without slow readers through {route} (p95 {}, {errors} errors of {} requests)",
@@ -481,8 +495,10 @@ fn check_route(
         "baseline",
         Status::Ok,
         format!(
-            "{route}: p95 of {} is {baseline:.3} ms with no slow reader",
-            plan.fast_path
+            "{route}: p95 of {} is {:.3} ms with no slow reader (a level is held up to {:.3} ms)",
+            plan.fast_path,
+            judge.baseline_ms,
+            judge.held_limit_ms()
         ),
     ));
     let mut rows: Vec<CheckRow> = Vec::new();
@@ -495,14 +511,14 @@ fn check_route(
         }
         let level_dir = dir.join(format!("level-{n}"));
         let f = level::measure(&stack, plan, n, plan.level_duration, &level_dir, labels(n))?;
-        let v = search::verdict(f.p95_ms, f.error_count(), baseline);
+        let v = judge.verdict(f.p95_ms, f.error_count());
         let recovery = match n {
             0 => None,
             _ => Some(recover(
                 &stack,
                 plan,
                 &dir.join(format!("level-{n}-recovery")),
-                baseline,
+                &judge,
                 labels(0),
             )?),
         };
@@ -512,7 +528,7 @@ fn check_route(
             slow: n,
             order: rows.len() as u32 + 1,
             figures: &f,
-            baseline_ms: baseline,
+            judge: &judge,
             verdict: v,
             recovery: recovery.as_ref(),
             dir: &format!("{route}/level-{n}"),
@@ -529,7 +545,7 @@ fn check_route(
     stack.stop();
     Ok(RouteResult {
         route,
-        baseline_ms: baseline,
+        baseline_ms: judge.baseline_ms,
         outcome,
         rows,
         large_bytes: plan.large_bytes,
@@ -548,14 +564,14 @@ fn recover(
     stack: &Stack<'_>,
     plan: &Plan,
     dir: &Path,
-    baseline: f64,
+    judge: &search::Judge,
     labels: Vec<String>,
 ) -> Result<(Figures, bool)> {
     let duration = plan.level_duration.min(Duration::from_secs(1));
     let mut last = None;
     for attempt in 1..=RECOVERY_ATTEMPTS {
         let f = level::measure(stack, plan, 0, duration, dir, labels.clone())?;
-        if search::verdict(f.p95_ms, f.error_count(), baseline) == LevelVerdict::Held {
+        if judge.verdict(f.p95_ms, f.error_count()) == LevelVerdict::Held {
             return Ok((f, true));
         }
         last = Some(f);

@@ -12,17 +12,45 @@ pub const HELD_RATIO: f64 = 10.0;
 pub const DENIED_RATIO: f64 = 100.0;
 /// p95 at or over this is denied whatever the baseline.
 pub const DENIED_MS: f64 = 1000.0;
+/// The default of `--noise-floor`: how far above the baseline a level's
+/// p95 may be and still be held, whatever the ratio. It covers the
+/// scheduling noise of a busy VM, where a p95 of a few milliseconds over a
+/// 1 ms baseline is the host's, not the server's (the README's check
+/// section gives the measurement).
+pub const NOISE_FLOOR_MS: f64 = 20.0;
+/// The largest `--noise-floor`: it must stay well under [`DENIED_MS`].
+pub const MAX_NOISE_FLOOR_MS: f64 = 500.0;
 
-/// The verdict of a level: `p95_ms` of the fast path (none when no request
-/// succeeded), the fast path's errors and timeouts, and the route's
-/// baseline p95 with no slow reader.
-pub fn verdict(p95_ms: Option<f64>, errors: u64, baseline_ms: f64) -> LevelVerdict {
-    match p95_ms {
-        None => LevelVerdict::Denied,
-        Some(_) if errors > 0 => LevelVerdict::Denied,
-        Some(p) if p >= DENIED_MS || p >= DENIED_RATIO * baseline_ms => LevelVerdict::Denied,
-        Some(p) if p <= HELD_RATIO * baseline_ms => LevelVerdict::Held,
-        Some(_) => LevelVerdict::Degraded,
+/// How a route's levels are judged: against its baseline p95 with no slow
+/// reader, with an absolute noise floor.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judge {
+    pub baseline_ms: f64,
+    pub noise_floor_ms: f64,
+}
+
+impl Judge {
+    /// The p95 at or under which a level without errors is held:
+    /// the larger of [`HELD_RATIO`] x the baseline and the baseline plus
+    /// the noise floor.
+    pub fn held_limit_ms(&self) -> f64 {
+        (HELD_RATIO * self.baseline_ms).max(self.baseline_ms + self.noise_floor_ms)
+    }
+
+    /// The verdict of a level: `p95_ms` of the fast path (none when no
+    /// request succeeded) and the fast path's errors and timeouts. Denied
+    /// comes first: p95 >= [`DENIED_MS`], or >= [`DENIED_RATIO`] x the
+    /// baseline, or any error, whatever the noise floor.
+    pub fn verdict(&self, p95_ms: Option<f64>, errors: u64) -> LevelVerdict {
+        match p95_ms {
+            None => LevelVerdict::Denied,
+            Some(_) if errors > 0 => LevelVerdict::Denied,
+            Some(p) if p >= DENIED_MS || p >= DENIED_RATIO * self.baseline_ms => {
+                LevelVerdict::Denied
+            }
+            Some(p) if p <= self.held_limit_ms() => LevelVerdict::Held,
+            Some(_) => LevelVerdict::Degraded,
+        }
     }
 }
 
@@ -138,19 +166,67 @@ mod tests {
     use super::*;
     use LevelVerdict::*;
 
+    fn verdict(
+        p95: Option<f64>,
+        errors: u64,
+        baseline_ms: f64,
+        noise_floor_ms: f64,
+    ) -> LevelVerdict {
+        Judge {
+            baseline_ms,
+            noise_floor_ms,
+        }
+        .verdict(p95, errors)
+    }
+
     #[test]
     fn verdicts_follow_the_definitions() {
-        assert_eq!(verdict(Some(4.0), 0, 1.0), Held);
-        assert_eq!(verdict(Some(10.0), 0, 1.0), Held);
-        assert_eq!(verdict(Some(10.5), 0, 1.0), Degraded);
-        assert_eq!(verdict(Some(99.9), 0, 1.0), Degraded);
-        assert_eq!(verdict(Some(100.0), 0, 1.0), Denied);
-        assert_eq!(verdict(Some(2.0), 1, 1.0), Denied);
-        assert_eq!(verdict(None, 0, 1.0), Denied);
+        // Without a noise floor: the ratios.
+        assert_eq!(verdict(Some(4.0), 0, 1.0, 0.0), Held);
+        assert_eq!(verdict(Some(10.0), 0, 1.0, 0.0), Held);
+        assert_eq!(verdict(Some(10.5), 0, 1.0, 0.0), Degraded);
+        assert_eq!(verdict(Some(99.9), 0, 1.0, 0.0), Degraded);
+        assert_eq!(verdict(Some(100.0), 0, 1.0, 0.0), Denied);
+        assert_eq!(verdict(Some(2.0), 1, 1.0, 0.0), Denied);
+        assert_eq!(verdict(None, 0, 1.0, 0.0), Denied);
         // 1 s is denied even when the baseline is slow.
-        assert_eq!(verdict(Some(1000.0), 0, 200.0), Denied);
-        assert_eq!(verdict(Some(900.0), 0, 50.0), Degraded);
-        assert_eq!(verdict(Some(900.0), 0, 200.0), Held);
+        assert_eq!(verdict(Some(1000.0), 0, 200.0, 0.0), Denied);
+        assert_eq!(verdict(Some(900.0), 0, 50.0, 0.0), Degraded);
+        assert_eq!(verdict(Some(900.0), 0, 200.0, 0.0), Held);
+    }
+
+    #[test]
+    fn the_noise_floor_holds_small_absolute_rises_and_denies_nothing_less() {
+        let floor = NOISE_FLOOR_MS;
+        // A 1 ms baseline: held up to 1 + 20 = 21 ms, not only 10 ms.
+        let j = Judge {
+            baseline_ms: 1.0,
+            noise_floor_ms: floor,
+        };
+        assert_eq!(j.held_limit_ms(), 21.0);
+        assert_eq!(verdict(Some(12.0), 0, 1.0, floor), Held);
+        assert_eq!(verdict(Some(21.0), 0, 1.0, floor), Held);
+        assert_eq!(verdict(Some(21.01), 0, 1.0, floor), Degraded);
+        assert_eq!(verdict(Some(99.9), 0, 1.0, floor), Degraded);
+        assert_eq!(verdict(Some(100.0), 0, 1.0, floor), Denied);
+        // Errors are denied however close the p95 is.
+        assert_eq!(verdict(Some(1.0), 1, 1.0, floor), Denied);
+        assert_eq!(verdict(None, 0, 1.0, floor), Denied);
+        // A slow baseline: 10x is the larger limit, the floor changes nothing.
+        let j = Judge {
+            baseline_ms: 5.0,
+            noise_floor_ms: floor,
+        };
+        assert_eq!(j.held_limit_ms(), 50.0);
+        assert_eq!(verdict(Some(50.0), 0, 5.0, floor), Held);
+        assert_eq!(verdict(Some(50.1), 0, 5.0, floor), Degraded);
+        // Where 100x the baseline is under baseline + floor, denied wins.
+        assert_eq!(verdict(Some(15.0), 0, 0.1, floor), Denied);
+        assert_eq!(verdict(Some(9.9), 0, 0.1, floor), Held);
+        // 1 s stays denied at the largest floor.
+        assert_eq!(verdict(Some(1000.0), 0, 200.0, MAX_NOISE_FLOOR_MS), Denied);
+        assert_eq!(verdict(Some(510.0), 0, 10.0, MAX_NOISE_FLOOR_MS), Held);
+        assert_eq!(verdict(Some(510.5), 0, 10.0, MAX_NOISE_FLOOR_MS), Degraded);
     }
 
     #[test]

@@ -19,8 +19,9 @@ pub const TITLE: &str = "slowlab check: slow readers against the fast path";
 pub fn section(r: &Results, s: &mut Section) -> anyhow::Result<()> {
     s.para(
         "Each level holds a number of slow readers on the large path while an open-loop client calls the fast \
-         path. A level is **held** when its p95 is at most 10x the route's baseline (no slow reader) and no \
-         call failed, **denied** when its p95 is 1 s or more, or 100x the baseline or more, or any call failed \
+         path. A level is **held** when its p95 is at most 10x the route's baseline (no slow reader), or at \
+         most the baseline plus the noise floor (`--noise-floor`; `held_limit_ms` in `check.csv`) if that is \
+         larger, and no call failed, **denied** when its p95 is 1 s or more, or 100x the baseline or more, or any call failed \
          or timed out, and **degraded** in between. After the first denied level the search bisects down to \
          the last level that was not.",
     );

@@ -1,7 +1,9 @@
 //! "Which servers block": every server reached directly, side by side, at
 //! each number of slow readers, with its handler model, what the rule
-//! predicts and what was observed (the `servers` preset's table).
+//! predicts and what was observed (the `servers` preset's chart and
+//! table; the chart is drawn in [`super::charts::servers`]).
 
+use super::charts;
 use super::data::Results;
 use super::doc::{Block, Section, Table};
 use super::fmt;
@@ -17,10 +19,38 @@ const MIN_SERVERS: usize = 3;
 pub const ID: &str = "servers";
 pub const TITLE: &str = "7. Which servers block";
 
-/// The section, when the directory has direct runs of at least
-/// [`MIN_SERVERS`] servers with slow readers; otherwise left empty (and so
-/// not shown).
-pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
+/// One server at one number of slow readers, reached directly.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub slow: u32,
+    /// The condition's p95 (median over its runs) and its runs' range.
+    pub p95: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// The rule's prediction and the observation against the 0-slow p95;
+    /// none at 0 slow.
+    pub predicted: Option<Verdict>,
+    pub observed: Option<Verdict>,
+}
+
+/// One server's row: its handler model and its cells, 0 slow first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerRow {
+    pub name: ServerName,
+    pub known: Option<Server>,
+    pub cells: Vec<Cell>,
+}
+
+impl ServerRow {
+    pub fn cell(&self, slow: u32) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.slow == slow)
+    }
+}
+
+/// The servers measured directly, with the numbers of slow readers (0 and
+/// each one with slow readers); none when fewer than [`MIN_SERVERS`]
+/// servers had slow readers.
+pub fn rows(r: &Results) -> Option<(Vec<ServerRow>, Vec<u32>)> {
     let direct: Vec<_> = r
         .conditions
         .iter()
@@ -35,23 +65,64 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
     servers.sort();
     servers.dedup();
     if servers.len() < MIN_SERVERS {
-        return Ok(());
+        return None;
     }
-    let mut slows: Vec<u32> = direct
-        .iter()
-        .map(|c| c.slow_clients)
-        .filter(|&s| s > 0)
-        .collect();
+    let mut slows: Vec<u32> = direct.iter().map(|c| c.slow_clients).collect();
+    slows.push(0);
     slows.sort_unstable();
     slows.dedup();
     let body = LoadProfile::experiment().body.large_bytes;
     let cap = ProxyBuffers::EXPERIMENT.capacity();
-    let p95 = |server: &ServerName, slow: u32| {
-        direct
-            .iter()
-            .find(|c| &c.server == server && c.slow_clients == slow)
-            .and_then(|c| c.p95)
+    let rows = servers
+        .into_iter()
+        .map(|name| {
+            let known: Option<Server> = name.known();
+            let cond = |slow: u32| {
+                direct
+                    .iter()
+                    .find(|c| &c.server == name && c.slow_clients == slow)
+            };
+            let base = cond(0).and_then(|c| c.p95);
+            let cells = slows
+                .iter()
+                .map(|&slow| {
+                    let c = cond(slow);
+                    let p95 = c.and_then(|c| c.p95);
+                    let judged = slow > 0;
+                    Cell {
+                        slow,
+                        p95,
+                        min: c.and_then(|c| c.p95_min),
+                        max: c.and_then(|c| c.p95_max),
+                        predicted: known
+                            .filter(|_| judged)
+                            .map(|s| crosscheck::predict(s, Route::Direct, slow, body, cap)),
+                        observed: match (p95, base) {
+                            (Some(p), Some(b)) if judged => Some(crosscheck::observe(p, b)),
+                            _ => None,
+                        },
+                    }
+                })
+                .collect();
+            ServerRow {
+                name: name.clone(),
+                known,
+                cells,
+            }
+        })
+        .collect();
+    Some((rows, slows))
+}
+
+/// The section, when the directory has direct runs of at least
+/// [`MIN_SERVERS`] servers with slow readers; otherwise left empty (and so
+/// not shown).
+pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
+    let Some((servers, slows)) = rows(r) else {
+        return Ok(());
     };
+    let slows: Vec<u32> = slows.into_iter().filter(|&s| s > 0).collect();
+    let body = LoadProfile::experiment().body.large_bytes;
     let mut header: Vec<String> = ["server", "handlers", "buffers a response", "p95, 0 slow"]
         .map(String::from)
         .to_vec();
@@ -61,31 +132,28 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
     }
     let mut rows = Vec::new();
     let mut disagree = Vec::new();
-    for &name in &servers {
-        let known: Option<Server> = name.known();
-        let base = p95(name, 0);
+    for server in &servers {
+        let known = server.known;
+        let p95 = |slow| server.cell(slow).and_then(|c| c.p95);
         let mut row = vec![
-            name.to_string(),
+            server.name.to_string(),
             known
                 .map(|s| s.handlers().map_or("unbounded".into(), |h| h.to_string()))
                 .unwrap_or_else(|| "–".into()),
             known
                 .map(|s| if s.absorbs(body) { "yes" } else { "no" }.to_string())
                 .unwrap_or_else(|| "–".into()),
-            fmt::or_dash(base, fmt::ms),
+            fmt::or_dash(p95(0), fmt::ms),
         ];
         for &slow in &slows {
-            let p = p95(name, slow);
-            row.push(fmt::or_dash(p, fmt::ms));
-            let predicted = known.map(|s| crosscheck::predict(s, Route::Direct, slow, body, cap));
-            let observed = match (p, base) {
-                (Some(p), Some(b)) => Some(crosscheck::observe(p, b)),
-                _ => None,
-            };
+            row.push(fmt::or_dash(p95(slow), fmt::ms));
+            let cell = server.cell(slow);
+            let predicted = cell.and_then(|c| c.predicted);
+            let observed = cell.and_then(|c| c.observed);
             if let (Some(a), Some(b)) = (predicted, observed)
                 && a != b
             {
-                disagree.push(format!("{name} at {slow} slow"));
+                disagree.push(format!("{} at {slow} slow", server.name));
             }
             row.push(format!(
                 "{} / {}",
@@ -103,6 +171,9 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
          **blocked** when the slow readers can occupy every handler and nothing takes the response off \
          it; observed as in the cross-check, against the same server's 0-slow p95.",
     );
+    if let Err(e) = charts::servers::figure(&servers, sec) {
+        sec.note(&format!("The chart could not be drawn: {e:#}"));
+    }
     // The handlers and the p95 columns; the verdicts are words.
     let numeric = [1, 3]
         .into_iter()
@@ -176,5 +247,22 @@ mod tests {
         assert_eq!(t.rows[2][5], "relieved / blocked");
         let text = format!("{:?}", sec.blocks);
         assert!(text.contains("disagree for waitress4 at 2 slow"), "{text}");
+        // The chart: one point per server and level, with the verdicts.
+        let Some(Block::Figure(f)) = sec.blocks.iter().find(|b| matches!(b, Block::Figure(_)))
+        else {
+            panic!("no chart");
+        };
+        assert_eq!(f.file, charts::servers::FILE);
+        assert!(f.svg.starts_with("<svg"));
+        let lines: Vec<&str> = f.data_csv.lines().collect();
+        assert_eq!(lines.len(), 1 + 3 * 2, "{}", f.data_csv);
+        assert!(
+            lines.contains(&"gunicorn-sync2,0,2.000,,,,"),
+            "{}",
+            f.data_csv
+        );
+        assert!(lines.contains(&"gunicorn-sync2,2,6000.000,,,blocked,blocked"));
+        assert!(lines.contains(&"uvicorn,2,1.500,,,relieved,relieved"));
+        assert!(lines.contains(&"waitress4,2,2000.000,,,relieved,blocked"));
     }
 }

@@ -14,7 +14,8 @@ use super::names::{Name, Named, RouteName};
 /// (its p95 with no slow reader).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LevelVerdict {
-    /// p95 <= 10x the baseline and no errors.
+    /// p95 <= max(10x the baseline, the baseline plus the noise floor)
+    /// and no errors.
     Held,
     /// Neither held nor denied.
     Degraded,
@@ -114,6 +115,13 @@ pub struct CheckRow {
     /// The level's raw files, relative to the results directory.
     #[serde(default)]
     pub dir: String,
+    /// `--noise-floor` of the check, in ms.
+    #[serde(default, serialize_with = "cell::d3")]
+    pub noise_floor_ms: Option<f64>,
+    /// The p95 at or under which the level (without errors) is held:
+    /// max(10x the baseline, the baseline plus the noise floor).
+    #[serde(default, serialize_with = "cell::d3")]
+    pub held_limit_ms: Option<f64>,
 }
 
 #[cfg(test)]
