@@ -84,7 +84,7 @@ pub struct ProxyArgs {
     #[arg(long, default_value = "16k", value_parser = size_in(1, MAX_BUFFER_BYTES))]
     pub client_body_buffer_size: Size,
     /// client_max_body_size: longer request bodies get 413; 0 disables the
-    /// check (0 to 1TiB).
+    /// check (0 to 1024GiB).
     #[arg(long, default_value = "1m", value_parser = size_in(0, MAX_BODY_BYTES))]
     pub client_max_body_size: Size,
     /// client_header_timeout: the whole request head within this time of
@@ -395,7 +395,7 @@ mod tests {
             ("--busy-buffers-size", "1", "0"),
             ("--temp-file-write-size", "64MiB", "1GiB"),
             ("--client-body-buffer-size", "64MiB", "0"),
-            ("--client-max-body-size", "1TiB", "2TiB"),
+            ("--client-max-body-size", "1024GiB", "1025GiB"),
             ("--client-header-timeout", "1ms", "0s"),
             ("--client-body-timeout", "24h", "25h"),
         ] {
