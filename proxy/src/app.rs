@@ -2,8 +2,11 @@
 //! answered from the upstream through a [`Spool`].
 //!
 //! pingora parses the request and writes the response head and body to the
-//! client ([`ServerSession`]); this module decides what to send: 400 for a
-//! malformed request or a request body that ends short, 502/504 when the
+//! client ([`ServerSession`]); this module decides what to send: nothing
+//! when the head is not whole within the header timeout (as NGINX), 400
+//! for a malformed request or a request body that ends short, 413 for one
+//! beyond the maximum body size, the body streamed or read whole first
+//! ([`reqbody`]), 502/504 when the
 //! upstream fails before its head arrived, nothing when the client left
 //! before it (noticed by a peek every 200 ms while the head is awaited),
 //! otherwise the upstream's head (minus hop-by-hop headers and
@@ -23,8 +26,9 @@ use tokio::net::TcpStream;
 
 use crate::config::{Buffering, ProxyConfig};
 use crate::pipe::{self, PipeParams};
+use crate::reqbody::{self, BodyError, Buffered};
 use crate::spool::Spool;
-use crate::stats::{Gauges, Progress, StatsLog, StatsRow, unix_s};
+use crate::stats::{Gauges, Progress, RequestStats, StatsLog, StatsRow, unix_s};
 use crate::upstream::{self, BodyLength, NoHead};
 
 /// The proxy as a pingora [`HttpServerApp`].
@@ -65,13 +69,15 @@ impl ProxyApp {
     }
 
     /// Answers with a pingora-made error page (none when `status` is
-    /// `None`: the client is gone) and records it.
+    /// `None`: the client is gone, or NGINX would close without one) and
+    /// records it.
     async fn fail(
         &self,
         session: &mut ServerSession,
         started: &Started,
         status: Option<u16>,
         label: &'static str,
+        req: RequestStats,
     ) {
         let sent = match status {
             Some(status) => session.respond_error(status).await.is_ok(),
@@ -87,7 +93,11 @@ impl ProxyApp {
             upstream_done_s: None,
             client_done_s: sent.then(|| started.at.elapsed().as_secs_f64()),
             error: Some(label),
+            req,
         });
+        if status == Some(413) && sent {
+            reqbody::linger(session).await;
+        }
     }
 
     /// Serves one accepted client connection: one request, one response.
@@ -102,20 +112,41 @@ impl ProxyApp {
         stream: pingora_core::protocols::Stream,
         cut: &ShutdownWatch,
     ) {
-        let mut session = ServerSession::new_http1(stream);
-        // As pingora's dispatch does: a client that sends no request within
-        // 60 s is dropped without an answer.
-        session.set_keepalive(Some(60));
+        let session = ServerSession::new_http1(stream);
         self.serve(session, cut.clone()).await;
     }
 
     async fn serve(&self, mut session: ServerSession, shutdown: ShutdownWatch) {
         let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        let read = session.read_request().await;
+        let rc = &self.cfg.request;
+        // NGINX's client_header_timeout: one deadline for the whole head
+        // from the accept, however slowly its lines come (a slowloris
+        // client's one line every few seconds would reset a per-read
+        // timer). pingora's per-read timers are off meanwhile, so the head
+        // still costs one timer.
+        session.set_keepalive(None);
+        session.set_read_timeout(None);
+        let read = pingora_timeout::timeout(rc.header_timeout, session.read_request()).await;
         let started = Started {
             at: Instant::now(),
             unix_s: unix_s(SystemTime::now()),
             mode: self.cfg.buffering,
+        };
+        let read = match read {
+            Ok(read) => read,
+            Err(_) => {
+                // NGINX logs 408 and closes without an answer
+                // (ngx_http_process_request_headers: "client timed out",
+                // ngx_http_close_request); no upstream was ever involved.
+                tracing::debug!(
+                    conn,
+                    "client sent no whole request head within the header timeout"
+                );
+                let none = RequestStats::default();
+                self.fail(&mut session, &started, None, "client_header_timeout", none)
+                    .await;
+                return;
+            }
         };
         match read {
             Ok(true) => {}
@@ -129,29 +160,56 @@ impl ProxyApp {
                     tracing::debug!(conn, cause = %e, "client left while sending its request");
                 } else {
                     tracing::info!(conn, cause = %e, "malformed request");
-                    self.fail(&mut session, &started, Some(400), "bad_request")
+                    let none = RequestStats::default();
+                    self.fail(&mut session, &started, Some(400), "bad_request", none)
                         .await;
                 }
                 return;
             }
         }
         // One request per connection, as in the experiment.
-        session.set_keepalive(None);
         session.set_write_timeout(Some(self.cfg.send_timeout));
-        if session
-            .req_header()
-            .headers
-            .contains_key(http::header::TRANSFER_ENCODING)
-        {
-            // An HTTP/1.0 upstream needs a length; buffering whole chunked
-            // request bodies is beyond this lab.
-            self.fail(&mut session, &started, Some(411), "length_required")
-                .await;
-            return;
+        // client_body_timeout: pingora times each body read.
+        session.set_read_timeout(Some(rc.body_timeout));
+
+        let unlisted = Progress::default();
+        let mut open = None;
+        let mut req = RequestStats::default();
+        let mut body = RequestBody::Empty;
+        if !session.is_body_empty() {
+            // Listed from here, so that the gauge shows the upload too.
+            open = self.gauges.as_ref().map(|g| g.open(conn));
+            let progress = open.as_ref().map_or(&unlisted, |o| &o.progress);
+            match self
+                .take_body(&mut session, &started, progress, &mut req)
+                .await
+            {
+                Ok(b) => body = b,
+                Err(e) => {
+                    match &e {
+                        BodyError::TempFile { .. } => {
+                            tracing::warn!(conn, cause = %e, "request body not buffered")
+                        }
+                        _ => tracing::info!(conn, cause = %e, "request body refused or cut"),
+                    }
+                    self.fail(&mut session, &started, e.status(), e.label(), req)
+                        .await;
+                    return;
+                }
+            }
         }
 
         let head_request = session.req_header().method == http::Method::HEAD;
-        let opened = self.open_upstream(&mut session, head_request).await;
+        let opened = {
+            let progress = open.as_ref().map_or(&unlisted, |o| &o.progress);
+            let sent = Sent {
+                body,
+                progress,
+                started: &started,
+            };
+            self.open_upstream(&mut session, head_request, sent, &mut req)
+                .await
+        };
         let (up, head) = match opened {
             Ok(v) => v,
             Err(e) => {
@@ -159,32 +217,37 @@ impl ProxyApp {
                     NoHead::Upstream(_) => {
                         tracing::warn!(conn, cause = %e, "upstream failed before its response head")
                     }
-                    NoHead::ClientBodyShort(_) => {
+                    NoHead::ClientBody(_) => {
                         tracing::info!(conn, cause = %e, "client request body ended short")
                     }
                     NoHead::ClientClosed(_) => {
                         tracing::debug!(conn, cause = %e, "client gone before the response head")
                     }
                 }
-                self.fail(&mut session, &started, e.status(), e.label())
+                self.fail(&mut session, &started, e.status(), e.label(), req)
                     .await;
                 return;
             }
         };
         let mode = head.accel.unwrap_or(self.cfg.buffering);
         let status = head.header.status.as_u16();
-        let row = |bytes, mem, spilled, up_done: Option<Instant>, done: Option<Instant>, error| {
-            StatsRow {
-                start_unix_s: started.unix_s,
-                mode: mode.name(),
-                status: Some(status),
-                bytes,
-                mem_peak_bytes: mem,
-                spilled_bytes: spilled,
-                upstream_done_s: up_done.map(|t| (t - started.at).as_secs_f64()),
-                client_done_s: done.map(|t| (t - started.at).as_secs_f64()),
-                error,
-            }
+        let row = |bytes,
+                   mem,
+                   spilled,
+                   up_done: Option<Instant>,
+                   done: Option<Instant>,
+                   error,
+                   req: RequestStats| StatsRow {
+            start_unix_s: started.unix_s,
+            mode: mode.name(),
+            status: Some(status),
+            bytes,
+            mem_peak_bytes: mem,
+            spilled_bytes: spilled,
+            upstream_done_s: up_done.map(|t| (t - started.at).as_secs_f64()),
+            client_done_s: done.map(|t| (t - started.at).as_secs_f64()),
+            error,
+            req,
         };
         if matches!(head.body, BodyLength::Exact(n) if n <= head.leftover.len() as u64) {
             // The whole body is in hand: head and body leave in one write.
@@ -192,12 +255,13 @@ impl ProxyApp {
         }
         if let Err(e) = session.write_response_header(Box::new(head.header)).await {
             tracing::debug!(conn, cause = %e, "client gone before the response head");
-            self.record(row(0, 0, 0, None, None, Some("client_closed")));
+            self.record(row(0, 0, 0, None, None, Some("client_closed"), req));
             return;
         }
 
-        let open = self.gauges.as_ref().map(|g| g.open(conn));
-        let unlisted = Progress::default();
+        if open.is_none() {
+            open = self.gauges.as_ref().map(|g| g.open(conn));
+        }
         let params = PipeParams {
             body: head.body,
             read_timeout: self.cfg.read_timeout,
@@ -228,12 +292,47 @@ impl ProxyApp {
             report.upstream_done,
             report.client_done,
             report.error.as_ref().map(pipe::PipeError::label),
+            req,
         ));
         if let Some(session) = session {
             // Not reusable (keepalive is off): this flushes and lets the
             // connection close.
             let _ = Box::pin(session.finish()).await;
         }
+    }
+
+    /// Decides how a request's body goes upstream and, when it is to be
+    /// buffered, reads it whole: no upstream connection exists yet. A
+    /// `Content-Length` beyond `client_max_body_size` is refused before
+    /// any body byte is read.
+    async fn take_body(
+        &self,
+        session: &mut ServerSession,
+        started: &Started,
+        progress: &Progress,
+        req: &mut RequestStats,
+    ) -> Result<RequestBody, BodyError> {
+        let rc = &self.cfg.request;
+        let chunked = reqbody::is_chunked(session);
+        if let Some(n) = reqbody::content_length(session).filter(|&n| rc.too_large(n)) {
+            return Err(BodyError::TooLarge(n));
+        }
+        reqbody::continue_if_expected(session).await;
+        // A chunked body is read whole even with request buffering off:
+        // the HTTP/1.0 upstream needs its length (NGINX does the same).
+        if !chunked && rc.buffering == Buffering::Off {
+            req.mode = Some(Buffering::Off.name());
+            return Ok(RequestBody::Streamed);
+        }
+        req.mode = Some(Buffering::On.name());
+        let read = reqbody::read_whole(session, rc, &self.cfg.buffers.temp_path, progress).await;
+        req.bytes = progress.req_read.load(Ordering::Relaxed);
+        let body = read?;
+        req.bytes = body.len();
+        req.mem_peak_bytes = body.mem_peak();
+        req.spilled_bytes = body.spilled();
+        req.done_s = Some(started.at.elapsed().as_secs_f64());
+        Ok(RequestBody::Buffered(body))
     }
 
     /// Connects, sends the request (and its body, if any) and reads the
@@ -243,21 +342,54 @@ impl ProxyApp {
         &self,
         session: &mut ServerSession,
         head_request: bool,
+        sent: Sent<'_>,
+        req: &mut RequestStats,
     ) -> Result<(TcpStream, upstream::ResponseHead), NoHead> {
         let t = self.cfg.read_timeout;
+        let Sent {
+            body,
+            progress,
+            started,
+        } = sent;
+        req.upstream_start_s = Some(started.at.elapsed().as_secs_f64());
         // No pool: like NGINX without `keepalive` in its upstream block,
         // every request gets a fresh upstream connection.
         let mut up = upstream::connect(self.cfg.upstream, t).await?;
-        upstream::send(&mut up, &upstream::request_wire(session.req_header()), t).await?;
-        if !session.is_body_empty() {
-            loop {
-                match session.read_request_body().await {
-                    Ok(Some(chunk)) => upstream::send(&mut up, &chunk, t).await?,
-                    Ok(None) => break,
-                    // The client's fault, not the upstream's: NGINX answers
-                    // 400 and logs the client.
-                    Err(e) => return Err(NoHead::ClientBodyShort(e.to_string())),
+        match body {
+            RequestBody::Empty => {
+                upstream::send(
+                    &mut up,
+                    &upstream::request_wire(session.req_header(), None),
+                    t,
+                )
+                .await?
+            }
+            RequestBody::Buffered(b) => {
+                let wire = upstream::request_wire(session.req_header(), Some(b.len()));
+                b.send(&mut up, wire, t, progress).await?;
+            }
+            RequestBody::Streamed => {
+                upstream::send(
+                    &mut up,
+                    &upstream::request_wire(session.req_header(), None),
+                    t,
+                )
+                .await?;
+                loop {
+                    match session.read_request_body().await {
+                        Ok(Some(chunk)) => {
+                            req.bytes += chunk.len() as u64;
+                            Progress::set(&progress.req_read, req.bytes);
+                            upstream::send(&mut up, &chunk, t).await?;
+                            Progress::set(&progress.req_sent, req.bytes);
+                        }
+                        Ok(None) => break,
+                        // The client's fault, not the upstream's: NGINX
+                        // answers 400 (or, on client_body_timeout, closes).
+                        Err(e) => return Err(BodyError::from_read(&e).into()),
+                    }
                 }
+                req.done_s = Some(started.at.elapsed().as_secs_f64());
             }
         }
         let client = session.stream().map(|s| s.id());
@@ -271,6 +403,23 @@ impl ProxyApp {
         .await?;
         Ok((up, head))
     }
+}
+
+/// How a request's body goes upstream.
+enum RequestBody {
+    /// No body.
+    Empty,
+    /// Read from the client while it is sent (`--request-buffering off`).
+    Streamed,
+    /// Read whole before the upstream was connected.
+    Buffered(Buffered),
+}
+
+/// What [`ProxyApp::open_upstream`] sends and where it reports.
+struct Sent<'a> {
+    body: RequestBody,
+    progress: &'a Progress,
+    started: &'a Started,
 }
 
 #[async_trait]

@@ -18,7 +18,7 @@ use common::loopback;
 use common::units::{Size, format_duration};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::config::{BufferConfig, ProxyConfig, parse_buffers};
+use crate::config::{BufferConfig, ProxyConfig, RequestConfig, parse_buffers};
 
 pub use crate::config::Buffering;
 
@@ -74,6 +74,27 @@ pub struct ProxyArgs {
     /// Allow --listen and --upstream addresses outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
+    /// proxy_request_buffering: `on` reads the whole request body before
+    /// connecting upstream; `off` (the default here, unlike NGINX's) streams
+    /// it. A chunked body is read whole either way.
+    #[arg(long, value_enum, default_value = "off")]
+    pub request_buffering: Buffering,
+    /// client_body_buffer_size: the request body in memory, beyond it a
+    /// temp file (1 to 64MiB).
+    #[arg(long, default_value = "16k", value_parser = size_in(1, MAX_BUFFER_BYTES))]
+    pub client_body_buffer_size: Size,
+    /// client_max_body_size: longer request bodies get 413; 0 disables the
+    /// check (0 to 1024GiB).
+    #[arg(long, default_value = "1m", value_parser = size_in(0, MAX_BODY_BYTES))]
+    pub client_max_body_size: Size,
+    /// client_header_timeout: the whole request head within this time of
+    /// the accept, else the connection is closed (1ms to 1day).
+    #[arg(long, default_value = "60s", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
+    pub client_header_timeout: Duration,
+    /// client_body_timeout: the longest wait between two request body
+    /// reads (1ms to 1day).
+    #[arg(long, default_value = "60s", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
+    pub client_body_timeout: Duration,
 }
 
 pub use common::loopback::RemoteRefused;
@@ -87,6 +108,8 @@ pub const MAX_BUFFERS: usize = 1024;
 /// The most memory `--buffer-size` plus all `--buffers` may hold per
 /// response.
 pub const MAX_RESPONSE_MEMORY: u64 = 1 << 30;
+/// The largest `--client-max-body-size`.
+pub const MAX_BODY_BYTES: u64 = 1 << 40;
 
 impl ProxyArgs {
     /// The lab's loopback-only rule for both addresses, unless
@@ -122,6 +145,11 @@ impl ProxyArgs {
             gauge_log,
             gauge_interval,
             allow_remote,
+            request_buffering,
+            client_body_buffer_size,
+            client_max_body_size,
+            client_header_timeout,
+            client_body_timeout,
         } = self;
         let mut a: Vec<OsString> = vec![
             "--listen".into(),
@@ -148,6 +176,16 @@ impl ProxyArgs {
             format_duration(*send_timeout).into(),
             "--gauge-interval".into(),
             format_duration(*gauge_interval).into(),
+            "--request-buffering".into(),
+            request_buffering.name().into(),
+            "--client-body-buffer-size".into(),
+            client_body_buffer_size.to_string().into(),
+            "--client-max-body-size".into(),
+            client_max_body_size.to_string().into(),
+            "--client-header-timeout".into(),
+            format_duration(*client_header_timeout).into(),
+            "--client-body-timeout".into(),
+            format_duration(*client_body_timeout).into(),
         ];
         for (flag, path) in [
             ("--temp-path", temp_path),
@@ -210,6 +248,13 @@ impl ProxyArgs {
                 temp_file_write_size: self.temp_file_write_size.as_usize(),
                 temp_path,
             },
+            request: RequestConfig {
+                buffering: self.request_buffering,
+                body_buffer_size: self.client_body_buffer_size.as_usize(),
+                max_body_size: self.client_max_body_size.bytes(),
+                header_timeout: self.client_header_timeout,
+                body_timeout: self.client_body_timeout,
+            },
             threads: self.threads,
             read_timeout: self.read_timeout,
             send_timeout: self.send_timeout,
@@ -246,8 +291,9 @@ pub fn run(args: ProxyArgs) -> anyhow::Result<()> {
         })
         .context("installing signal handlers")?;
     let details = format!(
-        "buffering {}, buffers {}+{}x{}, max temp file {}, {} thread{}",
+        "buffering {}, request buffering {}, buffers {}+{}x{}, max temp file {}, {} thread{}",
         config.buffering.name(),
+        config.request.buffering.name(),
         Size(config.buffers.buffer_size as u64),
         config.buffers.buffers,
         Size(config.buffers.buffer_bytes as u64),
@@ -348,6 +394,10 @@ mod tests {
             ("--buffer-size", "64MiB", "65MiB"),
             ("--busy-buffers-size", "1", "0"),
             ("--temp-file-write-size", "64MiB", "1GiB"),
+            ("--client-body-buffer-size", "64MiB", "0"),
+            ("--client-max-body-size", "1024GiB", "1025GiB"),
+            ("--client-header-timeout", "1ms", "0s"),
+            ("--client-body-timeout", "24h", "25h"),
         ] {
             assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
             let err = try_parse(&[flag, bad]).expect_err(bad).to_string();
@@ -397,6 +447,11 @@ mod tests {
             gauge_log: Some(PathBuf::from("gauge.csv")),
             gauge_interval: Duration::from_micros(100_250),
             allow_remote: true,
+            request_buffering: Buffering::On,
+            client_body_buffer_size: Size(8 << 10),
+            client_max_body_size: Size(0),
+            client_header_timeout: Duration::from_millis(1500),
+            client_body_timeout: Duration::from_secs(7),
         };
         for args in [defaults, all] {
             assert_eq!(parse(args.to_args()), args);

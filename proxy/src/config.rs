@@ -124,6 +124,65 @@ pub fn parse_buffers(s: &str) -> anyhow::Result<(usize, usize)> {
     Ok((count, size.as_usize()))
 }
 
+/// What the proxy does with a request before and while it talks to the
+/// upstream: NGINX's `proxy_request_buffering` and `client_*` directives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestConfig {
+    /// `proxy_request_buffering`: `On` reads the whole body before the
+    /// upstream is connected; `Off` streams it as it arrives. A chunked
+    /// body is read whole either way (NGINX does so for an HTTP/1.0
+    /// upstream, which needs a `Content-Length`).
+    pub buffering: Buffering,
+    /// `client_body_buffer_size`: the body in memory; a longer one goes
+    /// to the temp file.
+    pub body_buffer_size: usize,
+    /// `client_max_body_size`: a longer body is answered 413; 0 disables
+    /// the check.
+    pub max_body_size: u64,
+    /// `client_header_timeout`: the whole request head must arrive within
+    /// this time from the connection's accept, else the connection is
+    /// closed without an answer.
+    pub header_timeout: Duration,
+    /// `client_body_timeout`: the longest wait between two reads of the
+    /// body.
+    pub body_timeout: Duration,
+}
+
+impl RequestConfig {
+    /// NGINX's defaults: buffering on, `client_body_buffer_size 16k`
+    /// (two pages on x86-64), `client_max_body_size 1m`, 60 s timeouts.
+    pub fn nginx_defaults() -> Self {
+        RequestConfig {
+            buffering: Buffering::On,
+            body_buffer_size: 16 * 1024,
+            max_body_size: 1 << 20,
+            header_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Whether a body longer than `len` bytes is refused.
+    pub fn too_large(&self, len: u64) -> bool {
+        self.max_body_size != 0 && len > self.max_body_size
+    }
+
+    pub fn validate(&self) -> anyhow::Result<()> {
+        ensure!(
+            self.body_buffer_size > 0,
+            "--client-body-buffer-size must be at least 1 byte"
+        );
+        ensure!(
+            !self.header_timeout.is_zero(),
+            "--client-header-timeout must be positive"
+        );
+        ensure!(
+            !self.body_timeout.is_zero(),
+            "--client-body-timeout must be positive"
+        );
+        Ok(())
+    }
+}
+
 /// Everything a proxy instance needs; `slowlab proxy` builds it from its
 /// flags, tests build it directly.
 #[derive(Debug, Clone)]
@@ -132,6 +191,9 @@ pub struct ProxyConfig {
     pub upstream: SocketAddr,
     pub buffering: Buffering,
     pub buffers: BufferConfig,
+    /// The request side; its body's temp file goes to
+    /// `buffers.temp_path` too.
+    pub request: RequestConfig,
     /// Tokio worker threads (NGINX: worker processes).
     pub threads: usize,
     /// `proxy_read_timeout`, also used for connecting and sending the request.
@@ -148,13 +210,18 @@ pub struct ProxyConfig {
 
 impl ProxyConfig {
     /// The experiment's values: listen on `127.0.0.1:0`, temp files in the
-    /// system's temp directory.
+    /// system's temp directory; request bodies streamed as before request
+    /// buffering existed, with NGINX's other request defaults.
     pub fn new(upstream: SocketAddr, buffering: Buffering) -> Self {
         ProxyConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             upstream,
             buffering,
             buffers: BufferConfig::experiment(std::env::temp_dir()),
+            request: RequestConfig {
+                buffering: Buffering::Off,
+                ..RequestConfig::nginx_defaults()
+            },
             threads: 1,
             read_timeout: Duration::from_secs(60),
             send_timeout: Duration::from_secs(60),
@@ -168,6 +235,7 @@ impl ProxyConfig {
     /// Checks what the types cannot.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.buffers.validate()?;
+        self.request.validate()?;
         ensure!(self.threads >= 1, "--threads must be at least 1");
         ensure!(
             !self.read_timeout.is_zero(),

@@ -7,6 +7,8 @@
 //! - [`spool`]: memory buffers, then the temp file, then backpressure; pure
 //!   accounting, unit-tested.
 //! - [`spillfile`]: the unlinked `0600` temp file.
+//! - [`reqbody`]: the request body, streamed or read whole first
+//!   (`--request-buffering`), its temp file, 413 and the lingering close.
 //! - [`upstream`]: connecting, the HTTP/1.0 request and the response head.
 //! - [`pipe`]: the loop that moves one body from upstream to client and
 //!   decides when the upstream is read.
@@ -21,6 +23,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod pipe;
+pub mod reqbody;
 pub mod server;
 pub mod spillfile;
 pub mod spool;
@@ -28,5 +31,5 @@ pub mod stats;
 pub mod upstream;
 
 pub use cli::{ProxyArgs, run};
-pub use config::{BufferConfig, Buffering, ProxyConfig};
+pub use config::{BufferConfig, Buffering, ProxyConfig, RequestConfig};
 pub use server::{ProxyHandle, spawn};

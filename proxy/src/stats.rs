@@ -17,9 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-pub const STATS_HEADER: &str = "start_unix_s,mode,status,bytes,mem_peak_bytes,spilled_bytes,upstream_done_s,client_done_s,error";
-pub const GAUGE_HEADER: &str =
-    "t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes";
+pub const STATS_HEADER: &str = "start_unix_s,mode,status,bytes,mem_peak_bytes,spilled_bytes,upstream_done_s,client_done_s,error,req_mode,req_bytes,req_mem_peak_bytes,req_spilled_bytes,req_done_s,upstream_start_s";
+pub const GAUGE_HEADER: &str = "t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes,req_read_bytes,req_sent_bytes,req_mem_bytes,req_file_bytes";
 
 /// Seconds since the Unix epoch.
 pub fn unix_s(t: SystemTime) -> f64 {
@@ -82,6 +81,26 @@ pub struct StatsRow {
     pub upstream_done_s: Option<f64>,
     pub client_done_s: Option<f64>,
     pub error: Option<&'static str>,
+    /// The request direction.
+    pub req: RequestStats,
+}
+
+/// The request side of a stats row: how its body went upstream.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestStats {
+    /// `on` when the body was read whole before the upstream was
+    /// connected, `off` when it was streamed; `None` without a body.
+    pub mode: Option<&'static str>,
+    /// Body bytes read from the client.
+    pub bytes: u64,
+    pub mem_peak_bytes: usize,
+    /// Body bytes written to the request's temp file.
+    pub spilled_bytes: u64,
+    /// From the request's arrival to its last body byte read.
+    pub done_s: Option<f64>,
+    /// From the request's arrival to the start of the upstream connect;
+    /// `None` when no upstream connection was opened.
+    pub upstream_start_s: Option<f64>,
 }
 
 impl StatsRow {
@@ -90,8 +109,9 @@ impl StatsRow {
         fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
             v.map_or(String::new(), |v| v.to_string())
         }
+        let req = &self.req;
         format!(
-            "{:.6},{},{},{},{},{},{},{},{}\n",
+            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             self.start_unix_s,
             self.mode,
             opt(self.status),
@@ -101,6 +121,12 @@ impl StatsRow {
             opt(self.upstream_done_s.map(|s| format!("{s:.6}"))),
             opt(self.client_done_s.map(|s| format!("{s:.6}"))),
             self.error.unwrap_or(""),
+            req.mode.unwrap_or(""),
+            req.bytes,
+            req.mem_peak_bytes,
+            req.spilled_bytes,
+            opt(req.done_s.map(|s| format!("{s:.6}"))),
+            opt(req.upstream_start_s.map(|s| format!("{s:.6}"))),
         )
     }
 }
@@ -126,6 +152,12 @@ pub struct Progress {
     pub client_written: AtomicU64,
     pub mem: AtomicU64,
     pub file: AtomicU64,
+    /// The request direction: body bytes read from the client, sent
+    /// upstream, held in memory and in the request's temp file.
+    pub req_read: AtomicU64,
+    pub req_sent: AtomicU64,
+    pub req_mem: AtomicU64,
+    pub req_file: AtomicU64,
 }
 
 impl Progress {
@@ -181,11 +213,15 @@ impl Gauges {
             // Writing to a String cannot fail.
             let _ = writeln!(
                 out,
-                "{t:.6},{conn},{},{},{},{}",
+                "{t:.6},{conn},{},{},{},{},{},{},{},{}",
                 p.upstream_read.load(Ordering::Relaxed),
                 p.client_written.load(Ordering::Relaxed),
                 p.mem.load(Ordering::Relaxed),
                 p.file.load(Ordering::Relaxed),
+                p.req_read.load(Ordering::Relaxed),
+                p.req_sent.load(Ordering::Relaxed),
+                p.req_mem.load(Ordering::Relaxed),
+                p.req_file.load(Ordering::Relaxed),
             );
         }
         out
@@ -229,7 +265,7 @@ mod tests {
         let doc = include_str!("../../ARCHITECTURE.md");
         assert!(doc.contains(&format!("`{STATS_HEADER}`")), "stats header");
         assert!(doc.contains(&format!("`{GAUGE_HEADER}`")), "gauge header");
-        assert_eq!(STATS_HEADER.split(',').count(), 9);
+        assert_eq!(STATS_HEADER.split(',').count(), 15);
     }
 
     #[test]
@@ -244,10 +280,21 @@ mod tests {
             upstream_done_s: Some(0.25),
             client_done_s: None,
             error: Some("client_closed"),
+            req: RequestStats {
+                mode: Some("on"),
+                bytes: 20,
+                mem_peak_bytes: 16,
+                spilled_bytes: 20,
+                done_s: Some(0.5),
+                upstream_start_s: Some(0.5),
+            },
         };
         let line = row.to_line();
-        assert_eq!(line, "1.500000,on,200,10,3,0,0.250000,,client_closed\n");
-        assert_eq!(line.trim_end().split(',').count(), 9);
+        assert_eq!(
+            line,
+            "1.500000,on,200,10,3,0,0.250000,,client_closed,on,20,16,20,0.500000,0.500000\n"
+        );
+        assert_eq!(line.trim_end().split(',').count(), 15);
     }
 
     #[test]
@@ -267,15 +314,20 @@ mod tests {
             upstream_done_s: None,
             client_done_s: None,
             error: None,
+            req: RequestStats::default(),
         });
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, format!("{STATS_HEADER}\n0.000000,off,,0,0,0,,,\n"));
+        assert_eq!(
+            text,
+            format!("{STATS_HEADER}\n0.000000,off,,0,0,0,,,,,0,0,0,,\n")
+        );
 
         let gauges = Arc::new(Gauges::default());
         let a = gauges.open(7);
         Progress::set(&a.progress.mem, 42);
+        Progress::set(&a.progress.req_file, 5);
         let sample = gauges.sample(UNIX_EPOCH + Duration::from_secs(2));
-        assert_eq!(sample, "2.000000,7,0,0,42,0\n");
+        assert_eq!(sample, "2.000000,7,0,0,42,0,0,0,0,5\n");
         drop(a);
         assert_eq!(gauges.sample(SystemTime::now()), "");
     }

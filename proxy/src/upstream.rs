@@ -31,6 +31,7 @@ use tokio::net::TcpStream;
 
 use crate::config::Buffering;
 use crate::pipe::{IDLE_CHECK, client_gone};
+use crate::reqbody::BodyError;
 
 /// Why talking to the upstream failed; decides between 502 and 504.
 #[derive(Debug, thiserror::Error)]
@@ -71,10 +72,10 @@ impl UpstreamError {
 pub enum NoHead {
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
-    /// The request body ended before its `Content-Length` (NGINX: "client
-    /// prematurely closed connection", 400).
-    #[error("client request body ended short: {0}")]
-    ClientBodyShort(String),
+    /// The streamed request body ended before its `Content-Length` (NGINX:
+    /// "client prematurely closed connection", 400) or stalled.
+    #[error(transparent)]
+    ClientBody(#[from] BodyError),
     /// The client left while the proxy waited for the upstream's head.
     #[error("{0}")]
     ClientClosed(String),
@@ -85,7 +86,7 @@ impl NoHead {
     pub fn status(&self) -> Option<u16> {
         match self {
             NoHead::Upstream(e) => Some(e.status()),
-            NoHead::ClientBodyShort(_) => Some(400),
+            NoHead::ClientBody(e) => e.status(),
             NoHead::ClientClosed(_) => None,
         }
     }
@@ -94,7 +95,7 @@ impl NoHead {
     pub fn label(&self) -> &'static str {
         match self {
             NoHead::Upstream(e) => e.label(),
-            NoHead::ClientBodyShort(_) => "client_body_short",
+            NoHead::ClientBody(e) => e.label(),
             NoHead::ClientClosed(_) => "client_closed",
         }
     }
@@ -150,7 +151,9 @@ pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, U
 /// The request as it goes upstream: HTTP/1.0, hop-by-hop headers dropped,
 /// `Connection: close`. The header lines keep the client's spelling of the
 /// names (pingora's wire form); the request itself is not copied.
-pub fn request_wire(req: &RequestHeader) -> BytesMut {
+/// `length` is the body's length when the proxy frames it (a buffered
+/// body, de-chunked): the client's `Content-Length` gives way to it.
+pub fn request_wire(req: &RequestHeader, length: Option<u64>) -> BytesMut {
     let mut lines = BytesMut::with_capacity(512);
     req.header_to_h1_wire(&mut lines);
     let mut buf = BytesMut::with_capacity(lines.len() + 64 + req.raw_path().len());
@@ -161,12 +164,16 @@ pub fn request_wire(req: &RequestHeader) -> BytesMut {
     // Every line ends with CRLF, the last one included.
     for line in lines.split_inclusive(|&b| b == b'\n') {
         let name = line.split(|&b| b == b':').next().unwrap_or(line);
-        if !HOP_BY_HOP
+        let hop = HOP_BY_HOP
             .iter()
-            .any(|h| h.as_bytes().eq_ignore_ascii_case(name))
-        {
+            .any(|h| h.as_bytes().eq_ignore_ascii_case(name));
+        let framed_here = length.is_some() && name.eq_ignore_ascii_case(b"content-length");
+        if !hop && !framed_here {
             buf.extend_from_slice(line);
         }
+    }
+    if let Some(n) = length {
+        buf.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes());
     }
     buf.extend_from_slice(b"Connection: close\r\n\r\n");
     buf
@@ -460,11 +467,23 @@ X-Accel-Buffering: No\r\nX-Slowlab-Block: 65536\r\n\r\nhel";
         let mut req = RequestHeader::build("GET", b"/large?x=1", None).unwrap();
         req.insert_header("Host", "example").unwrap();
         req.insert_header("Connection", "keep-alive").unwrap();
-        let wire = request_wire(&req);
+        let wire = request_wire(&req, None);
         let text = std::str::from_utf8(&wire).unwrap();
         assert!(text.starts_with("GET /large?x=1 HTTP/1.0\r\n"), "{text}");
         assert!(text.contains("Host: example\r\n"));
         assert!(!text.contains("keep-alive"));
         assert!(text.ends_with("Connection: close\r\n\r\n"));
+
+        let mut post = RequestHeader::build("POST", b"/upload", None).unwrap();
+        post.insert_header("Transfer-Encoding", "chunked").unwrap();
+        post.insert_header("content-length", "99").unwrap();
+        let wire = request_wire(&post, Some(5));
+        let text = std::str::from_utf8(&wire).unwrap();
+        assert!(!text.to_ascii_lowercase().contains("chunked"), "{text}");
+        assert!(!text.contains("99"), "{text}");
+        assert!(
+            text.ends_with("Content-Length: 5\r\nConnection: close\r\n\r\n"),
+            "{text}"
+        );
     }
 }

@@ -101,17 +101,18 @@ fn gauge_log_samples_open_responses() {
     drop(proxy);
     let text = std::fs::read_to_string(dir.path().join("gauge.csv")).unwrap();
     let mut lines = text.lines();
-    assert_eq!(
-        lines.next(),
-        Some("t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes")
-    );
+    assert_eq!(lines.next(), Some(proxy::stats::GAUGE_HEADER));
+    assert!(proxy::stats::GAUGE_HEADER.starts_with(
+        "t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes,"
+    ));
     let samples: Vec<Vec<f64>> = lines
         .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
         .collect();
     // About two seconds at 50 ms: a generous lower bound for a busy machine.
     assert!(samples.len() >= 10, "{} samples", samples.len());
     for s in &samples {
-        assert_eq!(s.len(), 6);
+        assert_eq!(s.len(), 10);
+        assert_eq!(&s[6..], [0.0; 4], "a GET has no request body: {s:?}");
         assert!(s[3] <= s[2], "client never ahead of upstream: {s:?}");
         assert!(s[4] <= 80.0 * 1024.0, "memory within buffers: {s:?}");
     }

@@ -36,8 +36,8 @@ impl Cond {
     }
 }
 
-/// The position of a route: direct, then buffering off, then on; unknown
-/// routes last.
+/// The position of a route: direct, then buffering off, then on, then the
+/// request-direction routes in the same order; unknown routes last.
 pub fn route_rank(route: &RouteName) -> usize {
     match route.known() {
         Some(Route::Direct) => 0,
@@ -45,7 +45,11 @@ pub fn route_rank(route: &RouteName) -> usize {
         Some(Route::PingoraOff) => 2,
         Some(Route::NginxOn) => 3,
         Some(Route::PingoraOn) => 4,
-        None => 5,
+        Some(Route::NginxReqbufOff) => 5,
+        Some(Route::PingoraReqbufOff) => 6,
+        Some(Route::NginxReqbufOn) => 7,
+        Some(Route::PingoraReqbufOn) => 8,
+        None => 9,
     }
 }
 

@@ -95,7 +95,7 @@ impl Preset {
                 c.extend(grid(&[Server::RustThreads4], &[Route::Direct], &[2]));
                 c
             }
-            Preset::Cross => grid(&Server::EXPERIMENT, &Route::ALL, &[0, 2]),
+            Preset::Cross => grid(&Server::EXPERIMENT, &Route::RESPONSE, &[0, 2]),
             Preset::Servers => grid(&Server::ALL, &[Route::Direct], &SERVERS_SLOW),
             Preset::Quick => {
                 let mut c = grid(

@@ -72,6 +72,8 @@ pub fn counterpart_route(r: Route) -> Route {
     match r {
         Route::PingoraOff => Route::NginxOff,
         Route::PingoraOn => Route::NginxOn,
+        Route::PingoraReqbufOn => Route::NginxReqbufOn,
+        Route::PingoraReqbufOff => Route::NginxReqbufOff,
         other => other,
     }
 }

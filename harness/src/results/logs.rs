@@ -63,6 +63,19 @@ pub struct ProxyResponseRow {
     #[serde(serialize_with = "cell::d6")]
     pub client_done_s: Option<f64>,
     pub error: Option<String>,
+    /// The request direction (absent from logs of older versions).
+    #[serde(default)]
+    pub req_mode: Option<String>,
+    #[serde(default)]
+    pub req_bytes: u64,
+    #[serde(default)]
+    pub req_mem_peak_bytes: u64,
+    #[serde(default)]
+    pub req_spilled_bytes: u64,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub req_done_s: Option<f64>,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub upstream_start_s: Option<f64>,
 }
 
 /// A row of `proxy-gauge.csv` (one open pingora response at one instant).
@@ -82,6 +95,15 @@ pub struct GaugeRow {
     pub client_written_bytes: u64,
     pub mem_bytes: u64,
     pub file_bytes: u64,
+    /// The request direction (absent from logs of older versions).
+    #[serde(default)]
+    pub req_read_bytes: u64,
+    #[serde(default)]
+    pub req_sent_bytes: u64,
+    #[serde(default)]
+    pub req_mem_bytes: u64,
+    #[serde(default)]
+    pub req_file_bytes: u64,
 }
 
 impl GaugeRow {
@@ -90,5 +112,11 @@ impl GaugeRow {
     pub fn held(&self) -> u64 {
         self.upstream_read_bytes
             .saturating_sub(self.client_written_bytes)
+    }
+
+    /// Request body bytes read from the client and not yet sent to the
+    /// app: what the proxy holds of the upload.
+    pub fn req_held(&self) -> u64 {
+        self.req_read_bytes.saturating_sub(self.req_sent_bytes)
     }
 }

@@ -333,7 +333,14 @@ impl Launcher<'_> {
                     let port = free_port()?;
                     let addr = SocketAddr::from(([127, 0, 0, 1], port));
                     let conf = nginx::config(
-                        addr, upstream, buffering, buffers, &prefix, &temp_dir, &error_log,
+                        addr,
+                        upstream,
+                        buffering,
+                        buffers,
+                        route.request_body(),
+                        &prefix,
+                        &temp_dir,
+                        &error_log,
                     );
                     let conf_path = paths.logs.join("nginx.conf");
                     fs::write(&conf_path, conf)?;
@@ -355,14 +362,23 @@ impl Launcher<'_> {
             }
             ProxyKind::Pingora => {
                 let defaults = proxy::ProxyConfig::new(upstream, proxy::Buffering::Off);
-                let args = Child::Proxy(proxy::ProxyArgs {
-                    listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-                    upstream,
-                    buffering: if buffering {
+                let on_off = |on| {
+                    if on {
                         proxy::Buffering::On
                     } else {
                         proxy::Buffering::Off
-                    },
+                    }
+                };
+                // Every proxy route has a request-body policy.
+                let request = route.request_body().unwrap_or(super::RequestBody {
+                    buffering: false,
+                    max_body_bytes: super::RequestBody::NGINX_MAX_BODY,
+                    explicit: false,
+                });
+                let args = Child::Proxy(proxy::ProxyArgs {
+                    listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    upstream,
+                    buffering: on_off(buffering),
                     buffer_size: Size(buffers.buffer_size),
                     buffers: format!("{}x{}", buffers.buffers_count, Size(buffers.buffers_size)),
                     busy_buffers_size: Size(buffers.busy_buffers_size),
@@ -376,6 +392,11 @@ impl Launcher<'_> {
                     gauge_log: Some(paths.logs.join(crate::results::PROXY_GAUGE_LOG)),
                     gauge_interval: defaults.gauge_interval,
                     allow_remote: false,
+                    request_buffering: on_off(request.buffering),
+                    client_body_buffer_size: Size(defaults.request.body_buffer_size as u64),
+                    client_max_body_size: Size(request.max_body_bytes),
+                    client_header_timeout: defaults.request.header_timeout,
+                    client_body_timeout: defaults.request.body_timeout,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
                 start_and_probe(spec, cgroup.as_ref(), None, probe)?

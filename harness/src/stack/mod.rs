@@ -397,6 +397,13 @@ pub enum Route {
     NginxOn,
     PingoraOff,
     PingoraOn,
+    /// The request direction: `proxy_request_buffering on|off` with
+    /// response buffering on (NGINX's default), so that only the handling
+    /// of request bodies differs between the two.
+    NginxReqbufOn,
+    NginxReqbufOff,
+    PingoraReqbufOn,
+    PingoraReqbufOff,
 }
 
 /// Which reverse proxy a route uses.
@@ -417,12 +424,35 @@ impl ProxyKind {
 }
 
 impl Route {
-    pub const ALL: [Route; 5] = [
+    pub const ALL: [Route; 9] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
         Route::PingoraOff,
         Route::PingoraOn,
+        Route::NginxReqbufOn,
+        Route::NginxReqbufOff,
+        Route::PingoraReqbufOn,
+        Route::PingoraReqbufOff,
+    ];
+
+    /// The original's routes and their pingora twins: response buffering
+    /// off and on (the `cross` preset).
+    pub const RESPONSE: [Route; 5] = [
+        Route::Direct,
+        Route::NginxOff,
+        Route::NginxOn,
+        Route::PingoraOff,
+        Route::PingoraOn,
+    ];
+
+    /// The request-direction routes: request buffering on and off behind
+    /// each proxy.
+    pub const REQUEST: [Route; 4] = [
+        Route::NginxReqbufOn,
+        Route::NginxReqbufOff,
+        Route::PingoraReqbufOn,
+        Route::PingoraReqbufOff,
     ];
 
     pub fn name(self) -> &'static str {
@@ -432,6 +462,10 @@ impl Route {
             Route::NginxOn => "nginx-on",
             Route::PingoraOff => "pingora-off",
             Route::PingoraOn => "pingora-on",
+            Route::NginxReqbufOn => "nginx-reqbuf-on",
+            Route::NginxReqbufOff => "nginx-reqbuf-off",
+            Route::PingoraReqbufOn => "pingora-reqbuf-on",
+            Route::PingoraReqbufOff => "pingora-reqbuf-off",
         }
     }
 
@@ -443,7 +477,45 @@ impl Route {
             Route::NginxOn => Some((ProxyKind::Nginx, true)),
             Route::PingoraOff => Some((ProxyKind::Pingora, false)),
             Route::PingoraOn => Some((ProxyKind::Pingora, true)),
+            Route::NginxReqbufOn | Route::NginxReqbufOff => Some((ProxyKind::Nginx, true)),
+            Route::PingoraReqbufOn | Route::PingoraReqbufOff => Some((ProxyKind::Pingora, true)),
         }
+    }
+
+    /// How the route's proxy treats a request body, or `None` for direct
+    /// access. The response routes keep their proxies' defaults, so their
+    /// configurations stay those of the experiment: NGINX buffers request
+    /// bodies (`proxy_request_buffering on`, `client_max_body_size 1m`),
+    /// pingora streams them (`--request-buffering off`) with the same 1 MiB
+    /// limit.
+    pub fn request_body(self) -> Option<RequestBody> {
+        let default = |buffering| RequestBody {
+            buffering,
+            max_body_bytes: RequestBody::NGINX_MAX_BODY,
+            explicit: false,
+        };
+        let set = |buffering| RequestBody {
+            buffering,
+            max_body_bytes: RequestBody::REQUEST_MAX_BODY,
+            explicit: true,
+        };
+        match self {
+            Route::Direct => None,
+            Route::NginxOff | Route::NginxOn => Some(default(true)),
+            Route::PingoraOff | Route::PingoraOn => Some(default(false)),
+            Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
+            Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
+        }
+    }
+
+    /// Whether the route's proxy takes a whole request body of
+    /// `body_bytes` off the client before the app sees the request, so
+    /// that a slow uploader does not hold a handler: request buffering on
+    /// and a body within its maximum size (a longer one is answered 413 by
+    /// the proxy and never reaches the app).
+    pub fn absorbs_request(self, body_bytes: u64) -> bool {
+        self.request_body()
+            .is_some_and(|r| r.buffering && body_bytes <= r.max_body_bytes)
     }
 
     /// Whether the route parks a whole `/large` response of `body_bytes`
@@ -453,6 +525,28 @@ impl Route {
     pub fn absorbs(self, body_bytes: u64, proxy_capacity_bytes: u64) -> bool {
         matches!(self.proxy(), Some((_, true))) && proxy_capacity_bytes >= body_bytes
     }
+}
+
+/// A proxy's request-body handling on a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestBody {
+    /// `proxy_request_buffering` / `--request-buffering`.
+    pub buffering: bool,
+    /// `client_max_body_size` / `--client-max-body-size`.
+    pub max_body_bytes: u64,
+    /// Whether the route sets the request directives itself (the
+    /// request-direction routes) rather than leaving the proxy's defaults.
+    pub explicit: bool,
+}
+
+impl RequestBody {
+    /// NGINX's default `client_max_body_size`.
+    pub const NGINX_MAX_BODY: u64 = 1 << 20;
+    /// `client_max_body_size 32m` of the request-direction routes.
+    pub const REQUEST_MAX_BODY: u64 = 32 << 20;
+    /// `client_body_buffer_size 16k` of the request-direction routes
+    /// (NGINX's default on x86-64, pingora's default).
+    pub const BODY_BUFFER: u64 = 16 << 10;
 }
 
 macro_rules! name_impls {
@@ -559,7 +653,15 @@ mod tests {
             .into_iter()
             .filter(|r| r.proxy().and_then(|(k, _)| k.needs()) == Some(Tool::Nginx))
             .collect();
-        assert_eq!(nginx, [Route::NginxOff, Route::NginxOn]);
+        assert_eq!(
+            nginx,
+            [
+                Route::NginxOff,
+                Route::NginxOn,
+                Route::NginxReqbufOn,
+                Route::NginxReqbufOff
+            ]
+        );
     }
 
     #[test]
@@ -638,5 +740,28 @@ mod tests {
         assert!(!Route::NginxOff.absorbs(16 << 20, cap));
         assert!(!Route::Direct.absorbs(16 << 20, cap));
         assert!(!Route::NginxOn.absorbs(64 << 20, cap));
+        assert!(Route::REQUEST.iter().all(|r| r.absorbs(16 << 20, cap)));
+    }
+
+    #[test]
+    fn only_request_buffering_on_absorbs_an_upload_within_its_limit() {
+        let upload = 16 << 20;
+        let absorbing: Vec<Route> = Route::ALL
+            .into_iter()
+            .filter(|r| r.absorbs_request(upload))
+            .collect();
+        assert_eq!(absorbing, [Route::NginxReqbufOn, Route::PingoraReqbufOn]);
+        // The response routes' NGINX buffers bodies up to its default 1m.
+        assert!(Route::NginxOn.absorbs_request(1 << 20));
+        assert!(!Route::PingoraOn.absorbs_request(1 << 20));
+        assert!(!Route::NginxReqbufOn.absorbs_request((32 << 20) + 1));
+        let sets: Vec<Route> = Route::ALL
+            .into_iter()
+            .filter(|r| r.request_body().is_some_and(|b| b.explicit))
+            .collect();
+        assert_eq!(sets, Route::REQUEST);
+        for r in Route::REQUEST {
+            assert!(!Route::RESPONSE.contains(&r));
+        }
     }
 }

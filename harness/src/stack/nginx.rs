@@ -7,10 +7,61 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use super::ProxyBuffers;
+use super::{ProxyBuffers, RequestBody};
 
-/// Renders `nginx.conf` for one run.
+/// Renders `nginx.conf` for one run. `request` is the route's request-body
+/// handling: the response routes leave NGINX's defaults (their
+/// configuration is the experiment's, unchanged); the request-direction
+/// routes set `proxy_request_buffering`, `client_body_buffer_size` and
+/// `client_max_body_size`, and put the body temp files inside
+/// `proxy_temp`, where the sampler looks for open temp files.
+#[allow(clippy::too_many_arguments)]
 pub fn config(
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    buffering: bool,
+    buffers: &ProxyBuffers,
+    request: Option<RequestBody>,
+    prefix: &Path,
+    proxy_temp: &Path,
+    error_log: &Path,
+) -> String {
+    let k = |v: u64| format!("{}k", v >> 10);
+    let m = |v: u64| format!("{}m", v >> 20);
+    let base = base_config(
+        listen, upstream, buffering, buffers, prefix, proxy_temp, error_log,
+    );
+    let Some(r) = request.filter(|r| r.explicit) else {
+        return base;
+    };
+    let p = prefix.display();
+    let temp = proxy_temp.display();
+    let on_off = |b: bool| if b { "on" } else { "off" };
+    base.replace(
+        &format!("client_body_temp_path {p}/client_body;"),
+        &format!("client_body_temp_path {temp}/client_body;"),
+    )
+    .replace(
+        "# proxy_buffering.",
+        "# proxy_buffering and the request-body directives.",
+    )
+    .replace(
+        "            proxy_temp_file_write_size",
+        &format!(
+            "            proxy_request_buffering {};
+            client_body_buffer_size {};
+            client_max_body_size {};
+            proxy_temp_file_write_size",
+            on_off(r.buffering),
+            k(RequestBody::BODY_BUFFER),
+            m(r.max_body_bytes),
+        ),
+    )
+}
+
+/// The experiment's configuration, identical for every response route
+/// except `proxy_buffering`.
+fn base_config(
     listen: SocketAddr,
     upstream: SocketAddr,
     buffering: bool,
@@ -73,6 +124,52 @@ http {{
 mod tests {
     use super::*;
 
+    use crate::stack::Route;
+
+    fn route_config(route: Route) -> String {
+        let (_, buffering) = route.proxy().unwrap();
+        config(
+            "127.0.0.1:8080".parse().unwrap(),
+            "127.0.0.1:8000".parse().unwrap(),
+            buffering,
+            &ProxyBuffers::EXPERIMENT,
+            route.request_body(),
+            Path::new("/tmp/x"),
+            Path::new("/tmp/x/proxy_temp"),
+            Path::new("/tmp/x/error.log"),
+        )
+    }
+
+    #[test]
+    fn the_response_routes_keep_the_experiment_s_config_byte_for_byte() {
+        // The text before the request routes existed: a change here moves
+        // the reproduction's figures.
+        let pinned = include_str!("nginx_on.conf.txt");
+        assert_eq!(route_config(Route::NginxOn), pinned);
+        assert_eq!(
+            route_config(Route::NginxOff),
+            pinned.replace("proxy_buffering on;", "proxy_buffering off;")
+        );
+    }
+
+    #[test]
+    fn request_routes_set_request_buffering_and_a_sampled_body_temp_path() {
+        for (route, value) in [(Route::NginxReqbufOn, "on"), (Route::NginxReqbufOff, "off")] {
+            let c = route_config(route);
+            for line in [
+                format!("proxy_request_buffering {value};"),
+                "client_body_buffer_size 16k;".into(),
+                "client_max_body_size 32m;".into(),
+                "client_body_temp_path /tmp/x/proxy_temp/client_body;".into(),
+                "proxy_buffering on;".into(),
+                "proxy_temp_file_write_size 64k;".into(),
+            ] {
+                assert!(c.contains(&line), "{route}: missing `{line}` in\n{c}");
+            }
+            assert!(!c.contains("/tmp/x/client_body"), "{c}");
+        }
+    }
+
     #[test]
     fn config_has_the_experiment_values() {
         let c = config(
@@ -80,6 +177,7 @@ mod tests {
             "127.0.0.1:8000".parse().unwrap(),
             true,
             &ProxyBuffers::EXPERIMENT,
+            None,
             Path::new("/tmp/x"),
             Path::new("/tmp/x/proxy_temp"),
             Path::new("/tmp/x/error.log"),
@@ -103,6 +201,7 @@ mod tests {
             "127.0.0.1:8000".parse().unwrap(),
             false,
             &ProxyBuffers::EXPERIMENT,
+            None,
             Path::new("/tmp/x"),
             Path::new("/tmp/x/proxy_temp"),
             Path::new("/tmp/x/error.log"),

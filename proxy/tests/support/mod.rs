@@ -384,3 +384,150 @@ pub fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// What a [`SyncUpstream`] saw of one request.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub accepted: Instant,
+    /// When the last body byte was read.
+    pub body_done: Instant,
+    /// The request head, header names lower-cased.
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Received {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head
+            .split("\r\n")
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_string())
+    }
+}
+
+/// An upstream with one handler that serves one connection at a time and
+/// reads the request body blocking before it answers, as a sync worker
+/// does: a slow upload holds it, and others wait in the accept queue.
+pub struct SyncUpstream {
+    pub addr: SocketAddr,
+    pub seen: std::sync::mpsc::Receiver<Received>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SyncUpstream {
+    pub fn start() -> SyncUpstream {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("addr");
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (tx, seen) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(2));
+                    continue;
+                };
+                let accepted = Instant::now();
+                s.set_nonblocking(false).expect("blocking");
+                s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+                let mut got = Vec::new();
+                let mut buf = [0u8; 64 * 1024];
+                let end = loop {
+                    if let Some(end) = find(&got, b"\r\n\r\n") {
+                        break Some(end);
+                    }
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break None,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                };
+                let Some(end) = end else { continue };
+                let head = String::from_utf8_lossy(&got[..end]).to_string();
+                let mut body = got.split_off(end + 4);
+                let mut r = Received {
+                    accepted,
+                    body_done: Instant::now(),
+                    head,
+                    body: Vec::new(),
+                };
+                let want: usize = r
+                    .header("content-length")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                while body.len() < want {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => body.extend_from_slice(&buf[..n]),
+                    }
+                }
+                r.body_done = Instant::now();
+                r.body = body;
+                let answer = format!("{{\"bytes\": {}}}", r.body.len());
+                let _ = s.write_all(
+                    format!(
+                        "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{answer}",
+                        answer.len()
+                    )
+                    .as_bytes(),
+                );
+                let _ = tx.send(r);
+            }
+        });
+        SyncUpstream {
+            addr,
+            seen,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The next request it served, within [`PATIENCE`].
+    pub fn next(&self) -> Received {
+        self.seen
+            .recv_timeout(PATIENCE)
+            .expect("a request upstream")
+    }
+
+    /// Whether it served nothing within `within`.
+    pub fn idle_for(&self, within: Duration) -> bool {
+        self.seen.recv_timeout(within).is_err()
+    }
+}
+
+impl Drop for SyncUpstream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Writes `body` to `stream` in `piece`-byte writes paced to `rate`
+/// bytes per second against absolute deadlines; returns when the last
+/// byte was accepted by the kernel.
+pub fn paced_write(stream: &mut TcpStream, body: &[u8], piece: usize, rate: f64) -> Instant {
+    let start = Instant::now();
+    let mut sent = 0usize;
+    while sent < body.len() {
+        let due = start + Duration::from_secs_f64(sent as f64 / rate);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let n = piece.min(body.len() - sent);
+        stream
+            .write_all(&body[sent..sent + n])
+            .expect("upload piece");
+        sent += n;
+    }
+    Instant::now()
+}
+
+/// `len` bytes of the `/large` pattern (64 KiB blocks).
+pub fn pattern(len: usize) -> Vec<u8> {
+    let block = common::pattern::block(64 * 1024);
+    block.iter().copied().cycle().take(len).collect()
+}

@@ -48,7 +48,8 @@ pub fn quiet_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
 }
 
 /// The colour of a route, the same in every chart: direct red, buffering
-/// off orange, buffering on blue (pingora a shade apart from NGINX).
+/// off orange, buffering on blue (pingora a shade apart from NGINX);
+/// request buffering off magenta, on green.
 pub fn route_color(route: &RouteName) -> RGBColor {
     match route.known() {
         Some(Route::Direct) => RGBColor(204, 51, 51),
@@ -56,6 +57,10 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         Some(Route::PingoraOff) => RGBColor(180, 120, 0),
         Some(Route::NginxOn) => RGBColor(40, 110, 200),
         Some(Route::PingoraOn) => RGBColor(20, 150, 150),
+        Some(Route::NginxReqbufOff) => RGBColor(200, 90, 160),
+        Some(Route::PingoraReqbufOff) => RGBColor(150, 70, 130),
+        Some(Route::NginxReqbufOn) => RGBColor(60, 160, 60),
+        Some(Route::PingoraReqbufOn) => RGBColor(30, 110, 40),
         None => RGBColor(120, 120, 120),
     }
 }
