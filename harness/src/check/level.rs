@@ -56,6 +56,8 @@ impl Plan {
                 read_chunk: Size(16 << 10),
                 large_path: self.large_path.clone(),
             },
+            // The request direction is wired by its presets (issue 12).
+            upload: loadgen::upload_args::UploadArgs::default(),
             fast_rate: self.fast_rate,
             fast_duration,
             fast_start: FAST_START,
