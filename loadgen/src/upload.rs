@@ -151,6 +151,9 @@ pub fn spawn_slow_headers(
     })
 }
 
+/// A connected stream, the `SO_SNDBUF` granted and when the connect ended.
+type Connected = (TcpStream, Option<usize>, Instant);
+
 /// A socket with `SO_SNDBUF` asked for (before connect), connected, with
 /// read and write timeouts; returns it, what the kernel granted and when the
 /// connect completed.
@@ -158,7 +161,7 @@ fn connect(
     addr: SocketAddr,
     sndbuf: Option<usize>,
     timeout: Duration,
-) -> Result<(TcpStream, Option<usize>, Instant), (Failure, Option<usize>)> {
+) -> Result<Connected, (Failure, Option<usize>)> {
     let socket = Socket::new(
         Domain::for_address(addr),
         Type::STREAM.cloexec(),
