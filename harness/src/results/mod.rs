@@ -32,8 +32,8 @@ pub mod sweep;
 
 pub use check::{CheckRow, LevelVerdict};
 pub use file::{Appender, columns};
-pub use load::{LargeRow, ProgressRow, RequestRow};
-pub use logs::{AppSendRow, GaugeRow, ProxyResponseRow};
+pub use load::{LargeRow, ProgressRow, RequestRow, SlowHeaderRow, UploadRow};
+pub use logs::{AppRecvRow, AppSendRow, GaugeRow, ProxyResponseRow};
 pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Name, Named, RouteName,
     RunStatus, ServerName, StatusName, Verdict, VerdictName,
