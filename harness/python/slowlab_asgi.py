@@ -5,9 +5,13 @@ Routes (as the WSGI app and `slowlab serve`):
   GET /large  200, application/octet-stream, LARGE_BYTES bytes made of one
               BLOCK_BYTES block (byte i of the block is i % 256), sent block
               by block, one `http.response.body` message per block
+  POST /upload read message by message, verified and logged as the WSGI
+              app does (its Upload class), the same JSON answer
   other path  404; other method on a known path: 405 with Allow: GET
+              (Allow: POST for /upload)
 
-Environment: SLOWLAB_LARGE_BYTES, SLOWLAB_CHUNK_BYTES and SLOWLAB_SEND_LOG,
+Environment: SLOWLAB_LARGE_BYTES, SLOWLAB_CHUNK_BYTES, SLOWLAB_SEND_LOG and
+SLOWLAB_RECV_LOG,
 as for the WSGI app, whose constants and send-log writer this module shares.
 
 app_send_s runs from the first body message to the moment the server's
@@ -19,8 +23,6 @@ write. A client that leaves makes `send` raise or the server stop asking;
 the row is then written with complete=false.
 """
 
-import os
-import threading
 import time
 
 import slowlab_app as wsgi
@@ -67,11 +69,45 @@ async def _large(send):
         if wsgi.SEND_LOG:
             complete = written == wsgi.LARGE_BYTES
             app_send = f"{ended - started:.6f}" if complete else ""
-            worker = f"pid{os.getpid()}/{threading.current_thread().name}"
+            worker = wsgi.worker_name()
             wsgi._append_row(
                 f"{started_wall:.6f},{started - wsgi.STARTED:.6f},{app_send},"
                 f"{written},{worker},{'true' if complete else 'false'}\n"
             )
+
+
+async def _upload(scope, receive, send):
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    length = wsgi._content_length(headers.get("content-length"))
+    up = wsgi.Upload(headers.get("x-slowlab-block"), length)
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            up.update(message.get("body", b""))
+            if not message.get("more_body", False):
+                if up.content_length is None or up.bytes == up.content_length:
+                    up.finish()
+                break
+    finally:
+        up.log()
+    if not up.complete():
+        body = b"incomplete body\n"
+        await _respond(
+            send,
+            400,
+            [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))],
+            body,
+        )
+        return
+    body = up.answer()
+    await _respond(
+        send,
+        200,
+        [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+        body,
+    )
 
 
 async def app(scope, receive, send):
@@ -87,7 +123,20 @@ async def app(scope, receive, send):
         return
     path = scope.get("path", "")
     method = scope.get("method", "")
-    if path not in ("/fast", "/large"):
+    if path == wsgi.UPLOAD_PATH and method == "POST":
+        await _upload(scope, receive, send)
+    elif path == wsgi.UPLOAD_PATH:
+        await _respond(
+            send,
+            405,
+            [
+                ("Content-Type", "text/plain"),
+                ("Content-Length", str(len(wsgi.NOT_ALLOWED))),
+                ("Allow", "POST"),
+            ],
+            wsgi.NOT_ALLOWED,
+        )
+    elif path not in ("/fast", "/large"):
         await _respond(
             send,
             404,

@@ -15,6 +15,7 @@ use crate::output;
 use crate::runner::run_load;
 use crate::summary::Summary;
 use crate::sweep::args::MIN_TIMEOUT;
+use crate::upload_args::UploadArgs;
 
 /// Open slow readers of /large and an open-loop /fast client against a target.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -27,6 +28,8 @@ pub struct LoadArgs {
     pub slow: usize,
     #[command(flatten)]
     pub slow_reader: SlowReaderArgs,
+    #[command(flatten)]
+    pub upload: UploadArgs,
     /// /fast requests per second (0 to 10000; at most 1000000 requests in
     /// all).
     #[arg(long, default_value_t = 8.0, value_parser = f64_in(0.0, MAX_FAST_RATE))]
@@ -84,6 +87,7 @@ impl LoadArgs {
             target,
             slow,
             slow_reader,
+            upload,
             fast_rate,
             fast_duration,
             fast_start,
@@ -107,6 +111,7 @@ impl LoadArgs {
             slow.to_string().into(),
         ];
         a.extend(slow_reader.to_args());
+        a.extend(upload.to_args());
         a.extend([
             "--fast-rate".into(),
             fast_rate.to_string().into(),
@@ -245,6 +250,14 @@ mod tests {
             ("--rcvbuf", "1GiB", "2GiB"),
             ("--read-chunk", "1MiB", "2MiB"),
             ("--read-chunk", "1", "0"),
+            ("--slow-upload", "1024", "1025"),
+            ("--upload-bytes", "64GiB", "65GiB"),
+            ("--upload-rate", "1", "0"),
+            ("--upload-rate", "10GiB", "11GiB"),
+            ("--sndbuf", "1GiB", "2GiB"),
+            ("--slow-headers", "1024", "1025"),
+            ("--header-interval", "1ms", "0s"),
+            ("--header-interval", "24h", "25h"),
         ] {
             assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
             // `--flag=-1`, so that clap does not take `-1` for a flag.
@@ -281,6 +294,7 @@ mod tests {
             (&["--target", "http://192.0.2.1:80"][..], "--allow-remote"),
             (&["--label", "seq=1"][..], "clash"),
             (&["--fast-path", "fast"][..], "must start with /"),
+            (&["--upload-path", "up"][..], "must start with /"),
         ] {
             let args = try_parse(extra).expect("parses");
             let err = LoadConfig::from_args(&args).expect_err(needle);
@@ -323,6 +337,15 @@ mod tests {
                 read_chunk: Size(16 << 10),
                 large_path: "/big".into(),
                 reader: crate::config::ReaderModel::Streamreader,
+            },
+            upload: UploadArgs {
+                slow_upload: 2,
+                upload_path: "/up".into(),
+                upload_bytes: Size(1 << 20),
+                upload_rate: Size(256 << 10),
+                sndbuf: Size(4096),
+                slow_headers: 3,
+                header_interval: Duration::from_millis(250),
             },
             fast_rate: 7.25,
             fast_duration: Duration::from_millis(3250),

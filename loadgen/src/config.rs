@@ -88,6 +88,20 @@ pub const MAX_RCVBUF: u64 = 1 << 30;
 /// so 1024 readers hold at most 1 GiB.
 pub const MAX_READ_CHUNK: u64 = 1 << 20;
 
+/// The request direction of a run, already checked.
+#[derive(Debug, Clone)]
+pub struct UploadConfig {
+    pub uploaders: usize,
+    /// Full request path of the uploads (base path included).
+    pub path: String,
+    pub bytes: u64,
+    /// Bytes per second of each uploader.
+    pub rate: u64,
+    pub sndbuf: usize,
+    pub slow_headers: usize,
+    pub header_interval: Duration,
+}
+
 /// Everything one run needs, already checked.
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -107,6 +121,8 @@ pub struct LoadConfig {
     pub fast_path: String,
     pub timeout: Duration,
     pub verify: VerifyMode,
+    /// Slow uploaders and slowloris clients.
+    pub upload: UploadConfig,
     /// How the `/fast` scheduler thread keeps time.
     pub timing: TimingOptions,
     /// Identity columns, in the order given.
@@ -127,6 +143,7 @@ impl LoadConfig {
         check_path("--large-path", &reader.large_path)?;
         check_path("--fast-path", &args.fast_path)?;
         let rcvbuf = reader.check(args.slow)?;
+        let sndbuf = args.upload.check()?;
         if !args.fast_rate.is_finite() || args.fast_rate < 0.0 {
             bail!("--fast-rate must be a number of requests per second, 0 or more");
         }
@@ -152,6 +169,7 @@ impl LoadConfig {
             }
             labels.push((k, v));
         }
+        let upload_path = target.path(&args.upload.upload_path);
         Ok(LoadConfig {
             large_path: target.path(&reader.large_path),
             fast_path: target.path(&args.fast_path),
@@ -166,6 +184,15 @@ impl LoadConfig {
             fast_start: args.fast_start,
             timeout: args.timeout,
             verify: args.verify,
+            upload: UploadConfig {
+                uploaders: args.upload.slow_upload,
+                path: upload_path,
+                bytes: args.upload.upload_bytes.bytes(),
+                rate: args.upload.upload_rate.bytes(),
+                sndbuf,
+                slow_headers: args.upload.slow_headers,
+                header_interval: args.upload.header_interval,
+            },
             timing: TimingOptions {
                 realtime: args.realtime,
                 spin: args.spin,
@@ -180,13 +207,14 @@ impl LoadConfig {
     }
 
     /// The most descriptors the load's connections hold at once: one per
-    /// slow reader, and one per `/fast` request that may still be open
+    /// slow reader, uploader and slowloris client, and one per `/fast` request that may still be open
     /// (each ends within `--timeout` of its start, so at most rate x timeout
     /// of them, and never more than are scheduled).
     pub fn connections_at_most(&self) -> u64 {
         let scheduled = fast_count(self.fast_rate, self.fast_duration);
         let in_timeout = (self.fast_rate * self.timeout.as_secs_f64()).ceil() as u64 + 1;
-        self.slow as u64 + scheduled.min(in_timeout)
+        let upload = (self.upload.uploaders + self.upload.slow_headers) as u64;
+        self.slow as u64 + upload + scheduled.min(in_timeout)
     }
 }
 

@@ -15,6 +15,8 @@
 //! - [`slow`]: one slow reader thread: `SO_RCVBUF`, paced blocking reads.
 //! - [`streamreader`]: the `--reader streamreader` model: asyncio's
 //!   `StreamReader` and its transport over the reader's socket.
+//! - [`upload`]: slow uploaders and slowloris clients (the request
+//!   direction); [`upload_args`]: their flags.
 //! - [`sweep`]: `slowlab sweep-load`, the load generator of a rate sweep.
 //! - [`verify`]: checking the `/large` body against the pattern or length.
 //! - [`pacing`]: absolute-deadline pacing arithmetic.
@@ -46,11 +48,13 @@ pub mod summary;
 pub mod sweep;
 pub mod sys;
 pub mod target;
+pub mod upload;
+pub mod upload_args;
 pub mod verify;
 
 pub use cli::{LoadArgs, run};
 pub use config::{LoadConfig, ReaderModel, VerifyMode};
 pub use error::{ErrorKind, Failure};
-pub use record::{FastRecord, LargeRecord, ProgressRow, Verified};
+pub use record::{FastRecord, LargeRecord, ProgressRow, SlowHeaderRecord, UploadRecord, Verified};
 pub use runner::{Report, run_load};
 pub use summary::Summary;

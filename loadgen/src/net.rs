@@ -34,6 +34,13 @@ pub fn set_rcvbuf(socket: &Socket, requested: usize) -> io::Result<usize> {
     socket.recv_buffer_size()
 }
 
+/// Asks for `SO_SNDBUF = requested` before connect and returns what the
+/// kernel granted (Linux doubles it, as for `SO_RCVBUF`).
+pub fn set_sndbuf(socket: &Socket, requested: usize) -> io::Result<usize> {
+    socket.set_send_buffer_size(requested)?;
+    socket.send_buffer_size()
+}
+
 /// Starts a connect. `Ok(())` means it is under way (EINPROGRESS) or done;
 /// completion is awaited by [`finish_connect`].
 pub fn start_connect(socket: &Socket, addr: SocketAddr) -> io::Result<()> {

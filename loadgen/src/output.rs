@@ -8,13 +8,15 @@ use std::path::Path;
 use anyhow::Context;
 
 use crate::hgrm;
-use crate::record::{FastRecord, LargeRecord, ProgressRow};
+use crate::record::{FastRecord, LargeRecord, ProgressRow, SlowHeaderRecord, UploadRecord};
 use crate::runner::Report;
 use crate::summary::Summary;
 
 pub const REQUESTS_CSV: &str = "requests.csv";
 pub const LARGE_CSV: &str = "large-responses.csv";
 pub const PROGRESS_CSV: &str = "slow-progress.csv";
+pub const UPLOADS_CSV: &str = "uploads.csv";
+pub const SLOW_HEADERS_CSV: &str = "slow-headers.csv";
 pub const LATENCY_HGRM: &str = "latency.hgrm";
 pub const SUMMARY_JSON: &str = "summary.json";
 
@@ -60,11 +62,46 @@ pub const PROGRESS_COLUMNS: &[&str] = &[
     "reading_paused",
 ];
 
+/// Columns of `uploads.csv` after the labels.
+pub const UPLOADS_COLUMNS: &[&str] = &[
+    "client",
+    "started_s",
+    "connect_ms",
+    "send_s",
+    "bytes_sent",
+    "upload_bytes",
+    "first_byte_ms",
+    "status",
+    "server_bytes",
+    "pattern_ok",
+    "sndbuf_requested_bytes",
+    "sndbuf_granted_bytes",
+    "error",
+];
+
+/// Columns of `slow-headers.csv` after the labels.
+pub const SLOW_HEADERS_COLUMNS: &[&str] = &[
+    "client",
+    "started_s",
+    "connect_ms",
+    "header_lines",
+    "held_s",
+    "ended",
+    "status",
+    "error",
+];
+
 /// Whether a label key would repeat a column name.
 pub fn is_column_name(key: &str) -> bool {
-    [REQUESTS_COLUMNS, LARGE_COLUMNS, PROGRESS_COLUMNS]
-        .iter()
-        .any(|cols| cols.contains(&key))
+    [
+        REQUESTS_COLUMNS,
+        LARGE_COLUMNS,
+        PROGRESS_COLUMNS,
+        UPLOADS_COLUMNS,
+        SLOW_HEADERS_COLUMNS,
+    ]
+    .iter()
+    .any(|cols| cols.contains(&key))
 }
 
 /// Creates `dir` and checks that a file can be written in it, before the
@@ -106,6 +143,24 @@ pub fn write_all(dir: &Path, report: &Report, summary: &Summary) -> anyhow::Resu
         PROGRESS_COLUMNS,
         report.progress.iter().map(progress_row),
     )?;
+    // Written only by runs that have such clients, so the files of a run of
+    // the experiment stay what they were.
+    if !report.uploads.is_empty() {
+        write_csv(
+            &dir.join(UPLOADS_CSV),
+            labels,
+            UPLOADS_COLUMNS,
+            report.uploads.iter().map(upload_row),
+        )?;
+    }
+    if !report.slow_headers.is_empty() {
+        write_csv(
+            &dir.join(SLOW_HEADERS_CSV),
+            labels,
+            SLOW_HEADERS_COLUMNS,
+            report.slow_headers.iter().map(slow_header_row),
+        )?;
+    }
     let path = dir.join(LATENCY_HGRM);
     fs::write(&path, hgrm::render(&report.fast)?)
         .with_context(|| format!("writing {}", path.display()))?;
@@ -200,6 +255,37 @@ pub fn progress_row(r: &ProgressRow) -> Vec<String> {
         cell(r.socket_queue_bytes, |v| v.to_string()),
         cell(r.user_buffer_bytes, |v| v.to_string()),
         cell(r.reading_paused, |v| v.to_string()),
+    ]
+}
+
+pub fn upload_row(r: &UploadRecord) -> Vec<String> {
+    vec![
+        r.client.to_string(),
+        s(r.started_s),
+        cell(r.connect_ms, ms),
+        cell(r.send_s, s),
+        r.bytes_sent.to_string(),
+        r.upload_bytes.to_string(),
+        cell(r.first_byte_ms, ms),
+        cell(r.status, |v| v.to_string()),
+        cell(r.server_bytes, |v| v.to_string()),
+        cell(r.pattern_ok, |v| v.to_string()),
+        r.sndbuf_requested_bytes.to_string(),
+        cell(r.sndbuf_granted_bytes, |v| v.to_string()),
+        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
+    ]
+}
+
+pub fn slow_header_row(r: &SlowHeaderRecord) -> Vec<String> {
+    vec![
+        r.client.to_string(),
+        s(r.started_s),
+        cell(r.connect_ms, ms),
+        r.header_lines.to_string(),
+        cell(r.held_s, s),
+        r.ended.as_str().to_string(),
+        cell(r.status, |v| v.to_string()),
+        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
     ]
 }
 

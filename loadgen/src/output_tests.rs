@@ -1,6 +1,6 @@
 use super::*;
 use crate::error::{ErrorKind, Failure};
-use crate::record::Verified;
+use crate::record::{SlowHeaderRecord, UploadRecord, Verified};
 use crate::sys::{CpuTime, HostInfo};
 
 fn report() -> Report {
@@ -62,6 +62,31 @@ fn report() -> Report {
             user_buffer_bytes: Some(20_000),
             reading_paused: Some(false),
         }],
+        uploads: vec![UploadRecord {
+            client: 0,
+            started_s: 0.000_2,
+            connect_ms: Some(0.3),
+            send_s: Some(7.992_188),
+            bytes_sent: 16 << 20,
+            upload_bytes: 16 << 20,
+            first_byte_ms: Some(8000.5),
+            status: Some(200),
+            server_bytes: Some(16 << 20),
+            pattern_ok: Some(true),
+            sndbuf_requested_bytes: 8192,
+            sndbuf_granted_bytes: Some(16384),
+            error: None,
+        }],
+        slow_headers: vec![SlowHeaderRecord {
+            client: 0,
+            started_s: 0.000_3,
+            connect_ms: Some(0.1),
+            header_lines: 9,
+            held_s: Some(9.1),
+            ended: crate::upload::HeadersEnd::RunEnd,
+            status: None,
+            error: None,
+        }],
         cpu: CpuTime::default(),
         host: HostInfo::default(),
         scheduler: Default::default(),
@@ -74,6 +99,38 @@ fn lines(path: &Path) -> Vec<String> {
         .lines()
         .map(String::from)
         .collect()
+}
+
+#[test]
+fn the_request_direction_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = report();
+    write_all(dir.path(), &r, &Summary::of(&r)).expect("writes");
+    assert_eq!(
+        lines(&dir.path().join(UPLOADS_CSV)),
+        [
+            format!("server,route,{}", UPLOADS_COLUMNS.join(",")),
+            "rust-sync2,direct,0,0.000200,0.300,7.992188,16777216,16777216,8000.500,200,16777216,true,8192,16384,".into(),
+        ]
+    );
+    assert_eq!(
+        lines(&dir.path().join(SLOW_HEADERS_CSV))[1],
+        "rust-sync2,direct,0,0.000300,0.100,9,9.100000,run_end,,"
+    );
+    let summary = Summary::of(&r);
+    assert_eq!((summary.uploads.count, summary.uploads.ok), (1, 1));
+    assert_eq!(summary.uploads.send_s_median, Some(7.992_188));
+    assert_eq!(summary.slow_headers.held_to_end, 1);
+    // A run without such clients writes neither file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = Report {
+        uploads: Vec::new(),
+        slow_headers: Vec::new(),
+        ..report()
+    };
+    write_all(dir.path(), &r, &Summary::of(&r)).expect("writes");
+    assert!(!dir.path().join(UPLOADS_CSV).exists());
+    assert!(!dir.path().join(SLOW_HEADERS_CSV).exists());
 }
 
 #[test]

@@ -97,3 +97,46 @@ pub struct ProgressRow {
     /// `streamreader` only: whether the transport's reading was paused.
     pub reading_paused: Option<bool>,
 }
+
+/// One slow upload (a row of `uploads.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UploadRecord {
+    pub client: usize,
+    /// When the connect began.
+    pub started_s: f64,
+    pub connect_ms: Option<f64>,
+    /// First body byte written to the return of the last write (the kernel
+    /// accepted every byte); `None` unless the whole body was written.
+    pub send_s: Option<f64>,
+    /// Body bytes the kernel accepted.
+    pub bytes_sent: u64,
+    /// The body's `Content-Length`.
+    pub upload_bytes: u64,
+    /// Connect start to the first response byte.
+    pub first_byte_ms: Option<f64>,
+    pub status: Option<u16>,
+    /// The body bytes the server says it read.
+    pub server_bytes: Option<u64>,
+    /// Whether the server says every byte held the pattern.
+    pub pattern_ok: Option<bool>,
+    pub sndbuf_requested_bytes: usize,
+    pub sndbuf_granted_bytes: Option<usize>,
+    pub error: Option<Failure>,
+}
+
+/// One slowloris client (a row of `slow-headers.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlowHeaderRecord {
+    pub client: usize,
+    /// When the connect began.
+    pub started_s: f64,
+    pub connect_ms: Option<f64>,
+    /// Lines of the request head written (request line included).
+    pub header_lines: u64,
+    /// Connect done to the end of the connection (run end or server close).
+    pub held_s: Option<f64>,
+    pub ended: crate::upload::HeadersEnd,
+    /// The status of the server's answer, if it sent one (a 408, say).
+    pub status: Option<u16>,
+    pub error: Option<Failure>,
+}

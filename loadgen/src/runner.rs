@@ -12,10 +12,11 @@ use crate::config::{LoadConfig, ReaderModel};
 use crate::fast::FastContext;
 use crate::latency::Tuning;
 use crate::net;
-use crate::record::{FastRecord, LargeRecord, ProgressRow};
+use crate::record::{FastRecord, LargeRecord, ProgressRow, SlowHeaderRecord, UploadRecord};
 use crate::schedule::Scheduler;
 use crate::slow::{Gauge, SlowContext, SlowReader};
 use crate::sys::{self, CpuTime, HostInfo};
+use crate::upload::{self, HeadersContext, UploadContext};
 
 /// How often each slow reader's progress is sampled.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -32,6 +33,8 @@ pub struct Report {
     pub fast: Vec<FastRecord>,
     pub large: Vec<LargeRecord>,
     pub progress: Vec<ProgressRow>,
+    pub uploads: Vec<UploadRecord>,
+    pub slow_headers: Vec<SlowHeaderRecord>,
     /// This process's CPU time at the end of the run, setup included (run
     /// in-process, that is the host process's, tests and servers included).
     pub cpu: CpuTime,
@@ -76,8 +79,31 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         .map(|i| SlowReader::spawn(i, slow_ctx.clone(), config.read_chunk))
         .collect::<anyhow::Result<Vec<SlowReader>>>()?;
     let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
+    let up = &config.upload;
+    let upload_ctx = Arc::new(UploadContext {
+        addr: config.target.addr,
+        authority: authority.clone(),
+        path: up.path.clone(),
+        bytes: up.bytes,
+        rate: up.rate,
+        sndbuf: up.sndbuf,
+        timeout: config.timeout,
+    });
+    let uploaders = (0..up.uploaders)
+        .map(|i| upload::spawn_uploader(i, upload_ctx.clone()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let headers_ctx = Arc::new(HeadersContext {
+        addr: config.target.addr,
+        authority: authority.clone(),
+        path: up.path.clone(),
+        interval: up.header_interval,
+        timeout: config.timeout,
+    });
+    let slowloris = (0..up.slow_headers)
+        .map(|i| upload::spawn_slow_headers(i, headers_ctx.clone()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
 
-    let (elapsed_s, t0_unix_s, scheduler, fast, large, progress) =
+    let (elapsed_s, t0_unix_s, scheduler, fast, large, progress, uploads, slow_headers) =
         runtime.block_on(async move {
             let t0 = Instant::now();
             let t0_unix_s = SystemTime::now()
@@ -87,6 +113,12 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             for r in &readers {
                 r.start(t0);
             }
+            for u in &uploaders {
+                u.start(t0);
+            }
+            for h in &slowloris {
+                h.start(t0);
+            }
             scheduler.start(t0);
             let sampler =
                 (!gauges.is_empty()).then(|| tokio::spawn(sample(t0, gauges, config.reader)));
@@ -95,13 +127,32 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             for r in readers {
                 large.push(r.record().await?);
             }
+            let mut uploads = Vec::with_capacity(uploaders.len());
+            for u in uploaders {
+                uploads.push(u.record().await?);
+            }
+            // The slowloris clients hold their connections until here, the
+            // end of every other request of the run.
+            let mut slow_headers = Vec::with_capacity(slowloris.len());
+            for h in slowloris {
+                slow_headers.push(h.record().await?);
+            }
             // Before the sampler's last tick, which may come up to 100 ms later.
             let elapsed_s = t0.elapsed().as_secs_f64();
             let progress = match sampler {
                 Some(s) => s.await.context("the progress sampler failed")?,
                 None => Vec::new(),
             };
-            anyhow::Ok((elapsed_s, t0_unix_s, tuning, fast, large, progress))
+            anyhow::Ok((
+                elapsed_s,
+                t0_unix_s,
+                tuning,
+                fast,
+                large,
+                progress,
+                uploads,
+                slow_headers,
+            ))
         })?;
     Ok(Report {
         target: config.target.url.clone(),
@@ -111,6 +162,8 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         fast,
         large,
         progress,
+        uploads,
+        slow_headers,
         cpu: sys::cpu_time(),
         host: HostInfo::read(),
         scheduler,

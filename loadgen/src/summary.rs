@@ -19,6 +19,7 @@ use crate::error::ErrorKind;
 use crate::latency::Tuning;
 use crate::runner::Report;
 use crate::sys::HostInfo;
+use crate::upload::HeadersEnd;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
@@ -29,6 +30,8 @@ pub struct Summary {
     pub elapsed_s: f64,
     pub fast: FastSummary,
     pub slow: SlowSummary,
+    pub uploads: UploadSummary,
+    pub slow_headers: HeadersSummary,
     /// Failures of both kinds of request, by kind.
     pub errors: BTreeMap<ErrorKind, usize>,
     pub cpu: CpuSummary,
@@ -76,6 +79,31 @@ pub struct SlowSummary {
     pub receive_s_median: Option<f64>,
     pub rcvbuf_requested_bytes: Option<usize>,
     pub rcvbuf_granted_bytes: Option<usize>,
+}
+
+/// The slow uploaders (`--slow-upload`).
+#[derive(Debug, Clone, Serialize)]
+pub struct UploadSummary {
+    pub count: usize,
+    /// Whole, answered 200, and the server read every byte in the pattern.
+    pub ok: usize,
+    pub failed: usize,
+    pub errors: BTreeMap<ErrorKind, usize>,
+    /// Median over the uploads whose whole body was written.
+    pub send_s_median: Option<f64>,
+    pub sndbuf_requested_bytes: Option<usize>,
+    pub sndbuf_granted_bytes: Option<usize>,
+}
+
+/// The slowloris clients (`--slow-headers`).
+#[derive(Debug, Clone, Serialize)]
+pub struct HeadersSummary {
+    pub clients: usize,
+    /// Still holding an unfinished head when the run ended.
+    pub held_to_end: usize,
+    /// Answered or closed by the server before the run ended.
+    pub closed_by_server: usize,
+    pub errors: BTreeMap<ErrorKind, usize>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -127,6 +155,21 @@ impl Summary {
                 .entry(f.kind)
                 .or_insert_with(|| f.detail.clone());
         }
+        let mut upload_errors = BTreeMap::new();
+        for f in report.uploads.iter().filter_map(|r| r.error.as_ref()) {
+            *upload_errors.entry(f.kind).or_insert(0) += 1;
+            *errors.entry(f.kind).or_insert(0) += 1;
+            error_examples
+                .entry(f.kind)
+                .or_insert_with(|| f.detail.clone());
+        }
+        let mut header_errors = BTreeMap::new();
+        for f in report.slow_headers.iter().filter_map(|r| r.error.as_ref()) {
+            *header_errors.entry(f.kind).or_insert(0) += 1;
+        }
+        let sent: Vec<f64> = report.uploads.iter().filter_map(|r| r.send_s).collect();
+        let upload_ok = report.uploads.iter().filter(|r| r.error.is_none()).count();
+        let ended = |e: HeadersEnd| report.slow_headers.iter().filter(|r| r.ended == e).count();
         let comparable = !errors.contains_key(&ErrorKind::FdExhausted);
         let latencies: Vec<f64> = report
             .fast
@@ -169,6 +212,21 @@ impl Summary {
                 receive_s_median: median(&received).map(s6),
                 rcvbuf_requested_bytes: report.large.first().map(|r| r.rcvbuf_requested_bytes),
                 rcvbuf_granted_bytes: report.large.iter().find_map(|r| r.rcvbuf_granted_bytes),
+            },
+            uploads: UploadSummary {
+                count: report.uploads.len(),
+                ok: upload_ok,
+                failed: report.uploads.len() - upload_ok,
+                errors: upload_errors,
+                send_s_median: median(&sent).map(s6),
+                sndbuf_requested_bytes: report.uploads.first().map(|r| r.sndbuf_requested_bytes),
+                sndbuf_granted_bytes: report.uploads.iter().find_map(|r| r.sndbuf_granted_bytes),
+            },
+            slow_headers: HeadersSummary {
+                clients: report.slow_headers.len(),
+                held_to_end: ended(HeadersEnd::RunEnd),
+                closed_by_server: ended(HeadersEnd::ServerClosed),
+                errors: header_errors,
             },
             errors,
             cpu: CpuSummary {
@@ -261,6 +319,25 @@ impl fmt::Display for Summary {
                 "        receive s: {} (median {})",
                 each.join(" "),
                 opt(ss.receive_s_median, 3)
+            )?;
+        }
+        let u = &self.uploads;
+        if u.count > 0 {
+            writeln!(
+                f,
+                "/upload {} slow uploaders: {} ok, {} failed; send s median {}",
+                u.count,
+                u.ok,
+                u.failed,
+                opt(u.send_s_median, 3)
+            )?;
+        }
+        let h = &self.slow_headers;
+        if h.clients > 0 {
+            writeln!(
+                f,
+                "headers {} slowloris clients: {} held to the end, {} closed by the server",
+                h.clients, h.held_to_end, h.closed_by_server
             )?;
         }
         if self.errors.is_empty() {

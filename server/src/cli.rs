@@ -46,7 +46,8 @@ pub const MAX_LARGE_BYTES: u64 = 64 << 30;
 /// The largest `--chunk-bytes`: every response in flight holds one block.
 pub const MAX_CHUNK_BYTES: u64 = 16 << 20;
 
-/// Serve the replica of the experiment's app: `GET /fast` and `GET /large`.
+/// Serve the replica of the experiment's app: `GET /fast`, `GET /large`
+/// and `POST /upload`.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on (IP:port); port 0 picks a free one. Outside
@@ -69,6 +70,9 @@ pub struct ServeArgs {
     /// Append one CSV row per /large response to this file.
     #[arg(long)]
     pub send_log: Option<PathBuf>,
+    /// Append one CSV row per POST /upload to this file.
+    #[arg(long)]
+    pub recv_log: Option<PathBuf>,
     /// Allow a --listen address outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
@@ -86,6 +90,7 @@ impl ServeArgs {
             large_bytes,
             chunk_bytes,
             send_log,
+            recv_log,
             allow_remote,
         } = self;
         let mut a: Vec<OsString> = vec![
@@ -103,6 +108,9 @@ impl ServeArgs {
         }
         if let Some(path) = send_log {
             a.extend(["--send-log".into(), path.into()]);
+        }
+        if let Some(path) = recv_log {
+            a.extend(["--recv-log".into(), path.into()]);
         }
         if *allow_remote {
             a.push("--allow-remote".into());
@@ -134,6 +142,7 @@ impl ServeArgs {
             large_bytes: self.large_bytes.bytes(),
             chunk_bytes,
             send_log: self.send_log.clone(),
+            recv_log: self.recv_log.clone(),
         })
     }
 }
@@ -205,6 +214,7 @@ mod tests {
             large_bytes: Size(16 << 20),
             chunk_bytes: Size(1000),
             send_log: Some(PathBuf::from("/tmp/a run/send-log.csv")),
+            recv_log: Some(PathBuf::from("/tmp/a run/recv-log.csv")),
             allow_remote: true,
         };
         for model in [Model::Sync, Model::Threads, Model::Async] {

@@ -49,8 +49,8 @@ pub async fn serve(stream: TcpStream, app: Arc<App>, cancel: &CancellationToken)
     };
     let io = TokioIo::new(MeteredIo::new(stream, meter.clone()));
     let service = service_fn(move |req| {
-        let resp = app.respond(&req, &meter);
-        async move { Ok::<_, Infallible>(resp) }
+        let (app, meter) = (app.clone(), meter.clone());
+        async move { Ok::<_, Infallible>(app.handle(req, &meter).await) }
     });
     let conn = http1::Builder::new()
         .keep_alive(false)

@@ -9,7 +9,9 @@
 //! - [`app`]: the routes and their exact responses.
 //! - [`large`]: the `/large` body, one block at a time, paced by the kernel.
 //! - [`meter`]: the IO wrapper that sees what the kernel accepted, and when.
-//! - [`send_log`]: the `--send-log` CSV.
+//! - [`upload`]: `POST /upload`, the request body read and verified.
+//! - [`send_log`], [`recv_log`]: the `--send-log` and `--recv-log` CSVs,
+//!   both a [`log_file::LogFile`].
 //! - [`conn`]: serving one connection with hyper; shutdown grace.
 //! - [`listener`]: binding, and what to do when `accept` fails.
 //! - [`models`]: the `sync`, `threads` and `async` worker models.
@@ -19,9 +21,12 @@ pub mod cli;
 pub mod conn;
 pub mod large;
 pub mod listener;
+pub mod log_file;
 pub mod meter;
 pub mod models;
+pub mod recv_log;
 pub mod send_log;
+pub mod upload;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,6 +50,8 @@ pub struct ServerConfig {
     pub large_bytes: u64,
     pub chunk_bytes: usize,
     pub send_log: Option<PathBuf>,
+    /// Where `POST /upload` rows go (see [`recv_log`]).
+    pub recv_log: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -57,6 +64,7 @@ impl ServerConfig {
             large_bytes: common::pattern::DEFAULT_TOTAL,
             chunk_bytes: common::pattern::DEFAULT_BLOCK,
             send_log: None,
+            recv_log: None,
         }
     }
 

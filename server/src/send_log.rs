@@ -4,14 +4,10 @@
 //! Columns (pinned in ARCHITECTURE.md, shared with the WSGI app):
 //! `start_unix_s,start_s,app_send_s,bytes,worker,complete`.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
 use std::time::{Instant, UNIX_EPOCH};
 
-use anyhow::Context as _;
-
+use crate::log_file::LogFile;
 use crate::meter::LargeSend;
 
 /// The header line with its newline, as it starts the file. The harness
@@ -23,11 +19,7 @@ pub const HEADER: &str = HEADER_LINE.trim_ascii_end();
 /// An open send log shared by every worker of one server.
 #[derive(Debug)]
 pub struct SendLog {
-    path: PathBuf,
-    /// The lock keeps rows of concurrent workers from interleaving; the file
-    /// is also opened in append mode and every row is one `write`, so rows of
-    /// other processes appending to the same file stay whole too.
-    file: Mutex<File>,
+    file: LogFile,
     /// Time zero of `start_s`: when the server started.
     server_start: Instant,
 }
@@ -36,43 +28,15 @@ impl SendLog {
     /// Opens (creating if needed) `path` and writes the header if the file is
     /// empty, so a bad path fails at start-up rather than at the first row.
     pub fn open(path: &Path, server_start: Instant) -> anyhow::Result<Self> {
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("opening send log {}", path.display()))?;
-        let log = SendLog {
-            path: path.to_path_buf(),
-            file: Mutex::new(file),
+        Ok(SendLog {
+            file: LogFile::open(path, "send log", HEADER_LINE)?,
             server_start,
-        };
-        log.append("")
-            .with_context(|| format!("writing send log {}", path.display()))?;
-        Ok(log)
+        })
     }
 
     /// Appends the row for one finished `/large` response.
     pub fn record(&self, send: &LargeSend) -> anyhow::Result<()> {
-        self.append(&format_row(send, self.server_start))
-            .with_context(|| format!("writing send log {}", self.path.display()))
-    }
-
-    /// Appends `rows` (possibly empty), preceded by the header when the file
-    /// is empty, as one write.
-    fn append(&self, rows: &str) -> std::io::Result<()> {
-        // See `Meter::lock`: a poisoned file handle is still a file handle.
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        // Checked at every append, as the WSGI app does, so a file truncated
-        // by hand while the server runs gets its header back.
-        let mut text = String::new();
-        if file.metadata()?.len() == 0 {
-            text.push_str(HEADER_LINE);
-        }
-        text.push_str(rows);
-        if text.is_empty() {
-            return Ok(());
-        }
-        file.write_all(text.as_bytes())
+        self.file.append(&format_row(send, self.server_start))
     }
 }
 

@@ -61,6 +61,8 @@ impl Plan {
                 large_path: self.large_path.clone(),
                 reader: self.reader,
             },
+            // The request direction is wired by its presets (issue 12).
+            upload: loadgen::upload_args::UploadArgs::default(),
             fast_rate: self.fast_rate,
             fast_duration,
             fast_start: FAST_START,

@@ -170,6 +170,8 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
             large_path: "/large".into(),
             reader: p.reader,
         },
+        // The request direction is wired by its presets (issue 12).
+        upload: loadgen::upload_args::UploadArgs::default(),
         fast_rate: p.fast_rate,
         fast_duration: p.fast_duration,
         fast_start: p.fast_start,

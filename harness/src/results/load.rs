@@ -128,3 +128,54 @@ pub struct ProgressRow {
     #[serde(default)]
     pub reading_paused: Option<bool>,
 }
+
+/// A row of `uploads.csv` (one slow upload), read and written after the
+/// run's identity; loadgen's columns are held to it by a test.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UploadRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    pub client: u32,
+    #[serde(serialize_with = "cell::d6")]
+    pub started_s: f64,
+    #[serde(serialize_with = "cell::d3")]
+    pub connect_ms: Option<f64>,
+    #[serde(serialize_with = "cell::d6")]
+    pub send_s: Option<f64>,
+    pub bytes_sent: u64,
+    pub upload_bytes: u64,
+    #[serde(serialize_with = "cell::d3")]
+    pub first_byte_ms: Option<f64>,
+    pub status: Option<u16>,
+    pub server_bytes: Option<u64>,
+    pub pattern_ok: Option<bool>,
+    pub sndbuf_requested_bytes: Option<u64>,
+    pub sndbuf_granted_bytes: Option<u64>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// A row of `slow-headers.csv` (one slowloris client).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlowHeaderRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    pub client: u32,
+    #[serde(serialize_with = "cell::d6")]
+    pub started_s: f64,
+    #[serde(serialize_with = "cell::d3")]
+    pub connect_ms: Option<f64>,
+    pub header_lines: u64,
+    #[serde(serialize_with = "cell::d6")]
+    pub held_s: Option<f64>,
+    pub ended: String,
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub error: Option<String>,
+}

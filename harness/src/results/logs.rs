@@ -120,3 +120,29 @@ impl GaugeRow {
         self.req_read_bytes.saturating_sub(self.req_sent_bytes)
     }
 }
+
+/// A row of the app's receive log (`recv-log.csv`, one `POST /upload`),
+/// after the run's identity and `t_s`, as [`AppSendRow`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AppRecvRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub t_s: Option<f64>,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub start_unix_s: Option<f64>,
+    #[serde(default, serialize_with = "cell::d6")]
+    pub start_s: Option<f64>,
+    #[serde(serialize_with = "cell::d6")]
+    pub app_recv_s: Option<f64>,
+    pub bytes: u64,
+    pub content_length: Option<u64>,
+    pub pattern_ok: Option<bool>,
+    #[serde(default)]
+    pub worker: Option<String>,
+    #[serde(default)]
+    pub complete: Option<bool>,
+}

@@ -32,8 +32,8 @@ pub mod sweep;
 
 pub use check::{CheckRow, LevelVerdict};
 pub use file::{Appender, columns};
-pub use load::{LargeRow, ProgressRow, RequestRow};
-pub use logs::{AppSendRow, GaugeRow, ProxyResponseRow};
+pub use load::{LargeRow, ProgressRow, RequestRow, SlowHeaderRow, UploadRow};
+pub use logs::{AppRecvRow, AppSendRow, GaugeRow, ProxyResponseRow};
 pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Name, Named, RouteName,
     RunStatus, ServerName, StatusName, Verdict, VerdictName,
@@ -68,6 +68,8 @@ pub const INCOMPLETE: &str = "INCOMPLETE";
 /// A run's raw files, in its directory: the app's send log, pingora's
 /// response log and gauge (the last keeps its name in the results).
 pub const SEND_LOG_CSV: &str = "send-log.csv";
+/// The app's receive log (`POST /upload`), the send log's sibling.
+pub const RECV_LOG_CSV: &str = "recv-log.csv";
 pub const PROXY_STATS_CSV: &str = "proxy-stats.csv";
 pub const PROXY_GAUGE_LOG: &str = PROXY_GAUGE_CSV;
 /// The steps `slowlab sweep-load` writes into its `--out`.

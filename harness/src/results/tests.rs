@@ -83,10 +83,20 @@ fn the_files_of_other_crates_match_their_structs() {
         columns::<ProgressRow>(),
         joined(&[&IDENT_COLUMNS, PROGRESS_COLUMNS])
     );
+    use loadgen::output::{SLOW_HEADERS_COLUMNS, UPLOADS_COLUMNS};
+    assert_eq!(
+        columns::<UploadRow>(),
+        joined(&[&IDENT_COLUMNS, UPLOADS_COLUMNS])
+    );
+    assert_eq!(
+        columns::<SlowHeaderRow>(),
+        joined(&[&IDENT_COLUMNS, SLOW_HEADERS_COLUMNS])
+    );
     let logged = |header: &'static str| -> Vec<&'static str> { header.trim().split(',').collect() };
     let stamped = |extra: &str| -> Vec<String> { joined(&[&IDENT_COLUMNS, &["t_s"], &[extra]]) };
     for (cols, header) in [
         (columns::<AppSendRow>(), server::send_log::HEADER),
+        (columns::<AppRecvRow>(), server::recv_log::HEADER),
         (columns::<ProxyResponseRow>(), proxy::stats::STATS_HEADER),
         (columns::<GaugeRow>(), proxy::stats::GAUGE_HEADER),
     ] {

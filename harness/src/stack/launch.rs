@@ -44,6 +44,15 @@ pub struct Body {
     pub chunk_bytes: u64,
 }
 
+/// The app's own logs in a run's log directory: the send log (one row per
+/// `/large` response) and its twin, the receive log (one row per `POST
+/// /upload`). Every server gets both, the replica as flags, the Python apps
+/// in their environment.
+struct AppLogs {
+    send_log: PathBuf,
+    recv_log: PathBuf,
+}
+
 /// A started component. Fields drop in order: the process stops before its
 /// cgroup is removed.
 #[derive(Debug)]
@@ -116,11 +125,16 @@ impl Launcher<'_> {
         spec: Spec,
         args: impl Fn(SocketAddr) -> Vec<String>,
         body: Body,
-        send_log: &Path,
+        logs: &AppLogs,
         cgroup: Option<&Cgroup>,
     ) -> Result<(Guard, SocketAddr)> {
-        fs::write(send_log, crate::stack::SEND_LOG_HEADER)
-            .with_context(|| format!("creating {}", send_log.display()))?;
+        let AppLogs { send_log, recv_log } = logs;
+        for (path, header) in [
+            (send_log, crate::stack::SEND_LOG_HEADER),
+            (recv_log, crate::stack::RECV_LOG_HEADER),
+        ] {
+            fs::write(path, header).with_context(|| format!("creating {}", path.display()))?;
+        }
         // Python servers cannot all report a port they picked, so pick one;
         // another program may take it first, hence the retries.
         retry_port(|| {
@@ -130,6 +144,7 @@ impl Launcher<'_> {
                 args: args(addr),
                 env: vec![
                     ("SLOWLAB_SEND_LOG".into(), send_log.to_string_lossy().into()),
+                    ("SLOWLAB_RECV_LOG".into(), recv_log.to_string_lossy().into()),
                     ("SLOWLAB_LARGE_BYTES".into(), body.large_bytes.to_string()),
                     ("SLOWLAB_CHUNK_BYTES".into(), body.chunk_bytes.to_string()),
                 ],
@@ -202,7 +217,10 @@ impl Launcher<'_> {
         paths: &RunPaths,
         cgroup: Option<Cgroup>,
     ) -> Result<Running> {
-        let send_log = paths.logs.join(crate::results::SEND_LOG_CSV);
+        let logs = AppLogs {
+            send_log: paths.logs.join(crate::results::SEND_LOG_CSV),
+            recv_log: paths.logs.join(crate::results::RECV_LOG_CSV),
+        };
         let spec = |program: PathBuf, args: Vec<String>| Spec {
             name: format!("app ({server})"),
             program,
@@ -228,7 +246,7 @@ impl Launcher<'_> {
                     gunicorn_args(addr, &self.app_dir, worker_class, workers, threads, app)
                 };
                 let spec = spec(g.gunicorn.clone(), vec![]);
-                self.start_python(spec, args, body, &send_log, cgroup.as_ref())?
+                self.start_python(spec, args, body, &logs, cgroup.as_ref())?
             }
             Recipe::Python(py) => {
                 let tool = py.tool();
@@ -239,7 +257,7 @@ impl Launcher<'_> {
                 };
                 let spec = spec(found.program.clone(), vec![]);
                 let args = |addr| self.python_args(py, addr);
-                self.start_python(spec, args, body, &send_log, cgroup.as_ref())?
+                self.start_python(spec, args, body, &logs, cgroup.as_ref())?
             }
             Recipe::Replica { model, workers } => {
                 let args = Child::Serve(server::ServeArgs {
@@ -248,7 +266,8 @@ impl Launcher<'_> {
                     workers,
                     large_bytes: Size(body.large_bytes),
                     chunk_bytes: Size(body.chunk_bytes),
-                    send_log: Some(send_log),
+                    send_log: Some(logs.send_log),
+                    recv_log: Some(logs.recv_log),
                     allow_remote: false,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);

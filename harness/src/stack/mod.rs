@@ -25,6 +25,8 @@ pub mod run;
 use std::fmt;
 use std::str::FromStr;
 
+/// The header of the receive log, the send log's twin for `POST /upload`.
+pub use server::recv_log::HEADER_LINE as RECV_LOG_HEADER;
 /// The header of the send log both servers write (ARCHITECTURE.md).
 pub use server::send_log::HEADER_LINE as SEND_LOG_HEADER;
 

@@ -47,9 +47,13 @@ impl Raw {
 }
 
 pub fn raw_request(addr: SocketAddr, request: &str) -> Raw {
+    raw_request_bytes(addr, request.as_bytes())
+}
+
+pub fn raw_request_bytes(addr: SocketAddr, request: &[u8]) -> Raw {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
+    s.write_all(request).unwrap();
     let mut all = Vec::new();
     s.read_to_end(&mut all).expect("read until close");
     let split = all
@@ -74,22 +78,47 @@ pub fn raw_request(addr: SocketAddr, request: &str) -> Raw {
     }
 }
 
+/// A request with `body` (its `Content-Length` said) that closes the
+/// connection; `block` is sent as `X-Slowlab-Block` when given.
+pub fn request_with_body(method: &str, path: &str, block: Option<usize>, body: &[u8]) -> Vec<u8> {
+    let block = block.map_or(String::new(), |b| format!("X-Slowlab-Block: {b}\r\n"));
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n{block}Connection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    req
+}
+
 /// Asserts that `a` and `b` answer every route and method of the
 /// experiment with the same status, the headers that matter and the same
-/// body; `what` names `a` in a failure.
+/// body; `what` names `a` in a failure. Uploads: a pattern body in 1000-byte
+/// blocks (one byte wrong in the second one) and a default-block body.
 pub fn assert_same_answers(what: &str, a: SocketAddr, b: SocketAddr) {
-    for (method, path) in [
-        ("GET", "/fast"),
-        ("GET", "/large"),
-        ("GET", "/nope"),
-        ("POST", "/fast"),
-        ("DELETE", "/large"),
+    let good: Vec<u8> = (0..5000u64)
+        .map(|i| common::pattern::byte_at(i, 1000))
+        .collect();
+    let mut bad = good.clone();
+    bad[1500] ^= 1;
+    let big: Vec<u8> = (0..200_000u64)
+        .map(|i| common::pattern::byte_at(i, common::pattern::DEFAULT_BLOCK))
+        .collect();
+    for (method, path, block, body) in [
+        ("GET", "/fast", None, &[][..]),
+        ("GET", "/large", None, &[]),
+        ("GET", "/nope", None, &[]),
+        ("POST", "/fast", None, &[]),
+        ("DELETE", "/large", None, &[]),
+        ("GET", "/upload", None, &[]),
+        ("POST", "/upload", None, &[]),
+        ("POST", "/upload", Some(1000), &good),
+        ("POST", "/upload", Some(1000), &bad),
+        ("POST", "/upload", None, &big),
     ] {
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        );
-        let x = raw_request(a, &req);
-        let y = raw_request(b, &req);
+        let req = request_with_body(method, path, block, body);
+        let x = raw_request_bytes(a, &req);
+        let y = raw_request_bytes(b, &req);
         assert_eq!(x.status, y.status, "{what} {method} {path}");
         for h in [
             "content-type",

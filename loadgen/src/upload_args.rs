@@ -1,0 +1,133 @@
+//! The request direction's flags of `slowlab load`: slow uploaders and
+//! slowloris clients, declared once and flattened into [`LoadArgs`].
+//!
+//! [`LoadArgs`]: crate::cli::LoadArgs
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in, size_in};
+use common::units::{Size, format_duration};
+
+use crate::config::{MAX_RCVBUF, MAX_SLOW_RATE, check_path};
+
+/// The largest `--upload-bytes`: the body is generated block by block and
+/// never held, so this only keeps a typo from an upload of years.
+pub const MAX_UPLOAD_BYTES: u64 = 64 << 30;
+/// The shortest `--header-interval`: below it a slowloris client is a
+/// fast client.
+pub const MIN_HEADER_INTERVAL: Duration = Duration::from_millis(1);
+
+/// Slow uploaders (`--slow-upload`) and slowloris clients (`--slow-headers`).
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct UploadArgs {
+    /// Number of slow uploaders that POST the upload path (0 to 1024).
+    #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS))]
+    pub slow_upload: usize,
+    /// Path the slow uploaders POST.
+    #[arg(long, default_value = "/upload")]
+    pub upload_path: String,
+    /// Body size of each upload, the pattern with Content-Length (0 to 64GiB).
+    #[arg(long, default_value = "16MiB", value_parser = size_in(0, MAX_UPLOAD_BYTES))]
+    pub upload_bytes: Size,
+    /// Send rate of each slow uploader, bytes per second (1 to 10GiB).
+    #[arg(long, default_value = "2MiB", value_parser = size_in(1, MAX_SLOW_RATE))]
+    pub upload_rate: Size,
+    /// SO_SNDBUF requested for slow uploaders before connect (0 to 1GiB).
+    #[arg(long, default_value = "8KiB", value_parser = size_in(0, MAX_RCVBUF))]
+    pub sndbuf: Size,
+    /// Number of slowloris clients: each sends a request head one header
+    /// line per --header-interval and never finishes it (0 to 1024).
+    #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS))]
+    pub slow_headers: usize,
+    /// Time between two header lines of a slowloris client (1ms to 1day).
+    #[arg(long, default_value = "1s", value_parser = duration_in(MIN_HEADER_INTERVAL, MAX_DURATION))]
+    pub header_interval: Duration,
+}
+
+impl Default for UploadArgs {
+    /// No uploaders and no slowloris clients, every other flag at its
+    /// default (a test holds this to the clap defaults).
+    fn default() -> Self {
+        UploadArgs {
+            slow_upload: 0,
+            upload_path: "/upload".into(),
+            upload_bytes: Size(16 << 20),
+            upload_rate: Size(2 << 20),
+            sndbuf: Size(8 << 10),
+            slow_headers: 0,
+            header_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl UploadArgs {
+    /// Checks what clap cannot; returns the `SO_SNDBUF` request as the `int`
+    /// that `setsockopt` takes.
+    pub(crate) fn check(&self) -> anyhow::Result<usize> {
+        check_path("--upload-path", &self.upload_path)?;
+        if self.upload_rate.bytes() == 0 {
+            bail!("--upload-rate must be more than 0 bytes per second");
+        }
+        if self.header_interval < MIN_HEADER_INTERVAL {
+            bail!("--header-interval must be at least 1ms");
+        }
+        usize::try_from(self.sndbuf.bytes())
+            .ok()
+            .filter(|v| i32::try_from(*v).is_ok())
+            .context("--sndbuf is too large")
+    }
+
+    /// The flags that parse back into these arguments.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let UploadArgs {
+            slow_upload,
+            upload_path,
+            upload_bytes,
+            upload_rate,
+            sndbuf,
+            slow_headers,
+            header_interval,
+        } = self;
+        vec![
+            "--slow-upload".into(),
+            slow_upload.to_string().into(),
+            "--upload-path".into(),
+            upload_path.into(),
+            "--upload-bytes".into(),
+            upload_bytes.to_string().into(),
+            "--upload-rate".into(),
+            upload_rate.to_string().into(),
+            "--sndbuf".into(),
+            sndbuf.to_string().into(),
+            "--slow-headers".into(),
+            slow_headers.to_string().into(),
+            "--header-interval".into(),
+            format_duration(*header_interval).into(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: UploadArgs,
+    }
+
+    #[test]
+    fn the_default_is_the_flags_defaults_and_round_trips() {
+        let parsed = Cmd::try_parse_from(["load"]).expect("parses").args;
+        assert_eq!(parsed, UploadArgs::default());
+        let back =
+            Cmd::try_parse_from(std::iter::once(OsString::from("load")).chain(parsed.to_args()))
+                .expect("parses")
+                .args;
+        assert_eq!(back, parsed);
+    }
+}
