@@ -15,6 +15,8 @@
 //! - [`signals`]: Ctrl-C and SIGTERM.
 //! - [`cgroup`]: per-component cgroups (v2, else v1), caps and counters.
 //! - [`procfs`]: process trees, RSS, open temp files, TCP socket queues.
+//! - [`netns`]: the run's server and client network namespaces, their
+//!   veth pair and `--sysctl`.
 //! - [`process`]: child processes with process groups, parent-death signals
 //!   and stop guards.
 
@@ -23,6 +25,7 @@ pub mod check;
 pub mod cli;
 pub mod envinfo;
 pub mod merge;
+pub mod netns;
 pub mod prepare;
 pub mod process;
 pub mod procfs;

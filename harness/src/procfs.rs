@@ -204,11 +204,23 @@ pub fn tcp_state_name(state: &TcpState) -> &'static str {
     }
 }
 
-/// Reads both TCP tables (`/proc/net/tcp` and `tcp6`), keyed by socket
-/// inode. A table the crate cannot read or parse is left out.
-pub fn tcp_table() -> HashMap<u64, TcpNetEntry> {
+/// The inode of `pid`'s network namespace (`/proc/PID/ns/net`).
+pub fn netns_inode(pid: u32) -> Option<u64> {
+    fs::metadata(format!("/proc/{pid}/ns/net"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// Reads both TCP tables of `pid`'s network namespace
+/// (`/proc/PID/net/tcp` and `tcp6`: a component in the lab's namespaces
+/// has its sockets there, not in the harness's `/proc/net/tcp`), keyed by
+/// socket inode. A table the crate cannot read or parse is left out.
+pub fn tcp_table(pid: u32) -> HashMap<u64, TcpNetEntry> {
     let mut map = HashMap::new();
-    for table in [procfs::net::tcp(), procfs::net::tcp6()] {
+    let Ok(process) = Process::new(pid as i32) else {
+        return map;
+    };
+    for table in [process.tcp(), process.tcp6()] {
         for e in table.unwrap_or_default() {
             map.insert(e.inode, e);
         }
@@ -301,7 +313,7 @@ mod tests {
         let inodes = socket_inodes(me);
         let mut found = None;
         for _ in 0..100 {
-            let table = tcp_table();
+            let table = tcp_table(me);
             found = inodes
                 .iter()
                 .filter_map(|i| table.get(i))
@@ -317,7 +329,7 @@ mod tests {
         assert_eq!(entry.remote_address, client.local_addr().unwrap());
         // The listener shares its local address with the accepted socket;
         // its accept queue is empty again.
-        let listening = tcp_table()
+        let listening = tcp_table(me)
             .into_values()
             .find(|e| {
                 e.local_address == listener.local_addr().unwrap() && e.state == TcpState::Listen

@@ -9,7 +9,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cgroup::Counters;
-use ::procfs::net::TcpState;
+use ::procfs::net::{TcpNetEntry, TcpState};
+use std::collections::HashMap;
 
 use crate::procfs;
 
@@ -154,8 +155,13 @@ pub fn unix_now() -> f64 {
 /// Takes one sample of every probe.
 pub fn sample_once(probes: &[Probe], out: &mut Samples) {
     let t = unix_now();
-    let table = procfs::tcp_table();
+    // One read of each namespace's tables, keyed by its inode: a run's
+    // components may sit in two namespaces, none of them the harness's.
+    let mut tables: HashMap<Option<u64>, HashMap<u64, TcpNetEntry>> = HashMap::new();
     for probe in probes {
+        let table = tables
+            .entry(procfs::netns_inode(probe.root_pid))
+            .or_insert_with(|| procfs::tcp_table(probe.root_pid));
         let pids = match &probe.counters {
             Some(c) => c.pids(),
             None => procfs::process_tree(probe.root_pid),
