@@ -134,10 +134,8 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         );
     }
     crate::netns::reap_and_report();
+    // Without namespaces each run is skipped with the reason (one line).
     let netns = args.net.spec();
-    if let Some(why) = netns.as_ref().and_then(|_| crate::netns::unavailable()) {
-        eprintln!("slowlab: {why}; the --netns runs are skipped");
-    }
     let (caps, choice) = cap_plan(&mode, args.no_caps, LoadgenCaps::Capped);
     match choice {
         // cap_plan has said so.
