@@ -165,4 +165,50 @@ mod tests {
                 .contains("not per network namespace")
         );
     }
+
+    #[test]
+    fn a_key_set_in_a_namespace_leaves_the_host_alone() {
+        if let Some(why) = crate::netns::unavailable() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        let lab = crate::netns::NetLab::create(&crate::netns::NetSpec::default()).unwrap();
+        let path = lab.server.path();
+        for key in ALLOWED {
+            let host = read_in(None, key).expect(key);
+            let inside = read_in(Some(&path), key).expect(key);
+            // A value that differs from the host's: the max of a triple
+            // halved, a flag flipped, a number plus one.
+            let mut words: Vec<u64> = inside.split(' ').map(|w| w.parse().unwrap()).collect();
+            let single = words.len() == 1;
+            let last = words.last_mut().unwrap();
+            *last = match *last {
+                0 => 1,
+                1 if single => 0,
+                v if v > 8192 => v / 2,
+                v => v + 1,
+            };
+            let value = words
+                .iter()
+                .map(|w| w.to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            let s = Sysctl {
+                side: None,
+                key: key.into(),
+                value: value.clone(),
+            };
+            s.write_in(&path).expect(key);
+            assert_eq!(
+                read_in(Some(&path), key).as_deref(),
+                Some(value.as_str()),
+                "{key}"
+            );
+            assert_eq!(
+                read_in(None, key).as_deref(),
+                Some(host.as_str()),
+                "{key} changed the host's"
+            );
+        }
+    }
 }
