@@ -19,6 +19,8 @@
 //!   `sock_diag`, with `tcp_info` and the buffers' sizes.
 //! - [`sockets`]: the sockets of a component's namespace, from sock_diag
 //!   or `/proc/net/tcp`.
+//! - [`netns`]: the run's server and client network namespaces, their
+//!   veth pair and `--sysctl`.
 //! - [`process`]: child processes with process groups, parent-death signals
 //!   and stop guards.
 
@@ -27,6 +29,7 @@ pub mod check;
 pub mod cli;
 pub mod envinfo;
 pub mod merge;
+pub mod netns;
 pub mod prepare;
 pub mod process;
 pub mod procfs;

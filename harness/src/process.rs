@@ -25,6 +25,9 @@ pub struct Spec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
+    /// The network namespace it runs in (`/run/netns/NAME`, entered with
+    /// `setns(2)` between fork and exec); none: the harness's own.
+    pub netns: Option<PathBuf>,
     /// stdout and stderr go to these files, never to pipes that nobody might
     /// drain.
     pub stdout: PathBuf,
@@ -50,6 +53,8 @@ pub struct Guard {
     pub pid: u32,
     pub stdout: PathBuf,
     pub stderr: PathBuf,
+    /// Its network namespace, where readiness probes connect from.
+    pub netns: Option<PathBuf>,
 }
 
 /// Starts `spec`, inside `cgroup` when one is given.
@@ -68,6 +73,14 @@ pub fn spawn(spec: &Spec, cgroup: Option<&Cgroup>) -> Result<Guard> {
         .map(|p| CString::new(p.as_os_str().as_bytes()))
         .collect::<Result<_, _>>()
         .context("cgroup path with a NUL byte")?;
+    // Opened before the fork (close-on-exec, so the child keeps no copy).
+    let netns = match &spec.netns {
+        Some(path) => {
+            Some(File::open(path).with_context(|| format!("opening {}", path.display()))?)
+        }
+        None => None,
+    };
+    let netns_fd = netns.as_ref().map(std::os::fd::AsRawFd::as_raw_fd);
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     let mut cmd = Command::new(&spec.program);
@@ -81,7 +94,7 @@ pub fn spawn(spec: &Spec, cgroup: Option<&Cgroup>) -> Result<Guard> {
     }
     // SAFETY: the closure runs between fork and exec and calls only
     // async-signal-safe functions (setpgid, prctl, getppid, open, write,
-    // close, _exit) on memory prepared before the fork.
+    // close, _exit, setns) on memory prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
             // Own process group: a terminal's Ctrl-C reaches only the
@@ -95,6 +108,13 @@ pub fn spawn(spec: &Spec, cgroup: Option<&Cgroup>) -> Result<Guard> {
             // The harness may have died before prctl took effect.
             if libc::getppid() != parent {
                 libc::_exit(1);
+            }
+            // The namespace first, so that no socket the program opens is
+            // ever the host's; its cgroup placement by pid is unaffected.
+            if let Some(fd) = netns_fd {
+                if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             for path in &procs {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
@@ -120,6 +140,7 @@ pub fn spawn(spec: &Spec, cgroup: Option<&Cgroup>) -> Result<Guard> {
         child: Some(child),
         stdout: spec.stdout.clone(),
         stderr: spec.stderr.clone(),
+        netns: spec.netns.clone(),
     })
 }
 
@@ -207,8 +228,10 @@ impl Guard {
 
     /// Polls `GET path` on `addr` until it answers 200.
     pub fn wait_http_ok(&mut self, addr: SocketAddr, path: &str, timeout: Duration) -> Result<()> {
-        self.poll(timeout, Duration::from_millis(50), "answered", |_| {
-            Ok(match http_status(addr, path) {
+        self.poll(timeout, Duration::from_millis(50), "answered", |g| {
+            let netns = g.netns.clone();
+            let status = crate::netns::within(netns.as_deref(), || http_status(addr, path));
+            Ok(match status {
                 Ok(200) => Poll::Done(()),
                 Ok(code) => Poll::Pending(format!(
                     "did not answer GET {path} on {addr} (status {code})"
@@ -328,8 +351,16 @@ pub fn http_status(addr: SocketAddr, path: &str) -> Result<u16> {
 /// bind port 0 and report it (Gunicorn, NGINX). The caller must expect the
 /// rare race where another program takes it first.
 pub fn free_port() -> Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok(l.local_addr()?.port())
+    free_port_at(&crate::netns::Place::host())
+}
+
+/// A port of `place`'s address (in its namespace) that was free a moment
+/// ago.
+pub fn free_port_at(place: &crate::netns::Place) -> Result<u16> {
+    crate::netns::within(place.netns.as_deref(), || {
+        let l = std::net::TcpListener::bind((place.ip, 0)).context("finding a free port")?;
+        Ok(l.local_addr()?.port())
+    })
 }
 
 #[cfg(test)]
@@ -368,6 +399,7 @@ mod tests {
             args: vec!["-c".into(), "sleep 30 & sleep 30".into()],
             env: vec![],
             cwd: None,
+            netns: None,
             stdout: dir.path().join("out"),
             stderr: dir.path().join("err"),
         };

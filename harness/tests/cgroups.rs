@@ -31,6 +31,7 @@ fn spec(name: &str, script: &str, dir: &std::path::Path) -> Spec {
         args: vec!["-c".into(), script.into()],
         env: vec![],
         cwd: None,
+        netns: None,
         stdout: dir.join("out"),
         stderr: dir.join("err"),
     }

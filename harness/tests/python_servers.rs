@@ -51,6 +51,7 @@ fn every_python_server_sends_the_bytes_of_slowlab_serve_and_logs_its_sends() {
             .to_vec(),
         env: vec![],
         cwd: None,
+        netns: None,
         stdout: dir.path().join("serve.out"),
         stderr: dir.path().join("serve.err"),
     };
@@ -62,7 +63,7 @@ fn every_python_server_sends_the_bytes_of_slowlab_serve_and_logs_its_sends() {
         std::fs::create_dir_all(&logs).unwrap();
         let paths = RunPaths::new(&logs, &logs).unwrap();
         let running = launcher
-            .start_server(server, body, &paths, None)
+            .start_server(server, body, &paths, None, &harness::netns::Place::host())
             .unwrap_or_else(|e| panic!("{server} starts (run `slowlab prepare`): {e:#}"));
         support::assert_same_answers(server.name(), running.addr, rust_addr);
         drop(running);

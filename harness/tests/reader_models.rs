@@ -42,7 +42,13 @@ impl Place for Host<'_> {
             chunk_bytes: 64 << 10,
         };
         self.launcher
-            .start_server(Server::GunicornSync2, body, &paths, None)
+            .start_server(
+                Server::GunicornSync2,
+                body,
+                &paths,
+                None,
+                &harness::netns::Place::host(),
+            )
             .expect("gunicorn starts")
     }
     fn client(&self, program: &Path) -> Command {

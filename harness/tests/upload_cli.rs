@@ -44,6 +44,7 @@ fn serve(dir: &Path, model: &str, workers: &str) -> (process::Guard, SocketAddr)
         .collect(),
         env: vec![],
         cwd: None,
+        netns: None,
         stdout: dir.join("serve.out"),
         stderr: dir.join("serve.err"),
     };
@@ -206,7 +207,13 @@ fn slow_uploads_block_real_gunicorn_sync2() {
         chunk_bytes: 64 << 10,
     };
     let gunicorn = launcher
-        .start_server(Server::GunicornSync2, body, &paths, None)
+        .start_server(
+            Server::GunicornSync2,
+            body,
+            &paths,
+            None,
+            &harness::netns::Place::host(),
+        )
         .expect("gunicorn starts");
     let (base, with) = p95_without_and_with(gunicorn.addr, dir.path(), "gunicorn sync x2");
     assert!(
@@ -285,7 +292,13 @@ fn slowloris_clients_hold_sync_workers_direct() {
         chunk_bytes: 64 << 10,
     };
     let gunicorn = launcher
-        .start_server(Server::GunicornSync2, body, &paths, None)
+        .start_server(
+            Server::GunicornSync2,
+            body,
+            &paths,
+            None,
+            &harness::netns::Place::host(),
+        )
         .expect("gunicorn starts");
     assert_slowloris_holds(gunicorn.addr, &gdir, "gunicorn sync x2");
 }

@@ -30,7 +30,13 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
         chunk_bytes: 64 << 10,
     };
     let gunicorn = launcher
-        .start_server(Server::GunicornSync2, body, &paths, None)
+        .start_server(
+            Server::GunicornSync2,
+            body,
+            &paths,
+            None,
+            &harness::netns::Place::host(),
+        )
         .expect("gunicorn starts");
 
     let rust_spec = Spec {
@@ -41,6 +47,7 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
             .to_vec(),
         env: vec![],
         cwd: None,
+        netns: None,
         stdout: dir.path().join("serve.out"),
         stderr: dir.path().join("serve.err"),
     };

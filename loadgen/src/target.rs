@@ -66,10 +66,11 @@ impl Target {
     }
 }
 
-pub use common::loopback::is_loopback;
+pub use common::loopback::{is_allowed, is_loopback};
 
 /// Picks the address to use: the first one, provided every address the name
-/// resolves to is loopback (or remote targets are allowed).
+/// resolves to is loopback or the lab's range inside a lab namespace
+/// (`common::loopback::is_allowed`), or remote targets are allowed.
 pub fn check_policy(
     host: &str,
     addrs: &[SocketAddr],
@@ -80,7 +81,7 @@ pub fn check_policy(
         why: "no addresses".to_string(),
     })?;
     if !allow_remote {
-        if let Some(remote) = addrs.iter().find(|a| !is_loopback(a.ip())) {
+        if let Some(remote) = addrs.iter().find(|a| !is_allowed(a.ip())) {
             return Err(TargetError::Remote {
                 host: host.to_string(),
                 addr: remote.ip(),

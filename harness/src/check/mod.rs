@@ -116,6 +116,11 @@ pub struct CheckArgs {
     /// Allow a --target outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
+    /// With --server-cmd or --server: {host} is then the server
+    /// namespace's address (198.18.0.1), the proxy and the app run there
+    /// and the readers in the client namespace.
+    #[command(flatten)]
+    pub net: crate::netns::NetnsArgs,
 }
 
 fn slow_rate_arg(s: &str) -> Result<Size, String> {
@@ -264,6 +269,16 @@ pub fn run(args: CheckArgs) -> Result<()> {
         }
     }
     let (app, what, target) = app_of(&args)?;
+    let netns = args.net.spec();
+    if netns.is_some() && matches!(app, App::Running { .. }) {
+        bail!(BadInput::new(
+            "--netns needs --server-cmd or --server: a running --target stays where it is"
+        ));
+    }
+    if let Some(why) = netns.as_ref().and_then(|_| crate::netns::unavailable()) {
+        eprintln!("slowlab: {why}; the --netns check is skipped");
+        return Ok(());
+    }
     signals::install();
     let timeout = args.level_duration.max(Duration::from_secs(2));
     let mut findings = Vec::new();
@@ -301,6 +316,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let mode = cgroup::detect();
     cgroup::reap_stale(&mode);
     crate::scratch::reap_stale();
+    crate::netns::reap_and_report();
     let caps = match (&mode, args.caps) {
         (Mode::None { reason }, Some(_)) => bail!(BadInput::new(format!(
             "--caps needs cgroups, and this machine has none usable ({reason})"
@@ -325,6 +341,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "noise_floor_ms": args.noise_floor.as_secs_f64() * 1000.0,
             "timeout_s": timeout.as_secs_f64(),
             "through": args.through.map(|r| r.to_string()),
+            "netns": crate::netns::environment(netns.as_ref()),
         }),
     );
     envinfo::write(&out, &env)?;
@@ -368,6 +385,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             caps,
             cgroup_prefix: format!("check-{route}"),
             paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
+            netns: netns.clone(),
         };
         let r = check_route(
             &lab,
@@ -431,7 +449,12 @@ fn check_route(
             App::Running { .. } => &target.parsed.authority,
             _ => &entry.parsed.authority,
         };
-        let large = preflight::large_path(entry.addr, host, &plan.large_path).inspect_err(|e| {
+        // Asked from where the readers will be: the client namespace.
+        let client = stack.netlab().map(|n| n.client.path());
+        let large = crate::netns::within(client.as_deref(), || {
+            preflight::large_path(entry.addr, host, &plan.large_path)
+        })
+        .inspect_err(|e| {
             findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
         })?;
         plan.large_bytes = large.bytes;
@@ -445,7 +468,8 @@ fn check_route(
                 Size(large.bytes)
             ),
         ));
-        let buffers = preflight::Buffers::read(plan.rcvbuf)?;
+        let buffers =
+            crate::netns::within(client.as_deref(), || preflight::Buffers::read(plan.rcvbuf))?;
         let fits = preflight::fits(large.bytes, &buffers, &plan.large_path).inspect_err(|e| {
             findings.push(Finding::new("buffers", Status::Error, format!("{e:#}")))
         })?;

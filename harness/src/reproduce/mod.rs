@@ -69,6 +69,8 @@ pub struct ReproduceArgs {
     /// per shard; `slowlab merge` joins the shards' directories.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<shard::Shard>,
+    #[command(flatten)]
+    pub net: crate::netns::NetnsArgs,
 }
 
 /// Runs `slowlab reproduce`.
@@ -131,6 +133,9 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
             "slowlab: removed {reaped} scratch directory(ies) left by an earlier harness that was killed"
         );
     }
+    crate::netns::reap_and_report();
+    // Without namespaces each run is skipped with the reason (one line).
+    let netns = args.net.spec();
     let (caps, choice) = cap_plan(&mode, args.no_caps, LoadgenCaps::Capped);
     match choice {
         // cap_plan has said so.
@@ -153,6 +158,7 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         &Naming {
             preset: &preset_name,
             shard: args.shard,
+            netns,
         },
         args.no_report,
     );
@@ -160,10 +166,12 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     result
 }
 
-/// What `environment.json` calls the plan: its presets and its shard.
+/// What `environment.json` calls the plan: its presets and its shard,
+/// and the namespaces its runs ask for.
 struct Naming<'a> {
     preset: &'a str,
     shard: Option<shard::Shard>,
+    netns: Option<crate::netns::NetSpec>,
 }
 
 fn run_matrix(
@@ -197,6 +205,7 @@ fn run_matrix(
             "profiles": plan.iter().map(|r| (r.preset.name(), r.profile)).collect::<std::collections::BTreeMap<_, _>>(),
             "proxy_buffers": buffers,
             "sample_interval_ms": 200,
+            "netns": crate::netns::environment(naming.netns.as_ref()),
         }),
     );
     envinfo::write(out, &env)?;
@@ -209,6 +218,7 @@ fn run_matrix(
         },
         caps,
         buffers,
+        netns: naming.netns.clone(),
     };
     let mut bar = console::Progress::new(plan.len() as u64);
     let mut skipped = Vec::new();

@@ -134,6 +134,12 @@ impl Results {
         run.load_s = data.load_s;
         run.host_busy_cores = data.host_busy_cores;
         run.host_steal_ms = data.host_steal_ms;
+        run.netns = Some(data.netns.is_some());
+        run.sysctls = data
+            .netns
+            .as_ref()
+            .map(|n| n.sysctls_cell())
+            .filter(|c| !c.is_empty());
         for (component, cap) in [
             (Component::App, self.caps.app),
             (Component::Proxy, self.caps.proxy),

@@ -64,6 +64,8 @@ pub struct RunData {
     /// Milliseconds the hypervisor ran something else while this VM wanted a
     /// CPU during the load; timing outliers on a VM often come from here.
     pub host_steal_ms: Option<f64>,
+    /// The namespaces it asked for, if any (`runs.csv` `netns`, `sysctls`).
+    pub netns: Option<crate::netns::NetSpec>,
 }
 
 /// The directory of one run inside the results directory.
@@ -81,6 +83,8 @@ pub struct RunContext<'a> {
     pub lab: Lab<'a>,
     pub caps: CapPlan,
     pub buffers: ProxyBuffers,
+    /// The runs' network namespaces (`--netns`, `--sysctl`), if any.
+    pub netns: Option<crate::netns::NetSpec>,
 }
 
 /// Runs one cell of the matrix. Never panics on a component failure: the
@@ -99,10 +103,13 @@ pub fn run(ctx: &RunContext<'_>, spec: &RunSpec, out: &Path) -> RunData {
         dir: dir.clone(),
         host_busy_cores: None,
         host_steal_ms: None,
+        netns: ctx.netns.clone(),
     };
     match run_inner(ctx, spec, &dir, &mut data) {
         Ok(()) => {}
-        Err(RunError::MissingTool(m)) => data.status = Status::Skipped(m.to_string()),
+        Err(e @ (RunError::MissingTool(_) | RunError::NoNetns(_))) => {
+            data.status = Status::Skipped(e.to_string())
+        }
         Err(e) if signals::requested() => {
             data.status = Status::Interrupted;
             tracing::debug!(cause = %e, "run interrupted");
@@ -133,6 +140,7 @@ fn run_inner(
         caps: ctx.caps,
         cgroup_prefix: spec.run_id.clone(),
         paths: RunPaths::new(dir, scratch.path())?,
+        netns: ctx.netns.clone(),
     };
     let limit = profile.expected_duration(c.slow) + profile.timeout + Duration::from_secs(30);
     let measured = lifecycle::run(&ctx.lab, &stack, limit, |target| {

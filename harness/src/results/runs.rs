@@ -91,6 +91,13 @@ pub struct RunRow {
     pub loadgen_cpu_cap_cores: Option<f64>,
     #[serde(default)]
     pub loadgen_memory_cap_bytes: Option<u64>,
+    /// Whether the run's components ran in the lab's network namespaces
+    /// (`--netns`); empty in files of versions before it.
+    #[serde(default)]
+    pub netns: Option<bool>,
+    /// The run's `--sysctl`s as given, `;` between them; empty for none.
+    #[serde(default)]
+    pub sysctls: Option<String>,
 }
 
 /// The `<c>_*` columns of one component in `runs.csv`.

@@ -134,6 +134,7 @@ fn headers_are_pinned() {
             runs.push_str(&format!(",{c}_{col}"));
         }
     }
+    runs.push_str(",netns,sysctls");
     assert_eq!(columns::<RunRow>().join(","), runs);
     assert_eq!(
         columns::<ConditionRow>().join(","),

@@ -12,8 +12,9 @@ use common::units::Size;
 use super::{ProxyBuffers, ProxyKind, PyServer, Recipe, Route, Server, ServerCommand, Tool, nginx};
 use crate::cgroup::Cgroup;
 use crate::cli::Child;
+use crate::netns::Place;
 use crate::prepare::Tools;
-use crate::process::{self, Guard, Spec, free_port};
+use crate::process::{self, Guard, Spec, free_port_at};
 
 /// The WSGI app, embedded so that the binary is all a user needs.
 pub const WSGI_APP: &str = include_str!("../../python/slowlab_app.py");
@@ -127,6 +128,7 @@ impl Launcher<'_> {
         body: Body,
         logs: &AppLogs,
         cgroup: Option<&Cgroup>,
+        at: &Place,
     ) -> Result<(Guard, SocketAddr)> {
         let AppLogs { send_log, recv_log } = logs;
         for (path, header) in [
@@ -138,10 +140,10 @@ impl Launcher<'_> {
         // Python servers cannot all report a port they picked, so pick one;
         // another program may take it first, hence the retries.
         retry_port(|| {
-            let port = free_port()?;
-            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let addr = SocketAddr::new(at.ip, free_port_at(at)?);
             let spec = Spec {
                 args: args(addr),
+                netns: at.netns.clone(),
                 env: vec![
                     ("SLOWLAB_SEND_LOG".into(), send_log.to_string_lossy().into()),
                     ("SLOWLAB_RECV_LOG".into(), recv_log.to_string_lossy().into()),
@@ -209,13 +211,15 @@ impl Launcher<'_> {
     }
 
     /// Starts `server` by its [`Recipe`] and waits until `GET /fast`
-    /// answers 200. The send log goes to `paths.logs/send-log.csv`.
+    /// answers 200. The send log goes to `paths.logs/send-log.csv`. It runs
+    /// and listens `at`.
     pub fn start_server(
         &self,
         server: Server,
         body: Body,
         paths: &RunPaths,
         cgroup: Option<Cgroup>,
+        at: &Place,
     ) -> Result<Running> {
         let logs = AppLogs {
             send_log: paths.logs.join(crate::results::SEND_LOG_CSV),
@@ -227,6 +231,7 @@ impl Launcher<'_> {
             args,
             env: vec![],
             cwd: None,
+            netns: at.netns.clone(),
             stdout: paths.logs.join("app.out"),
             stderr: paths.logs.join("app.err"),
         };
@@ -246,7 +251,7 @@ impl Launcher<'_> {
                     gunicorn_args(addr, &self.app_dir, worker_class, workers, threads, app)
                 };
                 let spec = spec(g.gunicorn.clone(), vec![]);
-                self.start_python(spec, args, body, &logs, cgroup.as_ref())?
+                self.start_python(spec, args, body, &logs, cgroup.as_ref(), at)?
             }
             Recipe::Python(py) => {
                 let tool = py.tool();
@@ -257,11 +262,11 @@ impl Launcher<'_> {
                 };
                 let spec = spec(found.program.clone(), vec![]);
                 let args = |addr| self.python_args(py, addr);
-                self.start_python(spec, args, body, &logs, cgroup.as_ref())?
+                self.start_python(spec, args, body, &logs, cgroup.as_ref(), at)?
             }
             Recipe::Replica { model, workers } => {
                 let args = Child::Serve(server::ServeArgs {
-                    listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    listen: SocketAddr::new(at.ip, 0),
                     model,
                     workers,
                     large_bytes: Size(body.large_bytes),
@@ -285,21 +290,24 @@ impl Launcher<'_> {
     /// Starts a user's server from its command line (`/bin/sh -c`, in its
     /// own process group like every child, so that stopping it stops every
     /// process it started) on a free loopback port, and waits until `GET
-    /// ready_path` answers 200. Its output goes to `app.out`/`app.err`.
+    /// ready_path` answers 200. Its output goes to `app.out`/`app.err`. It
+    /// runs `at`, and `{host}` is `at`'s address.
     pub fn start_command(
         &self,
         cmd: &ServerCommand,
         paths: &RunPaths,
         cgroup: Option<Cgroup>,
+        at: &Place,
     ) -> Result<Running> {
         let (guard, addr) = retry_port(|| {
-            let addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+            let addr = SocketAddr::new(at.ip, free_port_at(at)?);
             let spec = Spec {
                 name: "app (--server-cmd)".into(),
                 program: "/bin/sh".into(),
                 args: vec!["-c".into(), cmd.line_for(addr)],
                 env: vec![],
                 cwd: cmd.dir.clone(),
+                netns: at.netns.clone(),
                 stdout: paths.logs.join("app.out"),
                 stderr: paths.logs.join("app.err"),
             };
@@ -314,7 +322,9 @@ impl Launcher<'_> {
     }
 
     /// Starts the proxy of `route` in front of `upstream`; `None` for direct.
-    /// It is ready when `GET probe` through it answers 200.
+    /// It is ready when `GET probe` through it answers 200. It runs and
+    /// listens `at`.
+    #[allow(clippy::too_many_arguments)]
     pub fn start_proxy(
         &self,
         route: Route,
@@ -323,6 +333,7 @@ impl Launcher<'_> {
         paths: &RunPaths,
         cgroup: Option<Cgroup>,
         probe: &str,
+        at: &Place,
     ) -> Result<Option<Running>> {
         let Some((kind, buffering)) = route.proxy() else {
             return Ok(None);
@@ -335,6 +346,7 @@ impl Launcher<'_> {
             args,
             env: vec![],
             cwd: None,
+            netns: at.netns.clone(),
             stdout: paths.logs.join("proxy.out"),
             stderr: paths.logs.join("proxy.err"),
         };
@@ -349,8 +361,7 @@ impl Launcher<'_> {
                 fs::create_dir_all(&prefix)?;
                 let error_log = paths.logs.join("nginx-error.log");
                 retry_port(|| {
-                    let port = free_port()?;
-                    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+                    let addr = SocketAddr::new(at.ip, free_port_at(at)?);
                     let conf = nginx::config(
                         addr,
                         upstream,
@@ -395,7 +406,7 @@ impl Launcher<'_> {
                     explicit: false,
                 });
                 let args = Child::Proxy(proxy::ProxyArgs {
-                    listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    listen: SocketAddr::new(at.ip, 0),
                     upstream,
                     buffering: on_off(buffering),
                     buffer_size: Size(buffers.buffer_size),

@@ -21,6 +21,7 @@ use super::policy::{CapPlan, MissingTool, missing_tool};
 use super::{App, ProxyBuffers, Route};
 use crate::cgroup::{Caps, Cgroup, Mode};
 use crate::cli::Child;
+use crate::netns::{NetLab, NetSpec, Place};
 use crate::process::{self, Spec};
 use crate::procfs::HostCpu;
 use crate::sample::{Probe, Sampler, Samples};
@@ -51,6 +52,11 @@ pub struct StackSpec {
     /// The cgroups are `<prefix>-app`, `<prefix>-proxy`, `<prefix>-loadgen`.
     pub cgroup_prefix: String,
     pub paths: RunPaths,
+    /// The run's network namespaces: none, all on the host's loopback;
+    /// some, the app and proxy in a server namespace and the load
+    /// generator in a client namespace (`crate::netns`), created by
+    /// [`start`] and removed by [`Stack::stop`].
+    pub netns: Option<NetSpec>,
 }
 
 impl StackSpec {
@@ -138,6 +144,9 @@ pub struct Measured {
 pub enum RunError {
     /// A tool the stack needs is missing: nothing was started.
     MissingTool(MissingTool),
+    /// The run asks for network namespaces that this machine cannot
+    /// create (why, in one line): nothing was started.
+    NoNetns(String),
     /// A cgroup or a component could not be set up or did not answer.
     Start(anyhow::Error),
 }
@@ -146,6 +155,7 @@ impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RunError::MissingTool(m) => fmt::Display::fmt(m, f),
+            RunError::NoNetns(why) => f.write_str(why),
             RunError::Start(e) => write!(f, "{e:#}"),
         }
     }
@@ -191,6 +201,8 @@ pub struct Stack<'a> {
     target: SocketAddr,
     loadgen_caps: Option<Caps>,
     cgroup_prefix: String,
+    /// Dropped after the processes inside (see [`Stack::stop`]).
+    net: Option<NetLab>,
 }
 
 /// Checks the tools, creates the cgroups, starts the app (unless it runs
@@ -200,6 +212,22 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
     if let Some(missing) = stack.missing_tool(lab.launcher.tools) {
         return Err(RunError::MissingTool(missing));
     }
+    let net = match &stack.netns {
+        Some(spec) => {
+            if let Some(why) = crate::netns::unavailable() {
+                return Err(RunError::NoNetns(why));
+            }
+            Some(NetLab::create(spec).context("creating the run's network namespaces")?)
+        }
+        None => None,
+    };
+    // Clients connect to the entry (the proxy, or the app on direct); an
+    // app behind a proxy listens on its namespace's own loopback.
+    let entry = net.as_ref().map(NetLab::entry).unwrap_or_else(Place::host);
+    let app_at = match stack.route.proxy() {
+        Some(_) => entry.loopback(),
+        None => entry.clone(),
+    };
     let paths = &stack.paths;
     let dir = paths.logs();
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -210,12 +238,14 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
             stack.body,
             paths,
             cgroup("app", stack.caps.app)?,
+            &app_at,
         )?),
-        App::Command(cmd) => Some(lab.launcher.start_command(
-            cmd,
-            paths,
-            cgroup("app", stack.caps.app)?,
-        )?),
+        App::Command(cmd) => {
+            Some(
+                lab.launcher
+                    .start_command(cmd, paths, cgroup("app", stack.caps.app)?, &app_at)?,
+            )
+        }
         App::Running { .. } => None,
     };
     let app_addr = match (&app, &stack.server) {
@@ -234,6 +264,7 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
         paths,
         proxy_cg,
         stack.server.ready_path(),
+        &entry,
     )?;
     let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app_addr);
     Ok(Stack {
@@ -243,6 +274,7 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
         target,
         loadgen_caps: stack.caps.loadgen,
         cgroup_prefix: stack.cgroup_prefix.clone(),
+        net,
     })
 }
 
@@ -265,6 +297,12 @@ impl Stack<'_> {
     /// The URL of the stack's entry point: the proxy, or the app for direct.
     pub fn url(&self) -> String {
         format!("http://{}", self.target)
+    }
+
+    /// The run's namespaces, if it has them (a later step adds qdiscs or
+    /// routes through [`NetLab::ip`]).
+    pub fn netlab(&self) -> Option<&NetLab> {
+        self.net.as_ref()
     }
 
     /// Whether the app and the proxy that were started still run; the name
@@ -309,6 +347,7 @@ impl Stack<'_> {
             args: process::utf8_args(command.child().argv())?,
             env: vec![],
             cwd: None,
+            netns: self.net.as_ref().map(|n| n.client.path()),
             stdout: dir.join("load.out"),
             stderr: dir.join("load.err"),
         };
@@ -351,11 +390,10 @@ impl Stack<'_> {
 
     /// Stops in the order of the data path: the proxy, then the app (the
     /// client stopped at the end of its load). Each guard kills its whole
-    /// process group, then its cgroup is removed. Dropping the stack does
-    /// the same.
-    pub fn stop(mut self) {
-        drop(self.proxy.take());
-        drop(self.app.take());
+    /// process group, then its cgroup is removed; the namespaces go last.
+    /// Dropping the stack does the same.
+    pub fn stop(self) {
+        drop(self);
     }
 }
 
@@ -363,6 +401,7 @@ impl Drop for Stack<'_> {
     fn drop(&mut self) {
         drop(self.proxy.take());
         drop(self.app.take());
+        drop(self.net.take());
     }
 }
 
@@ -427,6 +466,7 @@ mod tests {
             caps: CapPlan::none(),
             cgroup_prefix: "test".into(),
             paths: RunPaths::new(dir.path(), dir.path()).unwrap(),
+            netns: None,
         };
         let mut asked = false;
         let err = run(&lab, &stack, Duration::from_secs(1), |_| {

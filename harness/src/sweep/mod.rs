@@ -97,6 +97,8 @@ pub struct SweepArgs {
     /// results/<UTC time>-sweep/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub net: crate::netns::NetnsArgs,
 }
 
 impl SweepArgs {
@@ -149,6 +151,10 @@ pub fn run(args: SweepArgs) -> Result<()> {
         &LoadProfile::experiment(),
     );
     loadgen::sweep::SweepConfig::from_args(&probe)?.ensure_descriptors()?;
+    if let Some(why) = args.net.spec().and_then(|_| crate::netns::unavailable()) {
+        eprintln!("slowlab: {why}; the --netns sweep is skipped");
+        return Ok(());
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
@@ -169,6 +175,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
     let mode = cgroup::detect();
     cgroup::reap_stale(&mode);
     crate::scratch::reap_stale();
+    crate::netns::reap_and_report();
     let (caps, _) = cap_plan(&mode, args.no_caps, LoadgenCaps::Uncapped);
     let id = args.sweep_id();
     let dir = unique_dir(&out.join("sweeps"), &id)?;
@@ -236,6 +243,7 @@ fn sweep(
             "timeout_s": args.timeout.as_secs_f64(),
             "slow": args.slow,
             "loadgen_capped": false,
+            "netns": crate::netns::environment(args.net.spec().as_ref()),
         }),
     );
     envinfo::write(dir, &env)?;
@@ -251,6 +259,7 @@ fn sweep(
         caps,
         cgroup_prefix: "sweep".into(),
         paths: RunPaths::new(dir, scratch.path())?,
+        netns: args.net.spec(),
     };
     let lab = Lab {
         launcher: &launcher,

@@ -1,0 +1,62 @@
+//! The flags that put a run in namespaces, flattened into `reproduce`,
+//! `sweep` and `check`.
+
+use super::{NetSpec, Sysctl};
+
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct NetnsArgs {
+    /// Run the app and the proxy in a server network namespace and the
+    /// load generator in a client namespace, joined by a veth pair on
+    /// 198.18.0.0/15 (needs root and `ip`; otherwise the runs are skipped
+    /// with one line).
+    #[arg(long)]
+    pub netns: bool,
+    /// A TCP sysctl written inside the run's namespaces, never on the
+    /// host: `[server:|client:]net.ipv4.tcp_wmem="4096 16384 16777216"`
+    /// (no side: both). Repeatable; implies --netns. Only per-namespace
+    /// `net.ipv4.tcp_*` keys.
+    #[arg(long = "sysctl", value_name = "[SIDE:]KEY=VALUE", value_parser = super::parse_sysctl)]
+    pub sysctls: Vec<Sysctl>,
+}
+
+impl NetnsArgs {
+    /// What the runs ask of the namespaces; none without --netns or
+    /// --sysctl.
+    pub fn spec(&self) -> Option<NetSpec> {
+        (self.netns || !self.sysctls.is_empty()).then(|| NetSpec {
+            sysctls: self.sysctls.clone(),
+        })
+    }
+}
+
+/// Removes what harnesses that were killed left (see `reap::reap_stale`)
+/// and says so in one line when there was something.
+pub fn reap_and_report() {
+    let n = super::reap_stale();
+    if n > 0 {
+        eprintln!(
+            "slowlab: removed {n} network namespace(s) or veth(s) left by an earlier harness that was killed"
+        );
+    }
+}
+
+/// `environment.json`'s `netns`: none without namespaces; the reason when
+/// the machine cannot make them; else what a pair made with `spec`
+/// holds (each side's TCP sysctls, read inside it).
+pub fn environment(spec: Option<&NetSpec>) -> serde_json::Value {
+    let Some(spec) = spec else {
+        return serde_json::Value::Null;
+    };
+    let requested: Vec<String> = spec.sysctls.iter().map(|s| s.to_string()).collect();
+    if let Some(why) = super::unavailable() {
+        return serde_json::json!({"requested": requested, "unavailable": why});
+    }
+    match super::NetLab::create(spec) {
+        Ok(lab) => {
+            let mut v = lab.record();
+            v["requested"] = requested.into();
+            v
+        }
+        Err(e) => serde_json::json!({"requested": requested, "error": format!("{e:#}")}),
+    }
+}

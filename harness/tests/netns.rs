@@ -1,0 +1,224 @@
+//! Runs in the lab's network namespaces, with real Gunicorn and NGINX: the
+//! namespaces and veths are gone after a normal end, after SIGINT and after
+//! SIGKILL followed by a new start; a `tcp_wmem` max set in the server
+//! namespace bounds the app's send queue and leaves the host's alone; and
+//! a machine without namespaces (simulated) skips with one line.
+
+mod support;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use support::{slowlab, state_dir};
+
+/// Our namespaces (`ip netns list`) and veths (`ip link`, host side)
+/// whose names carry `pid`.
+fn leftovers(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    for args in [&["netns", "list"][..], &["-o", "link", "show"][..]] {
+        let out = Command::new("ip").args(args).output().expect("ip");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        found.extend(
+            text.lines()
+                .filter(|l| {
+                    l.contains(&format!("slowlab-{pid}-")) || l.contains(&format!("sl{pid}-"))
+                })
+                .map(String::from),
+        );
+    }
+    found
+}
+
+fn usable() -> bool {
+    if harness::netns::unavailable().is_some() {
+        eprintln!(
+            "skipped: {}",
+            harness::netns::unavailable().unwrap_or_default()
+        );
+        return false;
+    }
+    if !state_dir().join("venv/bin/gunicorn").exists() {
+        eprintln!("skipped: no Gunicorn in {}", state_dir().display());
+        return false;
+    }
+    true
+}
+
+fn reproduce(out: &std::path::Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(slowlab());
+    c.args([
+        "reproduce",
+        "--preset",
+        "quick",
+        "--no-report",
+        "--only",
+        "gunicorn-sync2,nginx-off,slow=2",
+    ])
+    .args(extra)
+    .arg("--out")
+    .arg(out)
+    .env("SLOWLAB_HOME", state_dir());
+    c
+}
+
+fn column(csv: &str, name: &str) -> Vec<String> {
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let i = head
+        .iter()
+        .position(|h| *h == name)
+        .unwrap_or_else(|| panic!("no {name}"));
+    lines
+        .map(|l| l.split(',').nth(i).unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn a_small_tcp_wmem_in_the_server_namespace_bounds_the_send_queue_and_spares_the_host() {
+    if !usable() {
+        return;
+    }
+    let host_before = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let child = reproduce(
+        &out,
+        &["--sysctl", "server:net.ipv4.tcp_wmem=4096 16384 524288"],
+    )
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let status = child.wait_with_output().unwrap().status;
+    assert!(status.success(), "{status}");
+    assert_eq!(
+        leftovers(pid),
+        Vec::<String>::new(),
+        "left after a normal end"
+    );
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").unwrap(),
+        host_before
+    );
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(column(&runs, "status"), ["ok"], "{runs}");
+    assert_eq!(column(&runs, "netns"), ["true"]);
+    assert_eq!(
+        column(&runs, "sysctls"),
+        ["server:net.ipv4.tcp_wmem=4096 16384 524288"]
+    );
+    let sockets = std::fs::read_to_string(out.join("socket-samples.csv")).unwrap();
+    let comps = column(&sockets, "component");
+    let tx = column(&sockets, "tx_queue_bytes");
+    let local = column(&sockets, "local");
+    let app_peak = comps
+        .iter()
+        .zip(&tx)
+        .filter(|(c, _)| *c == "app")
+        .filter_map(|(_, t)| t.parse::<u64>().ok())
+        .max()
+        .expect("app sockets were sampled in their namespace");
+    assert!(
+        app_peak > 64 << 10,
+        "the app's send queue filled: {app_peak}"
+    );
+    assert!(
+        app_peak <= 1 << 20,
+        "bounded by the 512 KiB max: {app_peak}"
+    );
+    // NGINX listens on the server namespace's veth address.
+    assert!(
+        local.iter().any(|l| l.starts_with("198.18.0.1:")),
+        "{local:?}"
+    );
+    let env = std::fs::read_to_string(out.join("environment.json")).unwrap();
+    let env: serde_json::Value = serde_json::from_str(&env).unwrap();
+    let ns = &env["run"]["netns"];
+    assert_eq!(
+        ns["server"]["sysctls"]["net.ipv4.tcp_wmem"],
+        "4096 16384 524288"
+    );
+    assert_eq!(
+        ns["client"]["sysctls"]["net.ipv4.tcp_wmem"],
+        host_before.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+}
+
+/// Waits until `pid`'s namespaces exist and its load generator runs.
+fn wait_for_namespaces(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while leftovers(pid).len() < 2 {
+        assert!(Instant::now() < deadline, "no namespaces appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+}
+
+#[test]
+fn namespaces_go_on_sigint_and_after_sigkill_at_the_next_start() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = reproduce(&tmp.path().join("a"), &["--netns"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for_namespaces(pid);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(leftovers(pid), Vec::<String>::new(), "left after SIGINT");
+
+    let mut child = reproduce(&tmp.path().join("b"), &["--netns"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for_namespaces(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !leftovers(pid).is_empty(),
+        "SIGKILL leaves them to the next start"
+    );
+    let next: Output = reproduce(&tmp.path().join("c"), &["--netns"])
+        .output()
+        .unwrap();
+    assert!(next.status.success());
+    let err = String::from_utf8_lossy(&next.stderr);
+    assert!(
+        err.contains("network namespace(s) or veth(s) left by an earlier harness"),
+        "{err}"
+    );
+    assert_eq!(
+        leftovers(pid),
+        Vec::<String>::new(),
+        "reaped at the next start"
+    );
+}
+
+#[test]
+fn without_namespaces_the_runs_are_skipped_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = reproduce(&out, &["--netns"])
+        .env("SLOWLAB_NO_NETNS", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("SLOWLAB_NO_NETNS"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(column(&runs, "status"), ["skipped"], "{runs}");
+    let bad = Command::new(slowlab())
+        .args(["reproduce", "--sysctl", "net.core.wmem_max=8388608"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not per network namespace"), "{err}");
+}
