@@ -167,7 +167,9 @@ impl ProxyApp {
                 return;
             }
         }
-        // One request per connection, as in the experiment.
+        // One request per connection, as in the experiment: reading the
+        // request set keep-alive from its version, so turn it off again.
+        session.set_keepalive(None);
         session.set_write_timeout(Some(self.cfg.send_timeout));
         // client_body_timeout: pingora times each body read.
         session.set_read_timeout(Some(rc.body_timeout));

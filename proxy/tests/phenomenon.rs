@@ -70,12 +70,14 @@ fn fast_behind_two_slow_downloads(buffering: Buffering) -> (Duration, Vec<Row>) 
 /// the origin.
 fn upstream_reads_done(gauge: &std::path::Path) -> usize {
     let text = std::fs::read_to_string(gauge).unwrap_or_default();
+    let columns = proxy::stats::GAUGE_HEADER.split(',').count();
     let mut done: Vec<&str> = text
         .lines()
         .skip(1)
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            (f.len() == 6 && f[2] == LARGE.to_string()).then_some(f[1])
+            let whole = f.len() == columns && f[2] == LARGE.to_string();
+            whole.then_some(f[1])
         })
         .collect();
     done.sort();
