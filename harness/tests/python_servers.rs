@@ -7,14 +7,10 @@
 mod support;
 
 use std::process::Command;
-use std::time::Duration;
 
-use harness::prepare;
-use harness::process::{self, Spec};
 use harness::reproduce::table::Table;
-use harness::stack::launch::{Body, Launcher, RunPaths};
 use harness::stack::{Recipe, Server};
-use support::{processes_mentioning, slowlab, state_dir};
+use support::{lab, processes_mentioning, slowlab, state_dir};
 
 const PYTHON: [Server; 5] = [
     Server::Uvicorn,
@@ -31,40 +27,15 @@ fn every_python_server_sends_the_bytes_of_slowlab_serve_and_logs_its_sends() {
         .filter(|s| matches!(s.recipe(), Recipe::Python(_)))
         .collect();
     assert_eq!(listed, PYTHON, "a Python server this test does not cover");
-    let tools = prepare::prepare(&state_dir());
+    let tools = lab::tools();
     let dir = tempfile::tempdir().unwrap();
-    let app_dir = Launcher::write_app(&dir.path().join("app")).unwrap();
-    let launcher = Launcher {
-        exe: slowlab(),
-        tools: &tools,
-        app_dir,
-    };
-    let body = Body {
-        large_bytes: 16 << 20,
-        chunk_bytes: 64 << 10,
-    };
-    let rust_spec = Spec {
-        name: "serve".into(),
-        program: slowlab(),
-        args: ["serve", "--listen", "127.0.0.1:0"]
-            .map(String::from)
-            .to_vec(),
-        env: vec![],
-        cwd: None,
-        netns: None,
-        stdout: dir.path().join("serve.out"),
-        stderr: dir.path().join("serve.err"),
-    };
-    let mut rust = process::spawn(&rust_spec, None).unwrap();
-    let rust_addr = rust.wait_ready_line(Duration::from_secs(10)).unwrap();
+    let launcher = lab::launcher(&tools, dir.path());
+    let (_rust, rust_addr) = lab::serve(dir.path(), &[]);
 
     for server in PYTHON {
         let logs = dir.path().join(server.name());
         std::fs::create_dir_all(&logs).unwrap();
-        let paths = RunPaths::new(&logs, &logs).unwrap();
-        let running = launcher
-            .start_server(server, body, &paths, None, &harness::netns::Place::host())
-            .unwrap_or_else(|e| panic!("{server} starts (run `slowlab prepare`): {e:#}"));
+        let running = lab::start(&launcher, server, &logs);
         support::assert_same_answers(server.name(), running.addr, rust_addr);
         drop(running);
         // One send-log row for the one /large GET, under the shared header.

@@ -17,8 +17,8 @@ use std::process::Command;
 
 use harness::prepare::{self, Tools};
 use harness::stack::Server;
-use harness::stack::launch::{Body, Launcher, RunPaths, Running};
-use support::{root, slowlab, state_dir};
+use harness::stack::launch::{Launcher, Running};
+use support::{lab, root, slowlab, state_dir};
 
 /// Where a comparison runs.
 trait Place {
@@ -36,20 +36,7 @@ struct Host<'a> {
 
 impl Place for Host<'_> {
     fn start(&self, dir: &Path) -> Running {
-        let paths = RunPaths::new(dir, dir).expect("run paths");
-        let body = Body {
-            large_bytes: 16 << 20,
-            chunk_bytes: 64 << 10,
-        };
-        self.launcher
-            .start_server(
-                Server::GunicornSync2,
-                body,
-                &paths,
-                None,
-                &harness::netns::Place::host(),
-            )
-            .expect("gunicorn starts")
+        lab::start(&self.launcher, Server::GunicornSync2, dir)
     }
     fn client(&self, program: &Path) -> Command {
         Command::new(program)
@@ -220,13 +207,8 @@ fn streamreader_matches_an_asyncio_client_on_the_host() {
     }
     let tools = tools();
     let dir = tempfile::tempdir().expect("tempdir");
-    let app_dir = Launcher::write_app(&dir.path().join("app")).expect("app");
     let host = Host {
-        launcher: Launcher {
-            exe: slowlab(),
-            tools: &tools,
-            app_dir,
-        },
+        launcher: lab::launcher(&tools, dir.path()),
     };
     compare(&host, &python);
 }

@@ -13,46 +13,22 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use harness::prepare;
-use harness::process::{self, Spec};
+use harness::process;
 use harness::stack::Server;
-use harness::stack::launch::{Body, Launcher, RunPaths};
 use support::child::Child;
-use support::slowlab;
+use support::{lab, slowlab};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 const UPLOAD_BYTES: u64 = 4 << 20;
 
 /// `slowlab serve` of `model` x `workers` with its receive log in `dir`.
 fn serve(dir: &Path, model: &str, workers: &str) -> (process::Guard, SocketAddr) {
-    let spec = Spec {
-        name: format!("serve-{model}"),
-        program: slowlab(),
-        args: [
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--model",
-            model,
-            "--workers",
-            workers,
-            "--recv-log",
-        ]
-        .map(String::from)
-        .into_iter()
-        .chain([dir.join("recv-log.csv").to_string_lossy().into_owned()])
-        .collect(),
-        env: vec![],
-        cwd: None,
-        netns: None,
-        stdout: dir.join("serve.out"),
-        stderr: dir.join("serve.err"),
-    };
-    let mut guard = process::spawn(&spec, None).expect("serve starts");
-    let addr = guard
-        .wait_ready_line(Duration::from_secs(10))
-        .expect("ready line");
-    (guard, addr)
+    let log = dir.join("recv-log.csv");
+    let log = log.to_str().expect("a UTF-8 temp dir");
+    lab::serve(
+        dir,
+        &["--model", model, "--workers", workers, "--recv-log", log],
+    )
 }
 
 /// Runs `slowlab load --json` against `addr` with `extra`; the summary.
@@ -189,32 +165,15 @@ fn a_client_that_leaves_mid_upload_is_logged_incomplete() {
 
 #[test]
 fn slow_uploads_block_real_gunicorn_sync2() {
-    let tools = prepare::prepare(&support::state_dir());
-    if let Err(e) = &tools.gunicorn {
-        eprintln!("skipped: gunicorn is not installed ({e})");
+    let Some(tools) = lab::tools_with_gunicorn() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
-    let app_dir = Launcher::write_app(&dir.path().join("app")).unwrap();
-    let launcher = Launcher {
-        exe: slowlab(),
-        tools: &tools,
-        app_dir,
-    };
-    let paths = RunPaths::new(dir.path(), dir.path()).unwrap();
-    let body = Body {
-        large_bytes: 16 << 20,
-        chunk_bytes: 64 << 10,
-    };
-    let gunicorn = launcher
-        .start_server(
-            Server::GunicornSync2,
-            body,
-            &paths,
-            None,
-            &harness::netns::Place::host(),
-        )
-        .expect("gunicorn starts");
+    let gunicorn = lab::start(
+        &lab::launcher(&tools, dir.path()),
+        Server::GunicornSync2,
+        dir.path(),
+    );
     let (base, with) = p95_without_and_with(gunicorn.addr, dir.path(), "gunicorn sync x2");
     assert!(
         base < 200.0,
@@ -274,31 +233,77 @@ fn slowloris_clients_hold_sync_workers_direct() {
     assert_eq!(code, Some(0), "{s}");
     assert!(p95(&s) < 500.0, "{s}");
 
-    let tools = prepare::prepare(&support::state_dir());
-    if let Err(e) = &tools.gunicorn {
-        eprintln!("skipped the Gunicorn half: gunicorn is not installed ({e})");
+    let Some(tools) = lab::tools_with_gunicorn() else {
         return;
-    }
+    };
     let gdir = dir.path().join("gunicorn");
     std::fs::create_dir_all(&gdir).unwrap();
-    let launcher = Launcher {
-        exe: slowlab(),
-        tools: &tools,
-        app_dir: Launcher::write_app(&gdir.join("app")).unwrap(),
-    };
-    let paths = RunPaths::new(&gdir, &gdir).unwrap();
-    let body = Body {
-        large_bytes: 16 << 20,
-        chunk_bytes: 64 << 10,
-    };
-    let gunicorn = launcher
-        .start_server(
-            Server::GunicornSync2,
-            body,
-            &paths,
-            None,
-            &harness::netns::Place::host(),
-        )
-        .expect("gunicorn starts");
+    let gunicorn = lab::start(&lab::launcher(&tools, &gdir), Server::GunicornSync2, &gdir);
     assert_slowloris_holds(gunicorn.addr, &gdir, "gunicorn sync x2");
 }
+
+/// Sends a request head that never ends and reads until the server closes:
+/// what arrived and after how long.
+fn unfinished_head(addr: SocketAddr) -> (Vec<u8>, Duration) {
+    use std::io::Read;
+    let start = std::time::Instant::now();
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"GET /fast HTTP/1.1\r\nHost: slowlab\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).expect("the server closes");
+    (got, start.elapsed())
+}
+
+/// Gunicorn's sync worker waits on an unfinished head until the arbiter
+/// aborts it after `--timeout`, which answers 500 and closes; the replica's
+/// `--worker-timeout` does the same, with the same bytes. Scaled to 2 s.
+#[test]
+fn an_unfinished_head_is_cut_by_the_worker_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (guard, addr) = lab::serve(dir.path(), &["--workers", "1", "--worker-timeout", "2s"]);
+    let (ours, took) = unfinished_head(addr);
+    let text = String::from_utf8_lossy(&ours);
+    assert!(
+        text.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
+        "{text}"
+    );
+    assert!(
+        (1.9..6.0).contains(&took.as_secs_f64()),
+        "replica: {took:?}"
+    );
+    // The worker serves again afterwards.
+    assert_eq!(support::raw_request(addr, GET_FAST).status, 200);
+    drop(guard);
+
+    let Some(tools) = lab::tools_with_gunicorn() else {
+        return;
+    };
+    let app_dir = lab::launcher(&tools, dir.path()).app_dir;
+    let addr = SocketAddr::from(([127, 0, 0, 1], lab::free_port()));
+    let program = tools.gunicorn.as_ref().unwrap().gunicorn.clone();
+    let args = [
+        "--bind",
+        &addr.to_string(),
+        "--chdir",
+        app_dir.to_str().unwrap(),
+        "--workers",
+        "1",
+        "--timeout",
+        "2",
+        "slowlab_app:application",
+    ];
+    let args = args.map(String::from).to_vec();
+    let _gunicorn = process::spawn(&lab::spec(dir.path(), "gunicorn", program, args), None)
+        .expect("gunicorn starts");
+    lab::wait_answering(addr, Duration::from_secs(20));
+    let (theirs, took) = unfinished_head(addr);
+    assert_eq!(String::from_utf8_lossy(&theirs), text, "the same 500");
+    assert!(
+        (1.9..6.0).contains(&took.as_secs_f64()),
+        "gunicorn: {took:?}"
+    );
+}
+
+const GET_FAST: &str = "GET /fast HTTP/1.1\r\nHost: slowlab\r\nConnection: close\r\n\r\n";

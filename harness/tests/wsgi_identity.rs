@@ -3,56 +3,22 @@
 
 mod support;
 
-use std::time::Duration;
-
-use harness::prepare;
-use harness::process::{self, Spec};
 use harness::stack::Server;
-use harness::stack::launch::{Body, Launcher, RunPaths};
-use support::{get, slowlab, state_dir};
+use support::{get, lab};
 
 #[test]
 fn gunicorn_and_slowlab_serve_send_identical_bytes() {
-    let tools = prepare::prepare(&state_dir());
+    let tools = lab::tools();
     if let Err(e) = &tools.gunicorn {
         panic!("gunicorn is needed for this test (run `slowlab prepare`): {e}");
     }
     let dir = tempfile::tempdir().unwrap();
-    let app_dir = Launcher::write_app(&dir.path().join("app")).unwrap();
-    let launcher = Launcher {
-        exe: slowlab(),
-        tools: &tools,
-        app_dir,
-    };
-    let paths = RunPaths::new(dir.path(), dir.path()).unwrap();
-    let body = Body {
-        large_bytes: 16 << 20,
-        chunk_bytes: 64 << 10,
-    };
-    let gunicorn = launcher
-        .start_server(
-            Server::GunicornSync2,
-            body,
-            &paths,
-            None,
-            &harness::netns::Place::host(),
-        )
-        .expect("gunicorn starts");
-
-    let rust_spec = Spec {
-        name: "serve".into(),
-        program: slowlab(),
-        args: ["serve", "--listen", "127.0.0.1:0"]
-            .map(String::from)
-            .to_vec(),
-        env: vec![],
-        cwd: None,
-        netns: None,
-        stdout: dir.path().join("serve.out"),
-        stderr: dir.path().join("serve.err"),
-    };
-    let mut rust = process::spawn(&rust_spec, None).unwrap();
-    let rust_addr = rust.wait_ready_line(Duration::from_secs(10)).unwrap();
+    let gunicorn = lab::start(
+        &lab::launcher(&tools, dir.path()),
+        Server::GunicornSync2,
+        dir.path(),
+    );
+    let (_rust, rust_addr) = lab::serve(dir.path(), &[]);
 
     support::assert_same_answers("gunicorn", gunicorn.addr, rust_addr);
     let fast = get(rust_addr, "/fast");

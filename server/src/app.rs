@@ -12,7 +12,7 @@
 //! after it, as Gunicorn's sync worker does.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::pattern::BLOCK_HEADER;
@@ -47,6 +47,8 @@ pub struct App {
     large_bytes: u64,
     pub send_log: Option<SendLog>,
     pub recv_log: Option<RecvLog>,
+    /// See [`ServerConfig::worker_timeout`] (read by the sync model only).
+    pub worker_timeout: Option<Duration>,
 }
 
 impl App {
@@ -69,6 +71,7 @@ impl App {
             large_bytes: config.large_bytes,
             send_log,
             recv_log,
+            worker_timeout: config.worker_timeout,
         })
     }
 

@@ -10,10 +10,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use common::bounds::{MAX_THREADS, int_in, size_in};
+use std::time::Duration;
+
+use common::bounds::{MAX_THREADS, duration_in, int_in, size_in};
 use common::exit::BadInput;
 use common::loopback::{self, LISTEN_MEANING};
-use common::units::Size;
+use common::units::{Size, format_duration};
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::ServerConfig;
@@ -76,7 +78,15 @@ pub struct ServeArgs {
     /// Allow a --listen address outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
+    /// Sync model only, Gunicorn's `--timeout`: a worker still on one
+    /// connection this long after accepting it is aborted, answering a
+    /// best-effort 500 and closing; 0s never (0s to 1day).
+    #[arg(long, default_value = "30s", value_parser = duration_in(Duration::ZERO, MAX_WORKER_TIMEOUT))]
+    pub worker_timeout: Duration,
 }
+
+/// The longest `--worker-timeout`.
+pub const MAX_WORKER_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 impl ServeArgs {
     /// The flags that parse back into these arguments, for a harness that
@@ -92,6 +102,7 @@ impl ServeArgs {
             send_log,
             recv_log,
             allow_remote,
+            worker_timeout,
         } = self;
         let mut a: Vec<OsString> = vec![
             "--listen".into(),
@@ -102,6 +113,8 @@ impl ServeArgs {
             large_bytes.to_string().into(),
             "--chunk-bytes".into(),
             chunk_bytes.to_string().into(),
+            "--worker-timeout".into(),
+            format_duration(*worker_timeout).into(),
         ];
         if let Some(w) = workers {
             a.extend(["--workers".into(), w.to_string().into()]);
@@ -143,6 +156,7 @@ impl ServeArgs {
             chunk_bytes,
             send_log: self.send_log.clone(),
             recv_log: self.recv_log.clone(),
+            worker_timeout: (!self.worker_timeout.is_zero()).then_some(self.worker_timeout),
         })
     }
 }
@@ -216,6 +230,7 @@ mod tests {
             send_log: Some(PathBuf::from("/tmp/a run/send-log.csv")),
             recv_log: Some(PathBuf::from("/tmp/a run/recv-log.csv")),
             allow_remote: true,
+            worker_timeout: Duration::from_millis(2500),
         };
         for model in [Model::Sync, Model::Threads, Model::Async] {
             let args = ServeArgs {
@@ -239,6 +254,7 @@ mod tests {
             ("--large-bytes", "64GiB", "65GiB"),
             ("--chunk-bytes", "16MiB", "17MiB"),
             ("--chunk-bytes", "1", "0"),
+            ("--worker-timeout", "1day", "25h"),
         ] {
             assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
             let err = try_parse(&[flag, bad]).expect_err(bad).to_string();

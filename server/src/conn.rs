@@ -22,9 +22,10 @@ use crate::meter::{Meter, MeteredIo};
 /// Short enough that a stop with slow downloads stays well within 2 s.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
-/// Like Gunicorn's default `timeout`: a client that connects and never sends
-/// a complete request head does not hold a worker forever.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the threads and async models wait for a complete request head
+/// (hyper's default, stated). The sync model waits without a limit of its
+/// own: its worker timeout ends the connection instead, as in Gunicorn.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The smallest buffer hyper accepts. Request heads are bounded by it (about
 /// Gunicorn's 8190-byte field limit), and hyper never holds more than this
@@ -32,8 +33,14 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_BUF: usize = 8192;
 
 /// Serves `stream` until the connection closes or `cancel` fires (then after
-/// [`SHUTDOWN_GRACE`] at most).
-pub async fn serve(stream: TcpStream, app: Arc<App>, cancel: &CancellationToken) {
+/// [`SHUTDOWN_GRACE`] at most). `header_timeout` closes a connection whose
+/// request head is not complete by then; `None`: never.
+pub async fn serve(
+    stream: TcpStream,
+    app: Arc<App>,
+    cancel: &CancellationToken,
+    header_timeout: Option<Duration>,
+) {
     // Only the debug lines below name the peer: no getpeername(2) otherwise.
     let peer = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| stream.peer_addr().ok())
@@ -62,7 +69,7 @@ pub async fn serve(stream: TcpStream, app: Arc<App>, cancel: &CancellationToken)
         .max_buf_size(MAX_BUF)
         .title_case_headers(true)
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(header_timeout)
         .serve_connection(io, service);
     tokio::pin!(conn);
     let result = tokio::select! {

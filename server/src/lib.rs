@@ -52,6 +52,9 @@ pub struct ServerConfig {
     pub send_log: Option<PathBuf>,
     /// Where `POST /upload` rows go (see [`recv_log`]).
     pub recv_log: Option<PathBuf>,
+    /// Sync model: how long a worker may stay on one connection before it
+    /// is aborted (Gunicorn's `--timeout`); `None`: never.
+    pub worker_timeout: Option<Duration>,
 }
 
 impl ServerConfig {
@@ -65,6 +68,7 @@ impl ServerConfig {
             chunk_bytes: common::pattern::DEFAULT_BLOCK,
             send_log: None,
             recv_log: None,
+            worker_timeout: Some(models::sync::GUNICORN_TIMEOUT),
         }
     }
 

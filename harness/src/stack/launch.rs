@@ -274,6 +274,9 @@ impl Launcher<'_> {
                     send_log: Some(logs.send_log),
                     recv_log: Some(logs.recv_log),
                     allow_remote: false,
+                    // Gunicorn's default `--timeout`, which the harness
+                    // starts Gunicorn with.
+                    worker_timeout: server::models::sync::GUNICORN_TIMEOUT,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
                 start_and_probe(spec, cgroup.as_ref(), None, "/fast")?

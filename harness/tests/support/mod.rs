@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod lab;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

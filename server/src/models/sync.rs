@@ -9,19 +9,46 @@
 //! is pending, so the worker is blocked just as a `sendall` would block it.
 //! With every worker busy nobody accepts, and new connections wait in the
 //! kernel's listen backlog.
+//!
+//! Gunicorn's sync worker has no timeout of its own on a connection: it
+//! blocks in `recv` on the request head (and in `sendall` on the body) for
+//! as long as the client likes. What ends it is the arbiter: a worker whose
+//! heartbeat (touched only between connections) is older than `--timeout`
+//! gets SIGABRT; `handle_abort` raises `SystemExit`, `handle` catches it as
+//! a `BaseException` and writes a `500 Internal Server Error` without
+//! blocking, closes the socket, and the process exits. So each worker here
+//! gives one connection at most `worker_timeout` from accept, then writes
+//! the same 500 bytes without blocking and closes; hyper's own head timeout
+//! is off. Not modelled: the arbiter checks about once a second (Gunicorn's
+//! cut comes 0 to 1 s later), and the replacement worker's boot.
 
-use std::net::TcpListener as StdListener;
+use std::io::Write as _;
+use std::net::{TcpListener as StdListener, TcpStream as StdStream};
+use std::os::fd::AsFd as _;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 use super::{current_thread_runtime, spawn_thread};
 use crate::app::App;
 use crate::{conn, listener};
+
+/// Gunicorn's default `--timeout`, the default `--worker-timeout`.
+pub const GUNICORN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What Gunicorn 23's `util.write_error` sends for the aborted worker's
+/// `handle_error(..., SystemExit)`: a 500 with an empty message.
+pub const ABORT_RESPONSE: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\n\
+Connection: close\r\n\
+Content-Type: text/html\r\n\
+Content-Length: 141\r\n\
+\r\n\
+<html>\n  <head>\n    <title>Internal Server Error</title>\n  </head>\n  <body>\n    \
+<h1><p>Internal Server Error</p></h1>\n    \n  </body>\n</html>\n";
 
 /// Starts `workers` worker threads on `listener`, pushing them to `threads`.
 pub fn start(
@@ -57,8 +84,49 @@ async fn worker(listener: TcpListener, app: Arc<App>, cancel: CancellationToken)
         };
         match accepted {
             // Not spawned: the worker does nothing else until it is closed.
-            Ok((stream, _)) => conn::serve(stream, app.clone(), &cancel).await,
+            Ok((stream, _)) => serve_or_abort(stream, &app, &cancel).await,
             Err(err) => listener::after_accept_error(&err).await,
         }
+    }
+}
+
+/// Serves one connection for at most the app's worker timeout; past it the
+/// connection gets what Gunicorn's aborted worker leaves it.
+async fn serve_or_abort(stream: TcpStream, app: &Arc<App>, cancel: &CancellationToken) {
+    let Some(limit) = app.worker_timeout else {
+        return conn::serve(stream, app.clone(), cancel, None).await;
+    };
+    // A second descriptor of the socket: hyper's is gone once its future is
+    // dropped, and this one still writes the 500 and then closes.
+    let spare = stream.as_fd().try_clone_to_owned().map(StdStream::from);
+    let served = conn::serve(stream, app.clone(), cancel, None);
+    if tokio::time::timeout(limit, served).await.is_ok() {
+        return;
+    }
+    tracing::warn!(?limit, "worker timeout: connection aborted");
+    match spare {
+        // Without blocking, as `write_nonblock` does: a full send buffer
+        // takes a part of it or none, and the close follows either way.
+        Ok(mut s) => {
+            let _ = s
+                .set_nonblocking(true)
+                .and_then(|()| s.write(ABORT_RESPONSE));
+        }
+        Err(err) => tracing::debug!(cause = %err, "no spare descriptor for the 500"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ABORT_RESPONSE;
+
+    #[test]
+    fn the_abort_response_announces_its_own_length() {
+        let text = std::str::from_utf8(ABORT_RESPONSE).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.contains(&format!("Content-Length: {}", body.len())),
+            "{text}"
+        );
     }
 }

@@ -89,7 +89,7 @@ async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToke
                 let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
-                    conn::serve(stream, app, &cancel).await;
+                    conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
                 });
             }
             Err(err) => listener::after_accept_error(&err).await,

@@ -101,7 +101,15 @@ async fn handler(queue: Queue, app: Arc<App>, cancel: CancellationToken) {
             return; // the acceptor has stopped
         };
         match TcpStream::from_std(stream) {
-            Ok(stream) => conn::serve(stream, app.clone(), &cancel).await,
+            Ok(stream) => {
+                conn::serve(
+                    stream,
+                    app.clone(),
+                    &cancel,
+                    Some(conn::HEADER_READ_TIMEOUT),
+                )
+                .await
+            }
             Err(err) => tracing::warn!(cause = %err, "cannot adopt a connection"),
         }
     }
