@@ -12,8 +12,8 @@ use common::stats::{median, rank_index};
 use super::matrix::Condition;
 use super::published;
 use crate::results::{
-    AppSendRow, Component, ComponentColumns, ConditionRow, LargeRow, RequestRow, ResourceRow,
-    RouteName, RunRow, ServerName,
+    AppSendRow, Component, ComponentColumns, ConditionRow, Direction, DirectionName, LargeRow,
+    Named, RequestRow, ResourceRow, RouteName, RunRow, ServerName,
 };
 
 /// The figures of one condition: a row of `conditions.csv`.
@@ -160,20 +160,26 @@ pub fn condition_figures(runs: &[&RunRow]) -> ConditionRow {
 /// aggregated, the others counted and the first of them quoted, and the
 /// published figures beside.
 pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
-    let mut groups: BTreeMap<(ServerName, RouteName, u32), Vec<&RunRow>> = BTreeMap::new();
+    type Key = (DirectionName, ServerName, RouteName, u32);
+    let mut groups: BTreeMap<Key, Vec<&RunRow>> = BTreeMap::new();
     for r in runs {
+        let direction = r
+            .direction
+            .or_download()
+            .map_or(r.direction.clone(), Named::Known);
         groups
-            .entry((r.server.clone(), r.route.clone(), r.slow_clients))
+            .entry((direction, r.server.clone(), r.route.clone(), r.slow_clients))
             .or_default()
             .push(r);
     }
     groups
         .into_iter()
-        .map(|((server, route, slow), runs)| {
+        .map(|((direction, server, route, slow), runs)| {
+            let download = direction == Direction::Download;
             let ok: Vec<&RunRow> = runs.iter().copied().filter(|r| r.ok()).collect();
             let failed: Vec<&RunRow> = runs.iter().copied().filter(|r| !r.ok()).collect();
             let publ = match (server.known(), route.known()) {
-                (Some(s), Some(r)) => published::reference(s, r, slow),
+                (Some(s), Some(r)) if download => published::reference(s, r, slow),
                 _ => None,
             };
             let pp = publ.as_ref().map(|(p, _)| *p);
@@ -191,6 +197,7 @@ pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
                 note: failed
                     .first()
                     .map(|r| format!("{}: {}", r.status, r.reason.as_deref().unwrap_or_default())),
+                direction,
                 ..condition_figures(&ok)
             }
         })
@@ -206,6 +213,7 @@ pub fn by_condition(rows: &[ConditionRow]) -> BTreeMap<Condition, ConditionRow> 
                 server: c.server.known()?,
                 route: c.route.known()?,
                 slow: c.slow_clients,
+                direction: c.direction.or_download()?,
             };
             Some((key, c.clone()))
         })

@@ -5,7 +5,11 @@
 //! The rule (stated in the README): a server is *blocked* when its
 //! concurrent handlers are no more than the slow clients and nothing in
 //! front of it absorbs a whole `/large` response; otherwise it is
-//! *relieved*.
+//! *relieved*. In the request direction the same rule holds with what the
+//! handler is held by: a slow upload (absorbed by a request-buffering
+//! proxy within its body limit) or a request head never finished
+//! (absorbed by either proxy: it holds the head and opens no upstream
+//! connection).
 //!
 //! The observation: *blocked* when p95 >= 1 s and >= 100x the same stack's
 //! 0-slow p95; *relieved* when p95 <= 10x that baseline; *partial* otherwise.
@@ -15,7 +19,7 @@ use std::collections::BTreeMap;
 use super::aggregate::ConditionFigures;
 use super::matrix::Condition;
 use super::published::{counterpart_route, counterpart_server};
-use crate::results::{Check, CrossRow, Named};
+use crate::results::{Check, CrossRow, Direction, Named};
 use crate::stack::{Route, Server};
 
 pub use crate::results::Verdict;
@@ -28,8 +32,28 @@ pub fn predict(
     body_bytes: u64,
     proxy_capacity: u64,
 ) -> Verdict {
+    predict_in(
+        Direction::Download,
+        server,
+        route,
+        slow,
+        body_bytes,
+        proxy_capacity,
+    )
+}
+
+/// The rule's prediction for slow clients in `direction` (`body_bytes`: a
+/// response's or an upload's).
+pub fn predict_in(
+    direction: Direction,
+    server: Server,
+    route: Route,
+    slow: u32,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> Verdict {
     let saturated = server.handlers().is_some_and(|h| h <= slow);
-    if saturated && !absorbs(server, route, body_bytes, proxy_capacity) {
+    if saturated && !absorbs_in(direction, server, route, body_bytes, proxy_capacity) {
         Verdict::Blocked
     } else {
         Verdict::Relieved
@@ -41,6 +65,25 @@ pub fn predict(
 /// server's own output buffer (Waitress).
 pub fn absorbs(server: Server, route: Route, body_bytes: u64, proxy_capacity: u64) -> bool {
     route.absorbs(body_bytes, proxy_capacity) || server.absorbs(body_bytes)
+}
+
+/// Whether something in front of the handler takes what a slow client in
+/// `direction` would hold it with: a whole response ([`absorbs`]), a
+/// whole upload (a request-buffering proxy within its body limit), or an
+/// unfinished head (any proxy: it waits for the whole head before it
+/// connects upstream).
+pub fn absorbs_in(
+    direction: Direction,
+    server: Server,
+    route: Route,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> bool {
+    match direction {
+        Direction::Download => absorbs(server, route, body_bytes, proxy_capacity),
+        Direction::Upload => route.absorbs_request(body_bytes),
+        Direction::Headers => route.proxy().is_some(),
+    }
 }
 
 /// Blocked: p95 at least this many ms ...
@@ -69,6 +112,7 @@ pub struct Row {
     pub server: Server,
     pub route: Route,
     pub slow_clients: u32,
+    pub direction: Direction,
     pub handlers: Option<u32>,
     pub absorbs: bool,
     pub predicted: Option<Verdict>,
@@ -111,40 +155,38 @@ impl Row {
             reference_p95_ms: self.reference_p95_ms,
             p95_ratio: self.p95_ratio,
             agree: self.agree,
+            direction: self.direction.into(),
         }
     }
 }
 
-/// The 0-slow p95 of a stack: its own when measured, else that of the same
-/// route with the sync2 server of the same implementation (the seed preset
-/// has no 0-slow gthread run), saying which it used.
+/// The 0-slow p95 of a stack: its own when measured (in the condition's
+/// direction, else in the download direction: with no slow client the load
+/// is the same), else that of the same route with the sync2 server of the
+/// same implementation (the seed preset has no 0-slow gthread run), saying
+/// which it used.
 fn baseline(
     figures: &BTreeMap<Condition, ConditionFigures>,
-    server: Server,
-    route: Route,
+    c: Condition,
 ) -> Option<(f64, String)> {
-    let own = Condition {
-        server,
-        route,
-        slow: 0,
-    };
-    if let Some(p) = figures.get(&own).and_then(|f| f.p95) {
-        return Some((p, format!("{server}/{route}")));
-    }
-    let sibling = if server.is_gunicorn() {
+    let sibling = if c.server.is_gunicorn() {
         Server::GunicornSync2
     } else {
         Server::RustSync2
     };
-    let c = Condition {
-        server: sibling,
-        route,
-        slow: 0,
-    };
-    figures
-        .get(&c)
-        .and_then(|f| f.p95)
-        .map(|p| (p, format!("{sibling}/{route}")))
+    [c.server, sibling]
+        .into_iter()
+        .flat_map(|server| {
+            [c.direction, Direction::Download].map(|direction| Condition {
+                server,
+                direction,
+                ..c.at(0)
+            })
+        })
+        .find_map(|b| {
+            let p = figures.get(&b).and_then(|f| f.p95)?;
+            Some((p, format!("{}/{}", b.server, b.route)))
+        })
 }
 
 fn observed(
@@ -152,7 +194,7 @@ fn observed(
     c: Condition,
 ) -> (Option<Verdict>, Option<f64>, Option<(f64, String)>) {
     let p95 = figures.get(&c).and_then(|f| f.p95);
-    let base = baseline(figures, c.server, c.route);
+    let base = baseline(figures, c);
     let verdict = match (p95, &base) {
         (Some(p), Some((b, _))) => Some(observe(p, *b)),
         _ => None,
@@ -171,14 +213,22 @@ pub fn rows(
     let at_slow: Vec<Condition> = figures.keys().copied().filter(|c| c.slow == slow).collect();
     for &c in &at_slow {
         let (obs, p95, base) = observed(figures, c);
-        let predicted = predict(c.server, c.route, slow, body_bytes, proxy_capacity);
+        let predicted = predict_in(
+            c.direction,
+            c.server,
+            c.route,
+            slow,
+            body_bytes,
+            proxy_capacity,
+        );
         out.push(Row {
             check: Check::Prediction.name(),
             server: c.server,
             route: c.route,
             slow_clients: slow,
+            direction: c.direction,
             handlers: c.server.handlers(),
-            absorbs: absorbs(c.server, c.route, body_bytes, proxy_capacity),
+            absorbs: absorbs_in(c.direction, c.server, c.route, body_bytes, proxy_capacity),
             predicted: Some(predicted),
             observed: obs,
             p95_ms: p95,
@@ -203,7 +253,7 @@ pub fn rows(
             let rc = Condition {
                 server: s,
                 route: r,
-                slow,
+                ..c
             };
             if rc == c || !figures.contains_key(&rc) {
                 continue;
@@ -215,8 +265,9 @@ pub fn rows(
                 server: c.server,
                 route: c.route,
                 slow_clients: slow,
+                direction: c.direction,
                 handlers: c.server.handlers(),
-                absorbs: absorbs(c.server, c.route, body_bytes, proxy_capacity),
+                absorbs: absorbs_in(c.direction, c.server, c.route, body_bytes, proxy_capacity),
                 predicted: None,
                 observed: obs,
                 p95_ms: p95,
@@ -265,6 +316,43 @@ mod tests {
     }
 
     #[test]
+    fn request_direction_predictions_follow_the_rule() {
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        let p = |d, s, r| predict_in(d, s, r, 2, MIB16, cap);
+        use Direction::{Headers, Upload};
+        for s in [Server::GunicornSync2, Server::RustSync2] {
+            assert_eq!(p(Upload, s, Route::Direct), Verdict::Blocked, "{s}");
+            assert_eq!(p(Headers, s, Route::Direct), Verdict::Blocked, "{s}");
+            for r in [Route::NginxReqbufOn, Route::PingoraReqbufOn] {
+                assert_eq!(p(Upload, s, r), Verdict::Relieved, "{s} {r}");
+            }
+            for r in [Route::NginxReqbufOff, Route::PingoraReqbufOff] {
+                assert_eq!(p(Upload, s, r), Verdict::Blocked, "{s} {r}");
+            }
+            for r in Route::REQUEST {
+                assert_eq!(p(Headers, s, r), Verdict::Relieved, "{s} {r}");
+            }
+        }
+        // Threads and event loops outnumber two uploaders.
+        assert_eq!(
+            p(Upload, Server::RustThreads4, Route::Direct),
+            Verdict::Relieved
+        );
+        assert_eq!(
+            p(Upload, Server::RustAsync, Route::Direct),
+            Verdict::Relieved
+        );
+        // A body beyond the proxy's limit is not absorbed.
+        assert!(!absorbs_in(
+            Upload,
+            Server::RustSync2,
+            Route::PingoraReqbufOn,
+            1 << 40,
+            cap
+        ));
+    }
+
+    #[test]
     fn python_servers_predictions_follow_their_handler_models() {
         let cap = ProxyBuffers::EXPERIMENT.capacity();
         let p = |s, slow| predict(s, Route::Direct, slow, MIB16, cap);
@@ -310,6 +398,7 @@ mod tests {
                     server: s,
                     route: r,
                     slow,
+                    direction: Direction::Download,
                 },
                 ConditionFigures {
                     p95: Some(p95),

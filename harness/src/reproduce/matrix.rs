@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use loadgen::ReaderModel;
 
+use crate::results::Direction;
 use crate::stack::launch::Body;
 use crate::stack::{Route, Server};
 
@@ -22,6 +23,13 @@ pub enum Preset {
     /// Every server (Gunicorn's, the Rust replicas', Uvicorn, Waitress,
     /// Granian) direct at 0, 2 and 8 slow connections: which servers block.
     Servers,
+    /// The request direction: Gunicorn sync x2 and rust-sync2, direct and
+    /// behind their proxy with request buffering off and on, at 0 and 2
+    /// slow uploaders.
+    Upload,
+    /// Slowloris: the same servers, direct and behind each proxy, at 0 and
+    /// 2 clients that never finish their request head.
+    Headers,
 }
 
 impl Preset {
@@ -32,6 +40,8 @@ impl Preset {
             Preset::Cross => "cross",
             Preset::Quick => "quick",
             Preset::Servers => "servers",
+            Preset::Upload => "upload",
+            Preset::Headers => "headers",
         }
     }
 
@@ -52,8 +62,16 @@ impl Preset {
         match self {
             Preset::Seed | Preset::Replica => LoadProfile::experiment(),
             Preset::Quick => LoadProfile::quick(),
-            Preset::Cross | Preset::Servers => LoadProfile {
+            Preset::Cross | Preset::Servers | Preset::Upload => LoadProfile {
                 reader: ReaderModel::Strict,
+                ..LoadProfile::experiment()
+            },
+            Preset::Headers => LoadProfile {
+                reader: ReaderModel::Strict,
+                // The load generator lets the slowloris clients go only once
+                // every /fast request has ended: a short timeout ends a
+                // blocked /fast request soon after the schedule.
+                timeout: HEADERS_TIMEOUT,
                 ..LoadProfile::experiment()
             },
         }
@@ -61,7 +79,7 @@ impl Preset {
 
     /// The conditions, without repetitions.
     pub fn conditions(self) -> Vec<Condition> {
-        let grid = |servers: &[Server], routes: &[Route], slows: &[u32]| {
+        let grid_in = |direction, servers: &[Server], routes: &[Route], slows: &[u32]| {
             let mut out = Vec::new();
             for &server in servers {
                 for &route in routes {
@@ -70,11 +88,20 @@ impl Preset {
                             server,
                             route,
                             slow,
+                            direction,
                         });
                     }
                 }
             }
             out
+        };
+        let grid = |servers: &[Server], routes: &[Route], slows: &[u32]| {
+            grid_in(Direction::Download, servers, routes, slows)
+        };
+        let pairs = |direction, gunicorn: &[Route], replica: &[Route]| {
+            let mut c = grid_in(direction, &[Server::GunicornSync2], gunicorn, &[0, 2]);
+            c.extend(grid_in(direction, &[Server::RustSync2], replica, &[0, 2]));
+            c
         };
         match self {
             Preset::Seed => {
@@ -110,9 +137,30 @@ impl Preset {
                 ));
                 c
             }
+            Preset::Upload => pairs(
+                Direction::Upload,
+                &[Route::Direct, Route::NginxReqbufOff, Route::NginxReqbufOn],
+                &[
+                    Route::Direct,
+                    Route::PingoraReqbufOff,
+                    Route::PingoraReqbufOn,
+                ],
+            ),
+            Preset::Headers => pairs(
+                Direction::Headers,
+                &[Route::Direct, Route::NginxReqbufOff, Route::NginxReqbufOn],
+                &[
+                    Route::Direct,
+                    Route::PingoraReqbufOff,
+                    Route::PingoraReqbufOn,
+                ],
+            ),
         }
     }
 }
+
+/// The load `--timeout` of the `headers` preset.
+pub const HEADERS_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The slow connections of the `servers` preset: none, the original's two,
 /// and eight, more than any fixed pool of the experiment's servers but
@@ -125,12 +173,64 @@ pub struct Condition {
     pub server: Server,
     pub route: Route,
     pub slow: u32,
+    /// What the `slow` clients do: read `/large` slowly, upload slowly, or
+    /// send their request head slowly.
+    pub direction: Direction,
+}
+
+impl Condition {
+    /// The same stack and direction with no slow clients: its baseline.
+    pub fn at(self, slow: u32) -> Condition {
+        Condition { slow, ..self }
+    }
+
+    /// The load generator's request-direction clients of this condition.
+    pub fn upload_args(&self, profile: &LoadProfile) -> loadgen::upload_args::UploadArgs {
+        let n = self.slow as usize;
+        loadgen::upload_args::UploadArgs {
+            slow_upload: if self.direction == Direction::Upload {
+                n
+            } else {
+                0
+            },
+            slow_headers: if self.direction == Direction::Headers {
+                n
+            } else {
+                0
+            },
+            upload_bytes: common::units::Size(profile.upload.bytes),
+            upload_rate: common::units::Size(profile.upload.rate),
+            ..loadgen::upload_args::UploadArgs::default()
+        }
+    }
+
+    /// Slow readers of `/large` (none in the request direction).
+    pub fn readers(&self) -> u32 {
+        if self.direction == Direction::Download {
+            self.slow
+        } else {
+            0
+        }
+    }
 }
 
 impl std::fmt::Display for Condition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} {} slow", self.server, self.route, self.slow)
+        let what = match self.direction {
+            Direction::Download => "slow",
+            Direction::Upload => "slow uploads",
+            Direction::Headers => "slowloris",
+        };
+        write!(f, "{} {} {} {what}", self.server, self.route, self.slow)
     }
+}
+
+/// The slow uploads of a run (`slowlab load --upload-bytes/--upload-rate`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct UploadProfile {
+    pub bytes: u64,
+    /// Bytes per second of each slow uploader.
+    pub rate: u64,
 }
 
 /// The load of one run, passed to `slowlab load` and to the servers.
@@ -150,6 +250,8 @@ pub struct LoadProfile {
     pub fast_start: Duration,
     #[serde(with = "secs")]
     pub timeout: Duration,
+    /// The slow uploads of request-direction conditions.
+    pub upload: UploadProfile,
 }
 
 mod secs {
@@ -176,6 +278,10 @@ impl LoadProfile {
             fast_duration: Duration::from_secs(9),
             fast_start: Duration::from_millis(250),
             timeout: Duration::from_secs(30),
+            upload: UploadProfile {
+                bytes: 16 << 20,
+                rate: 2 << 20,
+            },
         }
     }
 
@@ -202,6 +308,21 @@ impl LoadProfile {
         let download =
             Duration::from_secs_f64(self.body.large_bytes as f64 / self.slow_rate as f64);
         fast.max(download)
+    }
+
+    /// [`Self::expected_duration`] of a condition in any direction: slow
+    /// uploads last their size over their rate; slowloris clients as long
+    /// as `/fast`, then up to the timeout.
+    pub fn expected_duration_of(&self, c: &Condition) -> Duration {
+        let fast = self.fast_start + self.fast_duration;
+        match c.direction {
+            _ if c.slow == 0 => fast,
+            Direction::Download => self.expected_duration(c.slow),
+            Direction::Upload => fast.max(Duration::from_secs_f64(
+                self.upload.bytes as f64 / self.upload.rate as f64,
+            )),
+            Direction::Headers => fast + self.timeout,
+        }
     }
 }
 
@@ -423,6 +544,42 @@ mod tests {
         let quick = plan(&[Preset::Quick], None, None);
         assert_eq!(quick.len(), 12);
         assert!(quick.iter().all(|r| r.repetition == 1));
+    }
+
+    #[test]
+    fn upload_and_headers_presets_are_the_request_direction() {
+        for (preset, direction) in [
+            (Preset::Upload, Direction::Upload),
+            (Preset::Headers, Direction::Headers),
+        ] {
+            let runs = plan(&[preset], None, None);
+            assert_eq!(runs.len(), 2 * 3 * 2 * 3, "{}", preset.name());
+            assert!(runs.iter().all(|r| r.condition.direction == direction));
+            assert!(runs.iter().all(|r| r.condition.readers() == 0));
+            let two = runs.iter().find(|r| r.condition.slow == 2).unwrap();
+            let up = two.condition.upload_args(&two.profile);
+            let want = usize::from(direction == Direction::Upload) * 2;
+            assert_eq!(up.slow_upload, want);
+            assert_eq!(up.slow_headers, 2 - want);
+            assert_eq!((up.upload_bytes.0, up.upload_rate.0), (16 << 20, 2 << 20));
+        }
+        assert_eq!(Preset::Headers.profile().timeout, HEADERS_TIMEOUT);
+        assert!(
+            Preset::Upload
+                .conditions()
+                .iter()
+                .all(|c| c.route == Route::Direct || c.route.request_body().is_some())
+        );
+        // The download presets keep their conditions.
+        assert!(
+            plan(&[Preset::Seed, Preset::Quick], None, None)
+                .iter()
+                .all(|r| r.condition.direction == Direction::Download)
+        );
+        let c = Preset::Upload.conditions()[1];
+        assert_eq!(c.to_string(), "gunicorn-sync2 direct 2 slow uploads");
+        let p = LoadProfile::experiment();
+        assert_eq!(p.expected_duration_of(&c), Duration::from_millis(9250));
     }
 
     #[test]

@@ -18,8 +18,8 @@ use super::runner::{CapPlan, RunData};
 use super::sample_rows;
 use crate::results::file::{read_all, read_log_optional, read_optional};
 use crate::results::{
-    self, AppSendRow, Appenders, Component, ComponentColumns, GaugeRow, LargeRow, Missing, PerRun,
-    ProxyResponseRow, ResultSet, RunRow,
+    self, AppRecvRow, AppSendRow, Appenders, Component, ComponentColumns, GaugeRow, LargeRow,
+    Missing, PerRun, ProxyResponseRow, ResultSet, RunRow,
 };
 use crate::stack::ProxyBuffers;
 
@@ -74,6 +74,10 @@ impl Results {
         let requests = take(missing, results::REQUESTS_CSV, &load)?;
         let progress = take(missing, results::PROGRESS_CSV, &load)?;
         let large: Vec<LargeRow> = take(missing, results::LARGE_CSV, &load)?;
+        // The request direction's: the load generator writes them only
+        // where such clients ran.
+        let uploads = take(missing, results::UPLOADS_CSV, &load)?;
+        let slow_headers = take(missing, results::SLOW_HEADERS_CSV, &load)?;
         let ident = data.spec.ident();
         // The logs lack the identity (and `t_s`, computed below).
         let lead = ident.cells();
@@ -82,6 +86,12 @@ impl Results {
             missing,
             results::APP_SENDS_CSV,
             &logs(results::SEND_LOG_CSV),
+            &lead,
+        )?;
+        let recvs: Vec<AppRecvRow> = take_log(
+            missing,
+            results::APP_RECVS_CSV,
+            &logs(results::RECV_LOG_CSV),
             &lead,
         )?;
         let stats: Vec<ProxyResponseRow> = take_log(
@@ -108,6 +118,15 @@ impl Results {
                 ..r
             })
             .collect();
+        set.uploads = uploads;
+        set.slow_headers = slow_headers;
+        set.app_recvs = recvs
+            .into_iter()
+            .map(|r| AppRecvRow {
+                t_s: relative(r.start_unix_s),
+                ..r
+            })
+            .collect();
         set.proxy_responses = stats
             .into_iter()
             .map(|r| ProxyResponseRow {
@@ -127,6 +146,7 @@ impl Results {
         let mut run = run_figures(&set.requests, &set.large, &set.app_sends, &set.resources);
         run.stamp(&ident);
         run.preset = Some(data.spec.preset.name().to_string());
+        run.direction = data.spec.condition.direction.into();
         run.status = crate::results::Named::parse(data.status.label());
         run.reason = Some(data.status.reason()).filter(|r| !r.is_empty());
         run.started_utc = Some(utc(data.started_unix_s));

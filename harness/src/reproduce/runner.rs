@@ -71,8 +71,13 @@ pub struct RunData {
 /// The directory of one run inside the results directory.
 pub fn run_dir(out: &Path, spec: &RunSpec) -> PathBuf {
     let c = &spec.condition;
+    let kind = match c.direction {
+        crate::results::Direction::Download => "s",
+        crate::results::Direction::Upload => "u",
+        crate::results::Direction::Headers => "h",
+    };
     out.join("runs").join(format!(
-        "{}-{}-{}-s{}-r{}",
+        "{}-{}-{}-{kind}{}-r{}",
         spec.run_id, c.server, c.route, c.slow, spec.repetition
     ))
 }
@@ -142,7 +147,7 @@ fn run_inner(
         paths: RunPaths::new(dir, scratch.path())?,
         netns: ctx.netns.clone(),
     };
-    let limit = profile.expected_duration(c.slow) + profile.timeout + Duration::from_secs(30);
+    let limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
     let measured = lifecycle::run(&ctx.lab, &stack, limit, |target| {
         LoadCommand::Load(load_args(spec, dir, target))
     })?;
@@ -170,7 +175,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
     let p = spec.profile;
     loadgen::LoadArgs {
         target: target.into(),
-        slow: spec.condition.slow as usize,
+        slow: spec.condition.readers() as usize,
         slow_reader: loadgen::config::SlowReaderArgs {
             slow_rate: Size(p.slow_rate),
             rcvbuf: Size(p.rcvbuf),
@@ -178,8 +183,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
             large_path: "/large".into(),
             reader: p.reader,
         },
-        // The request direction is wired by its presets (issue 12).
-        upload: loadgen::upload_args::UploadArgs::default(),
+        upload: spec.condition.upload_args(&p),
         fast_rate: p.fast_rate,
         fast_duration: p.fast_duration,
         fast_start: p.fast_start,

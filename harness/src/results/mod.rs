@@ -12,9 +12,9 @@
 //! - [`file`]: a file through its struct: [`columns`], reading, appending.
 //! - [`runs`]: `runs.csv`, `conditions.csv`, `crosscheck.csv`.
 //! - [`load`]: the load generator's `requests.csv`, `large-responses.csv`,
-//!   `slow-progress.csv`.
+//!   `slow-progress.csv`, `uploads.csv`, `slow-headers.csv`.
 //! - [`samples`]: `resource-samples.csv`, `socket-samples.csv`.
-//! - [`logs`]: `app-sends.csv`, `proxy-responses.csv`, `proxy-gauge.csv`.
+//! - [`logs`]: `app-sends.csv`, `app-recvs.csv`, `proxy-responses.csv`, `proxy-gauge.csv`.
 //! - [`sweep`]: `sweep.csv`, `sweep-summary.csv`.
 //! - [`check`]: `check.csv`, written by `slowlab check`.
 //! - [`set`]: a whole directory as rows ([`read_dir`]), and [`Appenders`].
@@ -35,8 +35,8 @@ pub use file::{Appender, columns};
 pub use load::{LargeRow, ProgressRow, RequestRow, SlowHeaderRow, UploadRow};
 pub use logs::{AppRecvRow, AppSendRow, GaugeRow, ProxyResponseRow};
 pub use names::{
-    CapsMode, CapsName, Check, CheckName, Component, ComponentName, Name, Named, RouteName,
-    RunStatus, ServerName, StatusName, Verdict, VerdictName,
+    CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
+    Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };
 pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
 pub use samples::{ResourceRow, SocketRow};
@@ -48,13 +48,17 @@ pub use sweep::{SweepRow, SweepSummaryRow};
 
 /// The files `slowlab load` writes, merged into the results directory
 /// under the same names.
-pub use loadgen::output::{LARGE_CSV, PROGRESS_CSV, REQUESTS_CSV, SUMMARY_JSON};
+pub use loadgen::output::{
+    LARGE_CSV, PROGRESS_CSV, REQUESTS_CSV, SLOW_HEADERS_CSV, SUMMARY_JSON, UPLOADS_CSV,
+};
 
 pub const CONDITIONS_CSV: &str = "conditions.csv";
 pub const RUNS_CSV: &str = "runs.csv";
 pub const RESOURCES_CSV: &str = "resource-samples.csv";
 pub const SOCKETS_CSV: &str = "socket-samples.csv";
 pub const APP_SENDS_CSV: &str = "app-sends.csv";
+/// The run copy of the app's receive log (`recv-log.csv`).
+pub const APP_RECVS_CSV: &str = "app-recvs.csv";
 pub const PROXY_RESPONSES_CSV: &str = "proxy-responses.csv";
 pub const PROXY_GAUGE_CSV: &str = "proxy-gauge.csv";
 pub const CROSSCHECK_CSV: &str = "crosscheck.csv";
@@ -84,9 +88,12 @@ pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
         (REQUESTS_CSV, columns::<RequestRow>()),
         (LARGE_CSV, columns::<LargeRow>()),
         (PROGRESS_CSV, columns::<ProgressRow>()),
+        (UPLOADS_CSV, columns::<UploadRow>()),
+        (SLOW_HEADERS_CSV, columns::<SlowHeaderRow>()),
         (RESOURCES_CSV, columns::<ResourceRow>()),
         (SOCKETS_CSV, columns::<SocketRow>()),
         (APP_SENDS_CSV, columns::<AppSendRow>()),
+        (APP_RECVS_CSV, columns::<AppRecvRow>()),
         (PROXY_RESPONSES_CSV, columns::<ProxyResponseRow>()),
         (PROXY_GAUGE_CSV, columns::<GaugeRow>()),
         (CROSSCHECK_CSV, columns::<CrossRow>()),

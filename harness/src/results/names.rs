@@ -121,6 +121,8 @@ pub type StatusName = Named<RunStatus>;
 pub type VerdictName = Named<Verdict>;
 /// The kind of a check in `crosscheck.csv`.
 pub type CheckName = Named<Check>;
+/// Which way a condition's slow clients are slow, as read from a file.
+pub type DirectionName = Named<Direction>;
 /// Whether a sweep ran under the experiment's caps.
 pub type CapsName = Named<CapsMode>;
 
@@ -184,6 +186,36 @@ names!(
         Relieved = "relieved",
     }
 );
+
+names!(
+    /// Which way a condition's slow clients are slow (`direction` of
+    /// `runs.csv`, `conditions.csv`, `crosscheck.csv`; empty in files
+    /// before it means `download`).
+    Direction {
+        /// Slow readers of `/large` (`slowlab load --slow`).
+        Download = "download",
+        /// Slow uploaders of `POST /upload` (`--slow-upload`).
+        Upload = "upload",
+        /// Slowloris clients that never finish the head (`--slow-headers`).
+        Headers = "headers",
+    }
+);
+
+impl Serialize for Direction {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl DirectionName {
+    /// The direction, `download` when empty (files before the column).
+    pub fn or_download(&self) -> Option<Direction> {
+        match self {
+            Named::Unknown(s) if s.is_empty() => Some(Direction::Download),
+            n => n.known(),
+        }
+    }
+}
 
 names!(
     /// Whether the experiment's caps were in force (`caps` of the sweep

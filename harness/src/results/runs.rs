@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use super::names::{CheckName, Component, RouteName, ServerName, StatusName, VerdictName};
+use super::names::{
+    CheckName, Component, Direction, DirectionName, RouteName, ServerName, StatusName, VerdictName,
+};
 
 /// A row of `runs.csv`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -98,6 +100,10 @@ pub struct RunRow {
     /// The run's `--sysctl`s as given, `;` between them; empty for none.
     #[serde(default)]
     pub sysctls: Option<String>,
+    /// What the `slow_clients` do: `download`, `upload`, `headers`; empty
+    /// (files before the column) means `download`.
+    #[serde(default)]
+    pub direction: DirectionName,
 }
 
 /// The `<c>_*` columns of one component in `runs.csv`.
@@ -162,6 +168,30 @@ impl RunRow {
     pub fn ok(&self) -> bool {
         self.status == super::names::RunStatus::Ok
     }
+
+    /// The slow clients that are slow in `direction`.
+    pub fn slow_in(&self, direction: Direction) -> u32 {
+        if self.direction.or_download() == Some(direction) {
+            self.slow_clients
+        } else {
+            0
+        }
+    }
+
+    /// Slow readers of `/large`.
+    pub fn slow_readers(&self) -> u32 {
+        self.slow_in(Direction::Download)
+    }
+
+    /// Slow uploaders.
+    pub fn slow_uploads(&self) -> u32 {
+        self.slow_in(Direction::Upload)
+    }
+
+    /// Slowloris clients.
+    pub fn slow_headers(&self) -> u32 {
+        self.slow_in(Direction::Headers)
+    }
 }
 
 /// A row of `conditions.csv`: the original's names first (p50, p95,
@@ -210,6 +240,9 @@ pub struct ConditionRow {
     pub published_from: Option<String>,
     #[serde(default)]
     pub note: Option<String>,
+    /// As in `runs.csv`.
+    #[serde(default)]
+    pub direction: DirectionName,
 }
 
 /// A row of `crosscheck.csv`.
@@ -237,4 +270,7 @@ pub struct CrossRow {
     pub p95_ratio: Option<f64>,
     #[serde(with = "cell::yes_no")]
     pub agree: Option<bool>,
+    /// As in `runs.csv`.
+    #[serde(default)]
+    pub direction: DirectionName,
 }

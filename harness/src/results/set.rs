@@ -39,9 +39,15 @@ pub struct ResultSet {
     pub requests: Vec<RequestRow>,
     pub large: Vec<LargeRow>,
     pub progress: Vec<ProgressRow>,
+    /// `uploads.csv`: the slow uploaders of request-direction runs.
+    pub uploads: Vec<UploadRow>,
+    /// `slow-headers.csv`: the slowloris clients.
+    pub slow_headers: Vec<SlowHeaderRow>,
     pub resources: Vec<ResourceRow>,
     pub sockets: Vec<SocketRow>,
     pub app_sends: Vec<AppSendRow>,
+    /// `app-recvs.csv`: the app's receive log, one row per upload.
+    pub app_recvs: Vec<AppRecvRow>,
     pub proxy_responses: Vec<ProxyResponseRow>,
     pub gauge: Vec<GaugeRow>,
     pub crosscheck: Vec<CrossRow>,
@@ -81,7 +87,7 @@ pub fn read_dir(dir: &Path) -> ResultSet {
         r.resources = r.table(RESOURCES_CSV);
         r.sockets = r.table(SOCKETS_CSV);
         r.crosscheck = r.table(CROSSCHECK_CSV);
-        let any_slow = r.runs.iter().any(|x| x.slow_clients > 0) || r.runs.is_empty();
+        let any_slow = r.runs.iter().any(|x| x.slow_readers() > 0) || r.runs.is_empty();
         if any_slow || dir.join(APP_SENDS_CSV).exists() {
             r.app_sends = r.table(APP_SENDS_CSV);
         }
@@ -97,6 +103,16 @@ pub fn read_dir(dir: &Path) -> ResultSet {
         }
         if dir.join(PROXY_RESPONSES_CSV).exists() {
             r.proxy_responses = r.table(PROXY_RESPONSES_CSV);
+        }
+        let any_upload = r.runs.iter().any(|x| x.slow_uploads() > 0);
+        if any_upload || dir.join(UPLOADS_CSV).exists() {
+            r.uploads = r.table(UPLOADS_CSV);
+        }
+        if any_upload || dir.join(APP_RECVS_CSV).exists() {
+            r.app_recvs = r.table(APP_RECVS_CSV);
+        }
+        if r.runs.iter().any(|x| x.slow_headers() > 0) || dir.join(SLOW_HEADERS_CSV).exists() {
+            r.slow_headers = r.table(SLOW_HEADERS_CSV);
         }
     }
     if dir.join(SWEEP_CSV).exists() || dir.join(SWEEP_SUMMARY_CSV).exists() {
@@ -174,6 +190,9 @@ impl ResultSet {
             requests: gather(sets, |s| &s.requests, p, &mut n),
             large: gather(sets, |s| &s.large, p, &mut n),
             progress: gather(sets, |s| &s.progress, p, &mut n),
+            uploads: gather(sets, |s| &s.uploads, p, &mut n),
+            slow_headers: gather(sets, |s| &s.slow_headers, p, &mut n),
+            app_recvs: gather(sets, |s| &s.app_recvs, p, &mut n),
             resources: gather(sets, |s| &s.resources, p, &mut n),
             sockets: gather(sets, |s| &s.sockets, p, &mut n),
             app_sends: gather(sets, |s| &s.app_sends, p, &mut n),
@@ -313,7 +332,10 @@ per_run!(
     SocketRow,
     AppSendRow,
     ProxyResponseRow,
-    GaugeRow
+    GaugeRow,
+    UploadRow,
+    SlowHeaderRow,
+    AppRecvRow
 );
 
 /// The per-run files of a results directory, appended run by run.
@@ -328,6 +350,9 @@ pub struct Appenders {
     app_sends: Appender<AppSendRow>,
     proxy_responses: Appender<ProxyResponseRow>,
     gauge: Appender<GaugeRow>,
+    uploads: Appender<UploadRow>,
+    slow_headers: Appender<SlowHeaderRow>,
+    app_recvs: Appender<AppRecvRow>,
 }
 
 impl Appenders {
@@ -344,6 +369,9 @@ impl Appenders {
             app_sends: Appender::new(dir.join(APP_SENDS_CSV)),
             proxy_responses: Appender::new(dir.join(PROXY_RESPONSES_CSV)),
             gauge: Appender::new(dir.join(PROXY_GAUGE_CSV)),
+            uploads: Appender::new(dir.join(UPLOADS_CSV)),
+            slow_headers: Appender::new(dir.join(SLOW_HEADERS_CSV)),
+            app_recvs: Appender::new(dir.join(APP_RECVS_CSV)),
         })
     }
 
@@ -375,6 +403,14 @@ impl Appenders {
             &set.proxy_responses,
         )?;
         add(&mut self.gauge, set, PROXY_GAUGE_CSV, &set.gauge)?;
+        add(&mut self.uploads, set, UPLOADS_CSV, &set.uploads)?;
+        add(
+            &mut self.slow_headers,
+            set,
+            SLOW_HEADERS_CSV,
+            &set.slow_headers,
+        )?;
+        add(&mut self.app_recvs, set, APP_RECVS_CSV, &set.app_recvs)?;
         add(&mut self.resources, set, RESOURCES_CSV, &set.resources)?;
         add(&mut self.sockets, set, SOCKETS_CSV, &set.sockets)?;
         add(&mut self.runs, set, RUNS_CSV, &set.runs)
