@@ -29,6 +29,7 @@ pub mod check;
 pub mod cli;
 pub mod envinfo;
 pub mod merge;
+pub mod model;
 pub mod netns;
 pub mod prepare;
 pub mod process;

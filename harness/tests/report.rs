@@ -21,7 +21,14 @@ const SECTIONS: [&str; 6] = [
     "crosscheck",
 ];
 /// The sections that carry a chart.
-const CHARTS: [&str; 5] = ["p95", "write-receive", "timeline", "temp-files", "bytes"];
+const CHARTS: [&str; 6] = [
+    "p95",
+    "write-receive",
+    "timeline",
+    "temp-files",
+    "bytes",
+    "model",
+];
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick")

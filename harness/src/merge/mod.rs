@@ -246,6 +246,7 @@ fn write(out: &Path, sets: &[ResultSet], merged: &Merged) -> Result<()> {
     let text = serde_json::to_string_pretty(&environment)?;
     fs::write(out.join(results::ENVIRONMENT_JSON), text + "\n")
         .context("writing environment.json")?;
+    crate::model::write(out, &ProxyBuffers::EXPERIMENT)?;
 
     let incomplete: Vec<String> = sets
         .iter()

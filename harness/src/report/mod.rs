@@ -117,7 +117,7 @@ pub struct SectionSpec {
 }
 
 /// Every section, in the order of the report.
-pub const SECTIONS: [SectionSpec; 13] = [
+pub const SECTIONS: [SectionSpec; 14] = [
     SectionSpec {
         id: "missing",
         title: "What is missing from this directory",
@@ -165,6 +165,12 @@ pub const SECTIONS: [SectionSpec; 13] = [
         title: "5. Where the bytes are",
         kind: Kind::Reproduction,
         build: charts::bytes::section,
+    },
+    SectionSpec {
+        id: "model",
+        title: "The buffer model: app write time predicted and observed",
+        kind: Kind::Reproduction,
+        build: charts::model::section,
     },
     SectionSpec {
         id: "crosscheck",

@@ -275,6 +275,9 @@ fn run_matrix(
     for s in &skipped {
         println!("skipped: {s}");
     }
+    if let Err(e) = crate::model::write(out, &buffers) {
+        eprintln!("slowlab: model.csv could not be written: {e:#}");
+    }
     let done = results.done.len();
     let interrupted = signals::requested()
         || results

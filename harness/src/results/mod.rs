@@ -17,6 +17,7 @@
 //! - [`logs`]: `app-sends.csv`, `app-recvs.csv`, `proxy-responses.csv`, `proxy-gauge.csv`.
 //! - [`sweep`]: `sweep.csv`, `sweep-summary.csv`.
 //! - [`check`]: `check.csv`, written by `slowlab check`.
+//! - [`model`]: `model.csv`, the buffer model ([`crate::model`]).
 //! - [`set`]: a whole directory as rows ([`read_dir`]), and [`Appenders`].
 
 pub mod cell;
@@ -24,6 +25,7 @@ pub mod check;
 pub mod file;
 pub mod load;
 pub mod logs;
+pub mod model;
 pub mod names;
 pub mod runs;
 pub mod samples;
@@ -34,6 +36,7 @@ pub use check::{CheckRow, LevelVerdict};
 pub use file::{Appender, columns};
 pub use load::{LargeRow, ProgressRow, RequestRow, SlowHeaderRow, UploadRow};
 pub use logs::{AppRecvRow, AppSendRow, GaugeRow, ProxyResponseRow};
+pub use model::ModelRow;
 pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
     Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName,
@@ -65,6 +68,8 @@ pub const CROSSCHECK_CSV: &str = "crosscheck.csv";
 pub const SWEEP_CSV: &str = "sweep.csv";
 pub const SWEEP_SUMMARY_CSV: &str = "sweep-summary.csv";
 pub const CHECK_CSV: &str = "check.csv";
+/// The buffer model against the measurements (`crate::model`).
+pub const MODEL_CSV: &str = "model.csv";
 pub const ENVIRONMENT_JSON: &str = "environment.json";
 /// The marker of an unfinished results directory.
 pub const INCOMPLETE: &str = "INCOMPLETE";
@@ -100,6 +105,7 @@ pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
         (SWEEP_CSV, columns::<SweepRow>()),
         (SWEEP_SUMMARY_CSV, columns::<SweepSummaryRow>()),
         (CHECK_CSV, columns::<CheckRow>()),
+        (MODEL_CSV, columns::<ModelRow>()),
     ]
 }
 

@@ -56,6 +56,7 @@ fn every_per_run_file_starts_with_the_identity() {
             SWEEP_CSV,
             SWEEP_SUMMARY_CSV,
             CHECK_CSV,
+            MODEL_CSV,
         ]
         .contains(&file)
         {

@@ -7,12 +7,14 @@
 //! - [`timeline`]: chart 3, every `/fast` request of one run over time.
 //! - [`temp_files`]: chart 4, the proxy's temp files over time.
 //! - [`bytes`]: chart 5, where the `/large` bytes are over time.
+//! - [`model`]: the buffer model, observed against predicted `app_send_s`.
 //! - [`servers`]: chart 7, which servers block (the `servers` preset).
 //!
 //! plotters draws text as SVG `<text>` with a generic font family, so the
 //! SVGs need no font files; the browser picks its own sans-serif.
 
 pub mod bytes;
+pub mod model;
 pub mod p95;
 pub mod servers;
 pub mod temp_files;

@@ -1,0 +1,311 @@
+//! The buffer model: how long the app writes one `/large` response, from
+//! the sizes of the queues between it and a slow client.
+//!
+//! The app's last `send` returns once the rest of the body fits into what
+//! lies between it and the client, `B` bytes, so the client has consumed
+//! `size - B` at its rate by then:
+//!
+//! ```text
+//! app_send_s = max(0, size - B) / slow_rate
+//! B (direct)  = wmem_max + rcvbuf
+//! B (proxy)   = wmem_max + rmem_max + hold + wmem_max + rcvbuf
+//! ```
+//!
+//! `wmem_max`, `rmem_max`: `tcp_wmem` and `tcp_rmem` max of the server's
+//! namespace (the run's `--sysctl`s, else the host's); `rcvbuf`: the slow
+//! client's granted `SO_RCVBUF` (else twice the requested one, as Linux
+//! grants, else the client side's `tcp_rmem` max);
+//! `hold`: the proxy's own buffer, `proxy_buffer_size` with buffering off,
+//! its memory buffers plus `proxy_max_temp_file_size` with buffering on.
+//! The app side's send buffer and the proxy's client-side send buffer both
+//! autotune up to the server namespace's `wmem_max`. `/fast` is predicted
+//! blocked when every handler holds a slow client ([`crosscheck::predict`]'s
+//! saturation) for at least the cross-check's blocked p95 threshold.
+//!
+//! The same formula with each hop's measured peak queue in place of its
+//! sysctl (sock_diag's send and receive queues, pingora's gauge, NGINX's
+//! temp files) is the explanation: what the kernel actually let through.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use common::stats::median;
+
+use crate::netns::{Side, Sysctl};
+use crate::report::whereabouts::{Role, roles};
+use crate::reproduce::crosscheck::{self, BLOCKED_MIN_MS};
+use crate::results::{self, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
+use crate::stack::{ProxyBuffers, Route, Server};
+
+/// The buffer sizes along one condition's path, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathBuffers {
+    pub wmem_max: u64,
+    pub rmem_max: u64,
+    pub client_rcvbuf: u64,
+    /// The proxy's own hold; `None` on the direct route.
+    pub proxy_hold: Option<u64>,
+}
+
+impl PathBuffers {
+    /// `B`: what the queues between the app and one client can hold.
+    pub fn b(&self) -> u64 {
+        match self.proxy_hold {
+            None => self.wmem_max + self.client_rcvbuf,
+            Some(hold) => 2 * self.wmem_max + self.rmem_max + hold + self.client_rcvbuf,
+        }
+    }
+}
+
+/// The proxy's own buffer on `route`: `buffer_size` with buffering off,
+/// everything it can park with buffering on.
+pub fn proxy_hold(route: Route, buffers: &ProxyBuffers) -> Option<u64> {
+    route.proxy().map(|(_, on)| {
+        if on {
+            buffers.capacity()
+        } else {
+            buffers.buffer_size
+        }
+    })
+}
+
+/// `max(0, size - B) / rate` in seconds.
+pub fn app_send_s(body: u64, b: u64, rate: f64) -> f64 {
+    body.saturating_sub(b) as f64 / rate
+}
+
+/// Whether the model says `/fast` waits: every handler is held, each for at
+/// least the blocked threshold.
+pub fn blocked(server: Server, slow: u32, app_send_s: f64) -> bool {
+    server.handlers().is_some_and(|h| h <= slow) && app_send_s * 1000.0 >= BLOCKED_MIN_MS
+}
+
+/// The max of a `min default max` triple.
+fn triple_max(v: &str) -> Option<u64> {
+    v.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// The max of `key` in `side`'s namespace: the last `--sysctl` naming it
+/// there, else the host's value in `environment.json`.
+fn sysctl_max(r: &ResultSet, sysctls: &[Sysctl], side: Side, key: &str) -> Option<u64> {
+    sysctls
+        .iter()
+        .rev()
+        .find(|s| s.key == key && s.applies_to(side))
+        .and_then(|s| triple_max(&s.value))
+        .or_else(|| r.sysctl_triple(key).map(|t| t[2] as u64))
+}
+
+fn parse_sysctls(cell: Option<&str>) -> Vec<Sysctl> {
+    cell.unwrap_or("")
+        .split(';')
+        .filter_map(|s| s.parse().ok())
+        .collect()
+}
+
+/// A condition of the model: its runs share server, route, slow clients
+/// and `--sysctl`s.
+type Key = (String, String, u32, String);
+
+/// The measured `B` of one run: each hop's peak queue (one socket's most
+/// in one sample), plus what the proxy held itself per response.
+fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
+    let sockets: Vec<_> = r
+        .sockets
+        .iter()
+        .filter(|s| s.run_id == run.run_id)
+        .collect();
+    if sockets.is_empty() {
+        return None;
+    }
+    let rs = roles(&sockets);
+    let peak = |role: Role, rx: bool| {
+        rs.iter()
+            .filter(|(ro, _)| *ro == role)
+            .map(|(_, s)| {
+                if rx {
+                    s.rx_queue_bytes
+                } else {
+                    s.tx_queue_bytes
+                }
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let queues = peak(Role::App, false)
+        + peak(Role::ProxyUpstream, true)
+        + peak(Role::ProxyDownstream, false)
+        + peak(Role::Client, true);
+    let gauge = r
+        .gauge
+        .iter()
+        .filter(|g| g.run_id == run.run_id)
+        .map(|g| g.mem_bytes + g.file_bytes)
+        .max()
+        .unwrap_or(0);
+    let slow = u64::from(run.slow_clients.max(1));
+    let temp = run
+        .temp_peak_mib
+        .map(|m| (m * (1u64 << 20) as f64) as u64 / slow)
+        .unwrap_or(0);
+    Some(queues + gauge.max(temp))
+}
+
+/// One row per condition with slow clients, from a results directory's
+/// rows; `buffers` are the proxy's settings the runs used.
+pub fn rows(r: &ResultSet, buffers: &ProxyBuffers) -> Vec<ModelRow> {
+    let mut groups: BTreeMap<Key, Vec<&RunRow>> = BTreeMap::new();
+    for run in r.runs.iter().filter(|x| x.ok() && x.slow_clients > 0) {
+        let key = (
+            run.server.to_string(),
+            run.route.to_string(),
+            run.slow_clients,
+            run.sysctls.clone().unwrap_or_default(),
+        );
+        groups.entry(key).or_default().push(run);
+    }
+    let body = r
+        .profile_f64(&["body", "large_bytes"])
+        .map(|v| v as u64)
+        .or_else(|| r.large.iter().filter_map(|l| l.content_length).max());
+    let rate = r.profile_f64(&["slow_rate"]);
+    groups
+        .into_values()
+        .map(|runs| row(r, &runs, body, rate, buffers))
+        .collect()
+}
+
+fn row(
+    r: &ResultSet,
+    runs: &[&RunRow],
+    body: Option<u64>,
+    rate: Option<f64>,
+    buffers: &ProxyBuffers,
+) -> ModelRow {
+    let first = runs[0];
+    let sysctls = parse_sysctls(first.sysctls.as_deref());
+    let ids: Vec<&str> = runs.iter().map(|x| x.run_id.as_str()).collect();
+    let granted = r
+        .large
+        .iter()
+        .filter(|l| ids.contains(&l.run_id.as_str()))
+        .filter_map(|l| l.rcvbuf_granted_bytes)
+        .max();
+    let route = first.route.known();
+    let path = (|| {
+        Some(PathBuffers {
+            wmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_wmem")?,
+            rmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?,
+            client_rcvbuf: granted
+                .or_else(|| r.profile_f64(&["rcvbuf"]).map(|v| 2 * v as u64))
+                .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem"))?,
+            proxy_hold: proxy_hold(route?, buffers),
+        })
+    })();
+    let predicted = match (path, body, rate) {
+        (Some(p), Some(b), Some(rt)) if rt > 0.0 => Some(app_send_s(b, p.b(), rt)),
+        _ => None,
+    };
+    let observed = median(&runs.iter().filter_map(|x| x.app_send_s).collect::<Vec<_>>());
+    let explained = median(
+        &runs
+            .iter()
+            .filter_map(|x| explained_b(r, x).map(|v| v as f64))
+            .collect::<Vec<_>>(),
+    )
+    .map(|v| v as u64);
+    let p95 = median(&runs.iter().filter_map(|x| x.p95_ms).collect::<Vec<_>>());
+    let baseline = r
+        .conditions
+        .iter()
+        .find(|c| c.server == first.server && c.route == first.route && c.slow_clients == 0)
+        .and_then(|c| c.p95);
+    ModelRow {
+        server: first.server.clone(),
+        route: first.route.clone(),
+        slow_clients: first.slow_clients,
+        sysctls: first.sysctls.clone().filter(|s| !s.is_empty()),
+        runs: runs.len() as u32,
+        body_bytes: body.unwrap_or(0),
+        slow_rate_bytes_per_s: rate,
+        wmem_max_bytes: path.map(|p| p.wmem_max),
+        rmem_max_bytes: path.map(|p| p.rmem_max),
+        client_rcvbuf_bytes: path.map(|p| p.client_rcvbuf),
+        proxy_hold_bytes: path.and_then(|p| p.proxy_hold),
+        predicted_b_bytes: path.map(|p| p.b()),
+        predicted_app_send_s: predicted,
+        observed_app_send_s: observed,
+        explained_b_bytes: explained,
+        explained_app_send_s: match (explained, body, rate) {
+            (Some(e), Some(b), Some(rt)) if rt > 0.0 => Some(app_send_s(b, e, rt)),
+            _ => None,
+        },
+        ratio: match (observed, predicted) {
+            (Some(o), Some(p)) if p > 0.0 => Some(o / p),
+            _ => None,
+        },
+        predicted_blocked: match (first.server.known(), predicted) {
+            (Some(s), Some(p)) => Some(blocked(s, first.slow_clients, p)),
+            _ => None,
+        },
+        observed: match (p95, baseline) {
+            (Some(p), Some(b)) => Some(Named::Known(crosscheck::observe(p, b))),
+            _ => None,
+        },
+        p95_ms: p95,
+    }
+}
+
+/// Writes `model.csv` into the results directory `dir` from its files.
+pub fn write(dir: &Path, buffers: &ProxyBuffers) -> Result<()> {
+    let r = results::read_dir(dir);
+    results::file::write_whole(&dir.join(MODEL_CSV), &rows(&r, buffers))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_formula() {
+        let direct = PathBuffers {
+            wmem_max: 4 << 20,
+            rmem_max: 6 << 20,
+            client_rcvbuf: 16 << 10,
+            proxy_hold: None,
+        };
+        assert_eq!(direct.b(), (4 << 20) + (16 << 10));
+        // 16 MiB at 2 MiB/s with ~4 MiB ahead: ~6 s.
+        let t = app_send_s(16 << 20, direct.b(), (2 << 20) as f64);
+        assert!((t - 5.99).abs() < 0.01, "{t}");
+        assert!(blocked(Server::GunicornSync2, 2, t));
+        assert!(!blocked(Server::GunicornGthread4, 2, t));
+        let on = PathBuffers {
+            proxy_hold: proxy_hold(Route::NginxOn, &ProxyBuffers::EXPERIMENT),
+            ..direct
+        };
+        assert_eq!(app_send_s(16 << 20, on.b(), 1.0), 0.0);
+        assert!(!blocked(Server::GunicornSync2, 2, 0.0));
+        let off = PathBuffers {
+            proxy_hold: proxy_hold(Route::NginxOff, &ProxyBuffers::EXPERIMENT),
+            ..direct
+        };
+        assert_eq!(off.b(), (8 << 20) + (6 << 20) + (16 << 10) + (16 << 10));
+        assert_eq!(triple_max("4096 16384 16777216"), Some(16 << 20));
+        let s = parse_sysctls(Some(
+            "server:net.ipv4.tcp_wmem=4096 16384 524288;net.ipv4.tcp_rmem=4096 131072 1048576",
+        ));
+        assert_eq!(s.len(), 2);
+        let r = ResultSet::default();
+        assert_eq!(
+            sysctl_max(&r, &s, Side::Server, "net.ipv4.tcp_wmem"),
+            Some(524288)
+        );
+        assert_eq!(sysctl_max(&r, &s, Side::Client, "net.ipv4.tcp_wmem"), None);
+        assert_eq!(
+            sysctl_max(&r, &s, Side::Client, "net.ipv4.tcp_rmem"),
+            Some(1 << 20)
+        );
+    }
+}
