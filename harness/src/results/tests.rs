@@ -134,7 +134,7 @@ fn headers_are_pinned() {
             runs.push_str(&format!(",{c}_{col}"));
         }
     }
-    runs.push_str(",netns,sysctls");
+    runs.push_str(",netns,sysctls,slow_kind,link");
     assert_eq!(columns::<RunRow>().join(","), runs);
     assert_eq!(
         columns::<ConditionRow>().join(","),
