@@ -154,3 +154,24 @@ fn the_async_replica_is_not_blocked_by_two_link_slow_readers() {
             .all(|r| r["error"].is_empty() && r["status"] == "200")
     );
 }
+
+#[test]
+fn the_lab_puts_a_tbf_on_the_server_veth_only_and_removes_it_with_the_namespaces() {
+    if !usable() {
+        return;
+    }
+    use harness::netns::{Link, NetLab, NetSpec, Side};
+    let link = Link::at(4 << 20);
+    let lab = NetLab::create(&NetSpec {
+        link: Some(link),
+        ..NetSpec::default()
+    })
+    .unwrap();
+    let q = lab.qdisc(Side::Server).expect("tc -s -j qdisc show");
+    assert_eq!(q.kind, "tbf");
+    assert_ne!(lab.qdisc(Side::Client).expect("client qdisc").kind, "tbf");
+    let name = lab.server.name.clone();
+    drop(lab);
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&name));
+}

@@ -60,7 +60,7 @@ pub struct Link {
 impl Link {
     /// The link with the default burst and limit for `rate`.
     pub fn at(rate: u64) -> Link {
-        let burst = (rate / 100).max(16 << 10).min(MAX_BURST);
+        let burst = (rate / 100).clamp(16 << 10, MAX_BURST);
         Link {
             rate,
             burst,
