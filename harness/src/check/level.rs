@@ -23,6 +23,8 @@ pub struct Plan {
     pub rcvbuf: u64,
     /// `--reader`.
     pub reader: loadgen::ReaderModel,
+    /// `--link`: the readers read unpaced behind it.
+    pub link: Option<crate::netns::Link>,
     pub fast_rate: f64,
     pub level_duration: Duration,
     /// A fast request (or a slow reader making no progress) gives up
@@ -55,7 +57,10 @@ impl Plan {
             target: target.into(),
             slow: slow as usize,
             slow_reader: loadgen::config::SlowReaderArgs {
-                slow_rate: Size(self.slow_rate),
+                slow_rate: Size(match self.link {
+                    Some(_) => loadgen::config::MAX_SLOW_RATE,
+                    None => self.slow_rate,
+                }),
                 rcvbuf: Size(self.rcvbuf),
                 read_chunk: Size(16 << 10),
                 large_path: self.large_path.clone(),
@@ -81,7 +86,8 @@ impl Plan {
 
     /// How long a load of `slow` readers may run before it is stopped.
     fn limit(&self, slow: u32) -> Duration {
-        let download = Duration::from_secs_f64(self.large_bytes as f64 / self.slow_rate as f64);
+        let rate = self.link.map_or(self.slow_rate, |l| l.share(slow));
+        let download = Duration::from_secs_f64(self.large_bytes as f64 / rate as f64);
         let queued = if slow > 0 {
             download * 2
         } else {

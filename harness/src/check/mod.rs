@@ -272,7 +272,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let netns = args.net.spec();
     if netns.is_some() && matches!(app, App::Running { .. }) {
         bail!(BadInput::new(
-            "--netns needs --server-cmd or --server: a running --target stays where it is"
+            "--netns, --sysctl and --link need --server-cmd or --server: a running --target stays on the host's loopback"
         ));
     }
     if let Some(why) = netns.as_ref().and_then(|_| crate::netns::unavailable()) {
@@ -362,6 +362,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         slow_rate: args.slow_rate.bytes(),
         rcvbuf: args.rcvbuf.bytes(),
         reader: args.reader,
+        link: args.net.link,
         fast_rate: args.fast_rate,
         level_duration: args.level_duration,
         timeout,

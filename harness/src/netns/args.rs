@@ -17,14 +17,22 @@ pub struct NetnsArgs {
     /// `net.ipv4.tcp_*` keys.
     #[arg(long = "sysctl", value_name = "[SIDE:]KEY=VALUE", value_parser = super::parse_sysctl)]
     pub sysctls: Vec<Sysctl>,
+    /// A shaped server-to-client link: `rate=2MiB[,burst=SIZE][,limit=SIZE]`
+    /// (rate 8KiB to 1GiB per second; burst default 10 ms of the rate, at
+    /// least 16KiB; limit default 100 ms, at least twice the burst).
+    /// A tbf on the server's veth end; the slow readers read as fast as they
+    /// can (slow-client kind `link`). Implies --netns.
+    #[arg(long, value_name = "rate=SIZE[,burst=SIZE][,limit=SIZE]", value_parser = super::link::parse)]
+    pub link: Option<super::Link>,
 }
 
 impl NetnsArgs {
-    /// What the runs ask of the namespaces; none without --netns or
-    /// --sysctl.
+    /// What the runs ask of the namespaces; none without --netns,
+    /// --sysctl or --link.
     pub fn spec(&self) -> Option<NetSpec> {
-        (self.netns || !self.sysctls.is_empty()).then(|| NetSpec {
+        (self.netns || !self.sysctls.is_empty() || self.link.is_some()).then(|| NetSpec {
             sysctls: self.sysctls.clone(),
+            link: self.link,
         })
     }
 }
@@ -55,6 +63,8 @@ pub fn environment(spec: Option<&NetSpec>) -> serde_json::Value {
         Ok(lab) => {
             let mut v = lab.record();
             v["requested"] = requested.into();
+            v["slow_kind"] = super::slow_kind(Some(spec)).as_str().into();
+            v["link"] = spec.link.map(|l| l.to_string()).into();
             v
         }
         Err(e) => serde_json::json!({"requested": requested, "error": format!("{e:#}")}),

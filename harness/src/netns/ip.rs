@@ -14,16 +14,22 @@ use anyhow::{Context, Result, bail};
 /// Runs `ip ARGS`; a failure is one line naming the command and the first
 /// line `ip` printed.
 pub fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
+    run("ip", args)
+}
+
+/// Runs `program ARGS` (`ip` or `tc`); a failure is one line naming the
+/// command and the first line it printed.
+pub fn run(program: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .with_context(|| format!("running `ip {}`", args.join(" ")))?;
+        .with_context(|| format!("running `{program} {}`", args.join(" ")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let line = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         bail!(
-            "`ip {}` failed ({}): {}",
+            "`{program} {}` failed ({}): {}",
             args.join(" "),
             out.status,
             line.trim()
@@ -34,7 +40,12 @@ pub fn ip(args: &[&str]) -> Result<()> {
 
 /// `ip ARGS`'s stdout, or none when it fails.
 pub fn ip_output(args: &[&str]) -> Option<String> {
-    let out = Command::new("ip")
+    output("ip", args)
+}
+
+/// `program ARGS`'s stdout, or none when it fails.
+pub fn output(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::null())

@@ -17,9 +17,12 @@
 //!   thread inside a namespace.
 //! - `sysctl.rs`: `--sysctl`, the per-namespace TCP keys.
 //! - `reap.rs`: our names and the removal of a dead harness's namespaces.
+//! - `link.rs`: `--link`, the tbf on the server's veth end, the slow-client
+//!   kind.
 
 mod args;
 mod ip;
+pub mod link;
 mod reap;
 mod sysctl;
 
@@ -32,6 +35,7 @@ use anyhow::{Context, Result};
 
 pub use args::{NetnsArgs, environment, reap_and_report};
 pub use ip::{enter, within};
+pub use link::{Link, SlowKind};
 pub use reap::reap_stale;
 pub use sysctl::{ALLOWED, Sysctl, parse as parse_sysctl, read_in as read_sysctl_in};
 
@@ -73,10 +77,32 @@ impl fmt::Display for Side {
     }
 }
 
-/// What a run asks of the namespaces: the sysctls to write in them.
+/// What a run asks of the namespaces: the sysctls to write in them, and
+/// the shaped link, if any.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetSpec {
     pub sysctls: Vec<Sysctl>,
+    /// `--link`: a tbf on the server's veth end (the server-to-client
+    /// direction).
+    pub link: Option<Link>,
+}
+
+/// How the slow clients of a run with `spec` are slow.
+pub fn slow_kind(spec: Option<&NetSpec>) -> SlowKind {
+    match spec.and_then(|s| s.link) {
+        Some(_) => SlowKind::Link,
+        None => SlowKind::Pace,
+    }
+}
+
+/// The `--slow-rate` a run's readers get: `paced` without a link; with
+/// one, the loadgen's highest rate, which means "unpaced", so that the
+/// link is the bottleneck.
+pub fn reader_rate(spec: Option<&NetSpec>, paced: u64) -> u64 {
+    match slow_kind(spec) {
+        SlowKind::Pace => paced,
+        SlowKind::Link => loadgen::config::MAX_SLOW_RATE,
+    }
 }
 
 impl NetSpec {
@@ -218,9 +244,23 @@ impl NetLab {
             ip::ip(&["-n", &end.name, "link", "set", "lo", "up"])?;
             ip::ip(&["-n", &end.name, "link", "set", &end.veth, "up"])?;
         }
-        // From here the NetLab's own Drop removes the namespaces.
+        // From here the NetLab's own Drop removes the namespaces (and the
+        // qdiscs on their veths).
         made.0.clear();
         let mut lab = NetLab { server, client };
+        if let Some(link) = &spec.link {
+            let mut args = vec![
+                "-n",
+                &lab.server.name,
+                "qdisc",
+                "add",
+                "dev",
+                &lab.server.veth,
+            ];
+            let tbf = link.tbf_args();
+            args.extend(tbf.iter().map(String::as_str));
+            ip::run("tc", &args).context("shaping the server-to-client link")?;
+        }
         for s in &spec.sysctls {
             for end in [&lab.server, &lab.client] {
                 if s.applies_to(end.side) {
@@ -271,12 +311,25 @@ impl NetLab {
         }
     }
 
+    /// `tc -s -j qdisc show dev VETH` of `side`'s veth end, parsed: the
+    /// root qdisc's kind and counters, none when `tc` fails.
+    pub fn qdisc(&self, side: Side) -> Option<QdiscStats> {
+        let ns = self.side(side);
+        let out = ip::output(
+            "tc",
+            &["-n", &ns.name, "-s", "-j", "qdisc", "show", "dev", &ns.veth],
+        )?;
+        QdiscStats::parse_root(&out)
+    }
+
     /// What `environment.json` records of the namespaces.
     pub fn record(&self) -> serde_json::Value {
         serde_json::json!({
             "range": "198.18.0.0/15",
             "server": self.server,
             "client": self.client,
+            "netem": link::netem_missing(&self.server.name, "lo")
+                .unwrap_or_else(|| "available".into()),
         })
     }
 }
@@ -288,5 +341,32 @@ impl Drop for NetLab {
                 tracing::warn!(cause = %format!("{e:#}"), "removing a namespace");
             }
         }
+    }
+}
+
+/// The counters of a root qdisc, as `tc -s -j` prints them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct QdiscStats {
+    pub kind: String,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub packets: u64,
+    #[serde(default)]
+    pub drops: u64,
+    #[serde(default)]
+    pub backlog: u64,
+    #[serde(default)]
+    pub qlen: u64,
+}
+
+impl QdiscStats {
+    /// The root qdisc of `tc -s -j qdisc show dev X`'s output.
+    pub fn parse_root(json: &str) -> Option<QdiscStats> {
+        let all: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
+        let root = all
+            .into_iter()
+            .find(|q| q.get("root").is_some_and(|r| r == true))?;
+        serde_json::from_value(root).ok()
     }
 }

@@ -160,6 +160,12 @@ impl Results {
             .as_ref()
             .map(|n| n.sysctls_cell())
             .filter(|c| !c.is_empty());
+        run.slow_kind = Some(crate::netns::slow_kind(data.netns.as_ref()).as_str().into());
+        run.link = data
+            .netns
+            .as_ref()
+            .and_then(|n| n.link)
+            .map(|l| l.to_string());
         for (component, cap) in [
             (Component::App, self.caps.app),
             (Component::Proxy, self.caps.proxy),

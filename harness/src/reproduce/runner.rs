@@ -147,9 +147,19 @@ fn run_inner(
         paths: RunPaths::new(dir, scratch.path())?,
         netns: ctx.netns.clone(),
     };
-    let limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
+    let mut limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
+    if let Some(link) = ctx.netns.as_ref().and_then(|n| n.link) {
+        // The readers share the link: each takes slow x body / rate.
+        limit +=
+            Duration::from_secs_f64(profile.body.large_bytes as f64 / link.share(c.readers()) as f64);
+    }
     let measured = lifecycle::run(&ctx.lab, &stack, limit, |target| {
-        LoadCommand::Load(load_args(spec, dir, target))
+        let mut args = load_args(spec, dir, target);
+        args.slow_reader.slow_rate = Size(crate::netns::reader_rate(
+            ctx.netns.as_ref(),
+            profile.slow_rate,
+        ));
+        LoadCommand::Load(args)
     })?;
     data.load_s = Some(measured.load_s);
     data.host_busy_cores = measured.host_busy_cores;

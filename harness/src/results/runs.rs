@@ -104,6 +104,15 @@ pub struct RunRow {
     /// (files before the column) means `download`.
     #[serde(default)]
     pub direction: DirectionName,
+    /// How the slow clients were slow: `pace` (they pace their reads) or
+    /// `link` (they read as fast as they can behind `--link`); empty in
+    /// files of versions before it.
+    #[serde(default)]
+    pub slow_kind: Option<String>,
+    /// The run's `--link` with its defaults filled in
+    /// (`rate=4MiB,burst=41943,limit=419430`); empty without one.
+    #[serde(default)]
+    pub link: Option<String>,
 }
 
 /// The `<c>_*` columns of one component in `runs.csv`.

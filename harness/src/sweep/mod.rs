@@ -318,7 +318,10 @@ fn load_args(
         timeout: args.timeout,
         slow: args.slow as usize,
         slow_reader: SlowReaderArgs {
-            slow_rate: Size(profile.slow_rate),
+            slow_rate: Size(crate::netns::reader_rate(
+                args.net.spec().as_ref(),
+                profile.slow_rate,
+            )),
             rcvbuf: Size(profile.rcvbuf),
             read_chunk: Size(profile.read_chunk),
             large_path: "/large".into(),
