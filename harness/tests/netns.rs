@@ -13,6 +13,15 @@ use support::{slowlab, state_dir};
 
 /// Our namespaces (`ip netns list`) and veths (`ip link`, host side)
 /// whose names carry `pid`.
+/// Every harness reaps what dead harnesses left at its start, so one of
+/// these tests would reap the namespaces that another's killed harness left
+/// before that test's own next start could: they run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn leftovers(pid: u32) -> Vec<String> {
     let mut found = Vec::new();
     for args in [&["netns", "list"][..], &["-o", "link", "show"][..]] {
@@ -75,6 +84,7 @@ fn column(csv: &str, name: &str) -> Vec<String> {
 
 #[test]
 fn a_small_tcp_wmem_in_the_server_namespace_bounds_the_send_queue_and_spares_the_host() {
+    let _serial = one_at_a_time();
     if !usable() {
         return;
     }
@@ -155,6 +165,7 @@ fn wait_for_namespaces(pid: u32) {
 
 #[test]
 fn namespaces_go_on_sigint_and_after_sigkill_at_the_next_start() {
+    let _serial = one_at_a_time();
     if !usable() {
         return;
     }
@@ -199,6 +210,7 @@ fn namespaces_go_on_sigint_and_after_sigkill_at_the_next_start() {
 
 #[test]
 fn without_namespaces_the_runs_are_skipped_with_one_line() {
+    let _serial = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     let o = reproduce(&out, &["--netns"])

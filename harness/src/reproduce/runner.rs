@@ -150,8 +150,9 @@ fn run_inner(
     let mut limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
     if let Some(link) = ctx.netns.as_ref().and_then(|n| n.link) {
         // The readers share the link: each takes slow x body / rate.
-        limit +=
-            Duration::from_secs_f64(profile.body.large_bytes as f64 / link.share(c.readers()) as f64);
+        limit += Duration::from_secs_f64(
+            profile.body.large_bytes as f64 / link.share(c.readers()) as f64,
+        );
     }
     let measured = lifecycle::run(&ctx.lab, &stack, limit, |target| {
         let mut args = load_args(spec, dir, target);
