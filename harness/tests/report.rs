@@ -523,7 +523,9 @@ fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
         // Where the fixture's version had the same columns, the file is
         // written byte for byte as it was.
         let old = fixture().join(file);
-        if headers(&old).iter().collect::<Vec<_>>() == columns {
+        // (A file the fixture's version did not write, such as model.csv,
+        // has nothing to compare with.)
+        if old.exists() && headers(&old).iter().collect::<Vec<_>>() == columns {
             assert_eq!(
                 fs::read_to_string(&path).unwrap(),
                 fs::read_to_string(&old).unwrap(),
@@ -535,17 +537,11 @@ fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
     // All but the files that have gained columns since the fixture:
     // runs.csv, socket-samples.csv (sock_diag), large-responses.csv
     // (reader), slow-progress.csv (the reader's queues), proxy-responses.csv
-    // and proxy-gauge.csv (the request direction); their new cells read
-    // back empty.
+    // and proxy-gauge.csv (the request direction), conditions.csv and
+    // crosscheck.csv (`direction`); their new cells read back empty.
     assert_eq!(
         same,
-        [
-            "conditions.csv",
-            "requests.csv",
-            "resource-samples.csv",
-            "app-sends.csv",
-            "crosscheck.csv"
-        ],
+        ["requests.csv", "resource-samples.csv", "app-sends.csv"],
         "rewritten byte for byte"
     );
     assert!(!same.contains(&"socket-samples.csv"));
