@@ -166,6 +166,7 @@ impl Results {
             .as_ref()
             .and_then(|n| n.link)
             .map(|l| l.to_string());
+        run.reader = Some(data.spec.reader().as_str().into());
         for (component, cap) in [
             (Component::App, self.caps.app),
             (Component::Proxy, self.caps.proxy),

@@ -41,7 +41,7 @@ pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
     Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };
-pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
+pub use runs::{ComponentColumns, ConditionRow, CrossRow, DimCells, RunRow};
 pub use samples::{ResourceRow, SocketRow};
 pub use set::{
     Appenders, Ident, Missing, PerRun, ResultSet, Skipped, mark_incomplete, read_dir,
