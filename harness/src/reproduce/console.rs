@@ -156,7 +156,7 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<18} {:<12} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>5}",
+            "{:<18} {:<12} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>5}{}",
             r.server.name(),
             r.route.name(),
             r.handlers
@@ -167,6 +167,7 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
             ms(r.p95_ms),
             ratio,
             mark(r.agree),
+            r.dims_label(),
         );
     }
     let replica: Vec<&Row> = rows.iter().filter(|r| r.check == "replica").collect();

@@ -133,6 +133,20 @@ pub struct Row {
 }
 
 impl Row {
+    /// The dimensions its condition sets, as the conditions table shows
+    /// them (`Condition::dims_label`).
+    pub fn dims_label(&self) -> String {
+        super::dims::condition_of(
+            Some(self.server),
+            Some(self.route),
+            self.slow_clients,
+            Some(self.direction),
+            &self.dims,
+        )
+        .map(|c| c.dims_label())
+        .unwrap_or_default()
+    }
+
     /// The row as `crosscheck.csv` writes it.
     pub fn to_row(&self) -> CrossRow {
         let v = |x: Option<Verdict>| x.map(Named::Known);
