@@ -196,3 +196,31 @@ fn a_run_wide_flag_that_contradicts_a_condition_is_refused_in_one_line() {
         assert!(err.contains("contradicts"), "{err}");
     }
 }
+
+#[test]
+fn without_namespaces_a_buffers_condition_is_skipped_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = Command::new(slowlab())
+        .args(["reproduce", "--preset", "buffers", "--runs", "1", "--no-report"])
+        .args([
+            "--only",
+            "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,rmem=1M",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .env("SLOWLAB_HOME", state_dir())
+        .env("SLOWLAB_NO_NETNS", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("SLOWLAB_NO_NETNS"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let runs = rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "skipped");
+    assert_eq!(runs[0]["sysctls"], format!("{WMEM_256K};{RMEM_1M}"));
+}
