@@ -202,7 +202,14 @@ fn without_namespaces_a_buffers_condition_is_skipped_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     let o = Command::new(slowlab())
-        .args(["reproduce", "--preset", "buffers", "--runs", "1", "--no-report"])
+        .args([
+            "reproduce",
+            "--preset",
+            "buffers",
+            "--runs",
+            "1",
+            "--no-report",
+        ])
         .args([
             "--only",
             "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,rmem=1M",
