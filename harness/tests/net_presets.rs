@@ -220,12 +220,7 @@ fn without_namespaces_a_buffers_condition_is_skipped_with_one_line() {
         .env("SLOWLAB_NO_NETNS", "1")
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("SLOWLAB_NO_NETNS"))
-        .collect();
-    assert_eq!(lines.len(), 1, "{err}");
+    support::assert_one_line_with(&String::from_utf8_lossy(&o.stderr), "SLOWLAB_NO_NETNS");
     let runs = rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["status"], "skipped");

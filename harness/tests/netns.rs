@@ -217,12 +217,7 @@ fn without_namespaces_the_runs_are_skipped_with_one_line() {
         .env("SLOWLAB_NO_NETNS", "1")
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("SLOWLAB_NO_NETNS"))
-        .collect();
-    assert_eq!(lines.len(), 1, "{err}");
+    support::assert_one_line_with(&String::from_utf8_lossy(&o.stderr), "SLOWLAB_NO_NETNS");
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert_eq!(column(&runs, "status"), ["skipped"], "{runs}");
     let bad = Command::new(slowlab())

@@ -205,3 +205,10 @@ pub fn assert_documented(file: &str, header: &[String]) {
         "README.md does not document these columns of {file}: {undocumented:?}"
     );
 }
+
+/// Asserts that exactly one line of `text` (a child's stderr) contains
+/// `needle`: a condition said "in one line".
+pub fn assert_one_line_with(text: &str, needle: &str) {
+    let lines = text.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(lines, 1, "{needle} in {lines} lines: {text}");
+}
