@@ -145,7 +145,10 @@ fn run_inner(
         caps: ctx.caps,
         cgroup_prefix: spec.run_id.clone(),
         paths: RunPaths::new(dir, scratch.path())?,
-        netns: ctx.netns.clone(),
+        netns: ctx
+            .netns
+            .as_ref()
+            .map(|n| n.with_uploads(c.direction == crate::results::Direction::Upload)),
     };
     let mut limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
     if let Some(link) = ctx.netns.as_ref().and_then(|n| n.link) {
@@ -159,6 +162,10 @@ fn run_inner(
         args.slow_reader.slow_rate = Size(crate::netns::reader_rate(
             ctx.netns.as_ref(),
             profile.slow_rate,
+        ));
+        args.upload.upload_rate = Size(crate::netns::reader_rate(
+            ctx.netns.as_ref(),
+            profile.upload.rate,
         ));
         LoadCommand::Load(args)
     })?;
