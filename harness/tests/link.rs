@@ -33,7 +33,7 @@ fn rows(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>
     r.deserialize().map(|row| row.unwrap()).collect()
 }
 
-fn reproduce(out: &std::path::Path, preset: &str, only: &str) -> u32 {
+fn reproduce(out: &std::path::Path, preset: &str, only: &str, extra: &[&str]) -> u32 {
     let child = Command::new(slowlab())
         .args([
             "reproduce",
@@ -44,6 +44,7 @@ fn reproduce(out: &std::path::Path, preset: &str, only: &str) -> u32 {
             only,
         ])
         .args(["--link", "rate=8MiB"])
+        .args(extra)
         .arg("--out")
         .arg(out)
         .env("SLOWLAB_HOME", state_dir())
@@ -73,7 +74,7 @@ fn a_shaped_link_delivers_at_its_rate_blocks_sync_x2_and_pingora_on_relieves_it(
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    reproduce(&out, "quick", "rust-sync2,direct,pingora-on");
+    reproduce(&out, "quick", "rust-sync2,direct,pingora-on", &[]);
     let runs = rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 4);
     for r in &runs {
@@ -247,7 +248,7 @@ fn slow_uploaders_behind_a_link_send_at_its_rate_through_a_client_side_tbf() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    reproduce(&out, "upload", "rust-sync2,direct,slow=2");
+    reproduce(&out, "upload", "rust-sync2,direct,slow=2", &["--runs", "1"]);
     let runs = rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["status"], "ok", "{:?}", runs[0]);
@@ -291,7 +292,7 @@ fn the_async_replica_is_not_blocked_by_two_link_slow_readers() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    reproduce(&out, "servers", "rust-async,slow=2");
+    reproduce(&out, "servers", "rust-async,slow=2", &[]);
     let runs = rows(&out.join("runs.csv"));
     assert!(!runs.is_empty());
     for r in &runs {
