@@ -7,7 +7,7 @@ use common::stats::median;
 use super::data::Results;
 use super::select::{self, Cond};
 use super::whereabouts::{Role, roles};
-use crate::results::{Check, Component, ServerName};
+use crate::results::{Check, Component, ServerName, SocketRow};
 use crate::stack::{Route, Server};
 
 /// What one route did for the lesson's server.
@@ -105,6 +105,18 @@ fn lesson_server(r: &Results, slow: u32) -> Option<ServerName> {
         .or_else(|| conds.first().map(|c| c.server.clone()))
 }
 
+/// The most bytes one socket of `role` held in one sample: its receive
+/// queue (`rx`) or its send queue.
+fn queue_peak(rs: &[(Role, &SocketRow)], role: Role, rx: bool) -> Option<f64> {
+    max_of(rs.iter().filter(|(ro, _)| *ro == role).map(|(_, s)| {
+        (if rx {
+            s.rx_queue_bytes
+        } else {
+            s.tx_queue_bytes
+        }) as f64
+    }))
+}
+
 fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
     let row = select::condition_row(r, &cond);
     let base = select::condition_row(
@@ -137,15 +149,7 @@ fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
         f.run_id = Some(id.to_string());
         let sockets: Vec<_> = r.sockets.iter().filter(|s| s.run_id == id).collect();
         let rs = roles(&sockets);
-        let max_by = |role: Role, rx: bool| {
-            max_of(rs.iter().filter(|(ro, _)| *ro == role).map(|(_, s)| {
-                (if rx {
-                    s.rx_queue_bytes
-                } else {
-                    s.tx_queue_bytes
-                }) as f64
-            }))
-        };
+        let max_by = |role: Role, rx: bool| queue_peak(&rs, role, rx);
         f.max_app_queue = max_by(Role::App, false);
         f.max_app_sndbuf = max_of(
             rs.iter()
@@ -219,15 +223,7 @@ fn kind_facts(r: &Results, server: &ServerName, slow: u32) -> Vec<KindFacts> {
                 .filter(|s| ids.contains(&s.run_id.as_str()))
                 .collect();
             let rs = roles(&sockets);
-            let max_by = |role: Role, rx: bool| {
-                max_of(rs.iter().filter(|(ro, _)| *ro == role).map(|(_, s)| {
-                    (if rx {
-                        s.rx_queue_bytes
-                    } else {
-                        s.tx_queue_bytes
-                    }) as f64
-                }))
-            };
+            let max_by = |role: Role, rx: bool| queue_peak(&rs, role, rx);
             let qdiscs: Vec<_> = r
                 .qdiscs
                 .iter()
