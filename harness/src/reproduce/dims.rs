@@ -126,8 +126,10 @@ impl Kind {
 /// run-wide `wide` (see the module's precedence); none when neither asks
 /// for namespaces. The error is one line naming the contradiction.
 pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>, String> {
+    // Slow uploaders are shaped on the client's side of the link too.
+    let uploads = c.direction == crate::results::Direction::Upload;
     if !c.buffers.is_set() && c.kind.is_none() {
-        return Ok(wide.cloned());
+        return Ok(wide.map(|w| w.with_uploads(uploads)));
     }
     let mut spec = wide.cloned().unwrap_or_default();
     for s in c.buffers.sysctls() {
@@ -154,7 +156,7 @@ pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>
         (Some(Kind::Link { rate }), None) => spec.link = Some(Link::at(rate)),
         _ => {}
     }
-    Ok(Some(spec))
+    Ok(Some(spec.with_uploads(uploads)))
 }
 
 /// A condition from the cells its rows record (`conditions.csv`,

@@ -167,6 +167,10 @@ fn headers_are_pinned() {
          fwd_alloc_bytes,drops"
     );
     assert_eq!(
+        columns::<QdiscRow>()[5..].join(","),
+        "t_s,side,dev,kind,sent_bytes,sent_packets,drops,overlimits,backlog_bytes,backlog_packets"
+    );
+    assert_eq!(
         columns::<SweepRow>()[..5].join(",") + "|" + &columns::<SweepRow>()[36..].join(","),
         "sweep_id,server,route,slow_clients,caps|app_cpu_cores,proxy_cpu_cores,\
          loadgen_cpu_cores,app_throttled_ms,proxy_throttled_ms,loadgen_saturated"

@@ -3,6 +3,7 @@
 
 pub mod child;
 pub mod lab;
+pub mod netns;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
