@@ -228,6 +228,7 @@ mod tests {
         let wide = NetSpec {
             sysctls: vec!["net.ipv4.tcp_notsent_lowat=131072".parse().unwrap()],
             link: None,
+            uploads: false,
         };
         assert_eq!(net_spec(&plain, Some(&wide)).unwrap(), Some(wide.clone()));
         // The cell adds to the run-wide sysctls of other keys.
@@ -242,6 +243,7 @@ mod tests {
                     .unwrap(),
             ],
             link: None,
+            uploads: false,
         };
         let e = net_spec(&cell(1 << 20, 1 << 20), Some(&clash)).unwrap_err();
         assert!(e.contains("contradicts") && !e.contains('\n'), "{e}");
