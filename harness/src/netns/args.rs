@@ -24,16 +24,22 @@ pub struct NetnsArgs {
     /// can (slow-client kind `link`). Implies --netns.
     #[arg(long, value_name = "rate=SIZE[,burst=SIZE][,limit=SIZE]", value_parser = super::link::parse)]
     pub link: Option<super::Link>,
+    /// The MTU of the lab's veth pairs, 1280 to 65535 (default: the
+    /// veth's 1500; the host's loopback has 65536). Implies --netns.
+    #[arg(long, value_name = "N", value_parser = super::parse_mtu)]
+    pub mtu: Option<u32>,
 }
 
 impl NetnsArgs {
     /// What the runs ask of the namespaces; none without --netns,
-    /// --sysctl or --link.
+    /// --sysctl, --link or --mtu.
     pub fn spec(&self) -> Option<NetSpec> {
-        (self.netns || !self.sysctls.is_empty() || self.link.is_some()).then(|| NetSpec {
+        let asked = self.netns || !self.sysctls.is_empty() || self.link.is_some();
+        (asked || self.mtu.is_some()).then(|| NetSpec {
             sysctls: self.sysctls.clone(),
             link: self.link,
             uploads: false,
+            mtu: self.mtu,
         })
     }
 }
@@ -66,6 +72,7 @@ pub fn environment(spec: Option<&NetSpec>) -> serde_json::Value {
             v["requested"] = requested.into();
             v["slow_kind"] = super::slow_kind(Some(spec)).as_str().into();
             v["link"] = spec.link.map(|l| l.to_string()).into();
+            v["mtu"] = spec.mtu.unwrap_or(super::VETH_DEFAULT_MTU).into();
             v
         }
         Err(e) => serde_json::json!({"requested": requested, "error": format!("{e:#}")}),

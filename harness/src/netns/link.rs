@@ -152,6 +152,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_mtu_is_from_1280_to_65535() {
+        use crate::netns::parse_mtu;
+        assert_eq!(parse_mtu("1280"), Ok(1280));
+        assert_eq!(parse_mtu("65535"), Ok(65535));
+        for bad in ["1279", "65536", "0", "-1", "9k", ""] {
+            let e = parse_mtu(bad).unwrap_err();
+            assert!(e.contains("1280 to 65535") && !e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
     fn parses_with_defaults_and_ranges() {
         let l = parse("rate=4MiB").unwrap();
         assert_eq!(l.rate, 4 << 20);

@@ -89,6 +89,30 @@ pub struct NetSpec {
     /// client-to-server direction is shaped too, by a tbf on the client's
     /// veth end (set per run, from the condition's direction).
     pub uploads: bool,
+    /// `--mtu`: the MTU of both veth pairs' four ends; none: the veth
+    /// default, 1500. The kernel grows a TCP send buffer from the
+    /// congestion window counted in segments, so at 1500 an app's send
+    /// buffer stops near 1 MiB whatever `tcp_wmem` allows; loopback's
+    /// 65536 does not stop it.
+    pub mtu: Option<u32>,
+}
+
+/// The range of `--mtu`: IPv6's minimum to the veth's maximum.
+pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 1280..=65535;
+
+/// A veth's MTU when nothing sets one.
+pub const VETH_DEFAULT_MTU: u32 = 1500;
+
+/// `--mtu N`, in [`MTU_RANGE`].
+pub fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if MTU_RANGE.contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not an MTU from {} to {} bytes",
+            MTU_RANGE.start(),
+            MTU_RANGE.end()
+        )),
+    }
 }
 
 /// How the slow clients of a run with `spec` are slow.
@@ -307,6 +331,10 @@ impl NetLab {
                 no_ipv6(&end.path(), veth);
                 let cidr = format!("{addr}/30");
                 ip::ip(&["-n", &end.name, "addr", "add", &cidr, "dev", veth])?;
+                if let Some(mtu) = spec.mtu {
+                    let mtu = mtu.to_string();
+                    ip::ip(&["-n", &end.name, "link", "set", veth, "mtu", &mtu])?;
+                }
                 ip::ip(&["-n", &end.name, "link", "set", veth, "up"])?;
             }
         }

@@ -31,17 +31,21 @@ const WMEM_LOW: &str = "4096 16384";
 const RMEM_LOW: &str = "4096 131072";
 
 /// The namespace buffer cell: `tcp_wmem` max and `tcp_rmem` max written
-/// in both namespaces (server and client side). `None`: not set by the
-/// condition (the run-wide `--sysctl`s, else the host's defaults).
+/// in both namespaces (server and client side), and the veths' MTU the
+/// buffers grow at. `None`: not set by the condition (the run-wide
+/// `--sysctl`s and `--mtu`, else the host's defaults and the veth's 1500).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct BufferCell {
     pub wmem: Option<u64>,
     pub rmem: Option<u64>,
+    /// Not read back from a row's cells (`from_sysctls`): the `mtu`
+    /// column is in `runs.csv` only.
+    pub mtu: Option<u32>,
 }
 
 impl BufferCell {
     pub fn is_set(&self) -> bool {
-        self.wmem.is_some() || self.rmem.is_some()
+        self.wmem.is_some() || self.rmem.is_some() || self.mtu.is_some()
     }
 
     /// The `--sysctl`s of the cell, through the one `--sysctl` parser.
@@ -141,6 +145,15 @@ pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>
         }
         spec.sysctls.push(s);
     }
+    match (c.buffers.mtu, spec.mtu) {
+        (Some(own), Some(w)) if own != w => {
+            return Err(format!(
+                "--mtu {w} contradicts condition `{c}`, whose veths run at MTU {own} (leave the flag out)"
+            ));
+        }
+        (Some(own), _) => spec.mtu = Some(own),
+        _ => {}
+    }
     match (c.kind, spec.link) {
         (Some(Kind::Pace), Some(l)) => {
             return Err(format!(
@@ -195,6 +208,7 @@ mod tests {
             buffers: BufferCell {
                 wmem: Some(w),
                 rmem: Some(r),
+                mtu: None,
             },
             ..Condition::new(Server::RustSync2, Route::Direct, 2, Direction::Download)
         }
@@ -229,6 +243,7 @@ mod tests {
             sysctls: vec!["net.ipv4.tcp_notsent_lowat=131072".parse().unwrap()],
             link: None,
             uploads: false,
+            mtu: None,
         };
         assert_eq!(net_spec(&plain, Some(&wide)).unwrap(), Some(wide.clone()));
         // The cell adds to the run-wide sysctls of other keys.
@@ -244,6 +259,7 @@ mod tests {
             ],
             link: None,
             uploads: false,
+            mtu: None,
         };
         let e = net_spec(&cell(1 << 20, 1 << 20), Some(&clash)).unwrap_err();
         assert!(e.contains("contradicts") && !e.contains('\n'), "{e}");
@@ -275,6 +291,38 @@ mod tests {
             net_spec(&plain, Some(&wide_link)).unwrap().unwrap().link,
             Some(Link::at(8 << 20))
         );
+    }
+
+    #[test]
+    fn a_condition_s_mtu_reaches_its_spec_and_a_contradicting_mtu_is_refused() {
+        let plain = Condition::new(Server::RustSync2, Route::Direct, 2, Direction::Download);
+        let wide = |mtu| NetSpec {
+            mtu: Some(mtu),
+            ..NetSpec::default()
+        };
+        // A run-wide --mtu alone fills a plain condition's spec.
+        assert_eq!(
+            net_spec(&plain, Some(&wide(9000))).unwrap().unwrap().mtu,
+            Some(9000)
+        );
+        let own = Condition {
+            buffers: BufferCell {
+                mtu: Some(65535),
+                ..cell(16 << 20, 16 << 20).buffers
+            },
+            ..plain
+        };
+        let spec = net_spec(&own, None).unwrap().unwrap();
+        assert_eq!(spec.mtu, Some(65535));
+        assert_eq!(spec.sysctls.len(), 2);
+        assert_eq!(
+            net_spec(&own, Some(&wide(65535))).unwrap().unwrap().mtu,
+            Some(65535)
+        );
+        let e = net_spec(&own, Some(&wide(1500))).unwrap_err();
+        assert!(e.contains("--mtu 1500 contradicts") && !e.contains('\n'), "{e}");
+        // A cell without its own MTU keeps the veth default.
+        assert_eq!(net_spec(&cell(1 << 20, 1 << 20), None).unwrap().unwrap().mtu, None);
     }
 
     #[test]

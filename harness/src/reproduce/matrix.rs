@@ -36,7 +36,8 @@ pub enum Preset {
     /// direct and behind their proxy with buffering off, 2 slow readers,
     /// across `tcp_wmem` max x `tcp_rmem` max in both namespaces
     /// ([`BUFFER_GRID`]) and both reader models, plus each stack's 0-slow
-    /// baseline in namespaces at the host's buffers; 2 repetitions.
+    /// baseline in namespaces at the host's buffers; 2 repetitions. Every
+    /// condition runs at veth MTU [`BUFFERS_MTU`].
     Buffers,
     /// Slow links (issue 15): Gunicorn sync x2 and rust-sync2, direct and
     /// behind their proxy with buffering off and on, at 0 and 2 slow
@@ -188,6 +189,7 @@ impl Preset {
                                     buffers: BufferCell {
                                         wmem: Some(wmem),
                                         rmem: Some(rmem),
+                                        mtu: Some(BUFFERS_MTU),
                                     },
                                     ..c
                                 });
@@ -202,6 +204,10 @@ impl Preset {
                 // namespaces at the host's buffers serves every cell.
                 out.extend(stacks.iter().map(|c| Condition {
                     kind: Some(Kind::Pace),
+                    buffers: BufferCell {
+                        mtu: Some(BUFFERS_MTU),
+                        ..BufferCell::default()
+                    },
                     ..c.at(0)
                 }));
                 out
@@ -229,6 +235,14 @@ impl Preset {
 /// The `tcp_wmem` max and `tcp_rmem` max of the `buffers` grid: 256 KiB,
 /// 1 MiB, 4 MiB (this host's `tcp_wmem` default) and 16 MiB.
 pub const BUFFER_GRID: [u64; 4] = [256 << 10, 1 << 20, 4 << 20, 16 << 20];
+
+/// The veth MTU of every `buffers` condition: 65535, the veth's maximum,
+/// near the 65536 of the loopback the original experiment ran on. The
+/// kernel grows a send buffer from the congestion window counted in
+/// segments (`tcp_sndbuf_expand`), so at the veth default 1500 an app's
+/// send buffer stops near 1 MiB whatever `tcp_wmem` allows, and the grid
+/// would measure the MTU, not `tcp_wmem`.
+pub const BUFFERS_MTU: u32 = 65535;
 
 /// The `link` preset's link: the paced readers' rate, 2 MiB/s, shared by
 /// its slow readers.
@@ -779,6 +793,7 @@ mod tests {
                 .unwrap()
                 .expect("every buffers run is in namespaces");
             assert_eq!(spec.link, None);
+            assert_eq!(spec.mtu, Some(BUFFERS_MTU), "the original's loopback MTU");
             match c.slow {
                 2 => {
                     assert!(
@@ -793,7 +808,13 @@ mod tests {
                 0 => {
                     assert_eq!(
                         (c.kind, c.buffers),
-                        (Some(Kind::Pace), BufferCell::default())
+                        (
+                            Some(Kind::Pace),
+                            BufferCell {
+                                mtu: Some(BUFFERS_MTU),
+                                ..BufferCell::default()
+                            }
+                        )
                     );
                     assert!(spec.sysctls.is_empty(), "the host's buffers");
                 }

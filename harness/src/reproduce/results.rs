@@ -168,6 +168,10 @@ impl Results {
             .and_then(|n| n.link)
             .map(|l| l.to_string());
         run.reader = Some(data.spec.reader().as_str().into());
+        run.mtu = data
+            .netns
+            .as_ref()
+            .map(|n| n.mtu.unwrap_or(crate::netns::VETH_DEFAULT_MTU));
         for (component, cap) in [
             (Component::App, self.caps.app),
             (Component::Proxy, self.caps.proxy),

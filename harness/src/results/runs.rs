@@ -118,6 +118,10 @@ pub struct RunRow {
     /// of versions before it.
     #[serde(default)]
     pub reader: Option<String>,
+    /// The MTU of the lab's veths (`--mtu`, the condition's, else 1500);
+    /// empty when not in namespaces and in files of versions before it.
+    #[serde(default)]
+    pub mtu: Option<u32>,
 }
 
 /// The condition cells beyond server, route, slow clients and direction

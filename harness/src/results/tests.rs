@@ -135,7 +135,7 @@ fn headers_are_pinned() {
             runs.push_str(&format!(",{c}_{col}"));
         }
     }
-    runs.push_str(",netns,sysctls,direction,slow_kind,link,reader");
+    runs.push_str(",netns,sysctls,direction,slow_kind,link,reader,mtu");
     assert_eq!(columns::<RunRow>().join(","), runs);
     assert_eq!(
         columns::<ConditionRow>().join(","),
