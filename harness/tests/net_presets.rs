@@ -1,6 +1,7 @@
 //! The `buffers` and `link` presets through the CLI, one small slice each:
 //! a condition's own buffer cell reaches both namespaces (the app's peak
-//! send queue follows `tcp_wmem` max) and its rows carry the cell; a
+//! send queue follows `tcp_wmem` max, and at the preset's MTU 65535 grows
+//! further than at the veth's 1500) and its rows carry the cell; a
 //! condition's own link makes its rows `slow_kind=link`; and a run-wide
 //! flag that contradicts a condition's own dimension is refused in one
 //! line before anything runs.
@@ -37,7 +38,7 @@ fn rows(path: &Path) -> Vec<HashMap<String, String>> {
     r.deserialize().map(|row| row.unwrap()).collect()
 }
 
-fn reproduce(out: &Path, preset: &str, only: &str) {
+fn reproduce(out: &Path, preset: &str, only: &str, flags: &[&str]) {
     let o = Command::new(slowlab())
         .args([
             "reproduce",
@@ -48,6 +49,7 @@ fn reproduce(out: &Path, preset: &str, only: &str) {
             "--no-report",
         ])
         .args(["--only", only])
+        .args(flags)
         .arg("--out")
         .arg(out)
         .env("SLOWLAB_HOME", state_dir())
@@ -77,6 +79,7 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
         &out,
         "buffers",
         "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,wmem=16M,rmem=1M",
+        &[],
     );
     let runs = rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 2);
@@ -110,6 +113,39 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
     assert!(
         large > small + small / 2,
         "tcp_wmem max 16 MiB lets it grow further: {large} against {small}"
+    );
+    assert!(runs.iter().all(|r| r["mtu"] == "65535"), "the original's loopback MTU");
+    // The same 16 MiB cell at the veth default MTU (the `cross` preset has
+    // the same load and reader): the send buffer grows from the congestion
+    // window counted in segments, so at 1500 it stops lower.
+    let at_1500 = tmp.path().join("mtu1500");
+    reproduce(
+        &at_1500,
+        "cross",
+        "server=rust-sync2,route=direct,slow=2",
+        &[
+            "--sysctl",
+            WMEM_16M,
+            "--sysctl",
+            RMEM_1M,
+            "--mtu",
+            "1500",
+        ],
+    );
+    let r1500 = rows(&at_1500.join("runs.csv"));
+    assert_eq!(
+        (r1500.len(), r1500[0]["mtu"].as_str(), r1500[0]["reader"].as_str()),
+        (1, "1500", "strict")
+    );
+    let peak_1500 = rows(&at_1500.join("socket-samples.csv"))
+        .iter()
+        .filter(|s| s["component"] == "app")
+        .filter_map(|s| s["tx_queue_bytes"].parse::<u64>().ok())
+        .max()
+        .expect("the app's sockets were sampled");
+    assert!(
+        large > peak_1500 + peak_1500 / 2,
+        "at MTU 65535 the 16 MiB cell's send queue grows further than at 1500: {large} against {peak_1500}"
     );
     // Both namespaces got the cell; the host kept its own.
     let env: serde_json::Value =
@@ -156,6 +192,7 @@ fn the_link_preset_s_link_conditions_run_behind_a_link() {
         &out,
         "link",
         "server=rust-sync2,route=direct,slow=2,kind=link",
+        &[],
     );
     let runs = rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 1);
