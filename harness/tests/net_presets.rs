@@ -114,7 +114,10 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
         large > small + small / 2,
         "tcp_wmem max 16 MiB lets it grow further: {large} against {small}"
     );
-    assert!(runs.iter().all(|r| r["mtu"] == "65535"), "the original's loopback MTU");
+    assert!(
+        runs.iter().all(|r| r["mtu"] == "65535"),
+        "the original's loopback MTU"
+    );
     // The same 16 MiB cell at the veth default MTU (the `cross` preset has
     // the same load and reader): the send buffer grows from the congestion
     // window counted in segments, so at 1500 it stops lower.
@@ -123,18 +126,15 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
         &at_1500,
         "cross",
         "server=rust-sync2,route=direct,slow=2",
-        &[
-            "--sysctl",
-            WMEM_16M,
-            "--sysctl",
-            RMEM_1M,
-            "--mtu",
-            "1500",
-        ],
+        &["--sysctl", WMEM_16M, "--sysctl", RMEM_1M, "--mtu", "1500"],
     );
     let r1500 = rows(&at_1500.join("runs.csv"));
     assert_eq!(
-        (r1500.len(), r1500[0]["mtu"].as_str(), r1500[0]["reader"].as_str()),
+        (
+            r1500.len(),
+            r1500[0]["mtu"].as_str(),
+            r1500[0]["reader"].as_str()
+        ),
         (1, "1500", "strict")
     );
     let peak_1500 = rows(&at_1500.join("socket-samples.csv"))
@@ -222,6 +222,7 @@ fn a_run_wide_flag_that_contradicts_a_condition_is_refused_in_one_line() {
     for (preset, flag, value) in [
         ("link", "--link", "rate=8MiB"),
         ("buffers", "--sysctl", WMEM_16M),
+        ("buffers", "--mtu", "1500"),
     ] {
         let o = Command::new(slowlab())
             .args(["reproduce", "--preset", preset, flag, value])

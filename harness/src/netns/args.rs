@@ -72,7 +72,9 @@ pub fn environment(spec: Option<&NetSpec>) -> serde_json::Value {
             v["requested"] = requested.into();
             v["slow_kind"] = super::slow_kind(Some(spec)).as_str().into();
             v["link"] = spec.link.map(|l| l.to_string()).into();
-            v["mtu"] = spec.mtu.unwrap_or(super::VETH_DEFAULT_MTU).into();
+            // The run-wide --mtu (null: none); a condition's own MTU is
+            // in each run's `runs.csv` row.
+            v["mtu"] = spec.mtu.into();
             v
         }
         Err(e) => serde_json::json!({"requested": requested, "error": format!("{e:#}")}),

@@ -320,9 +320,18 @@ mod tests {
             Some(65535)
         );
         let e = net_spec(&own, Some(&wide(1500))).unwrap_err();
-        assert!(e.contains("--mtu 1500 contradicts") && !e.contains('\n'), "{e}");
+        assert!(
+            e.contains("--mtu 1500 contradicts") && !e.contains('\n'),
+            "{e}"
+        );
         // A cell without its own MTU keeps the veth default.
-        assert_eq!(net_spec(&cell(1 << 20, 1 << 20), None).unwrap().unwrap().mtu, None);
+        assert_eq!(
+            net_spec(&cell(1 << 20, 1 << 20), None)
+                .unwrap()
+                .unwrap()
+                .mtu,
+            None
+        );
     }
 
     #[test]
