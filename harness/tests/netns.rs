@@ -2,7 +2,8 @@
 //! namespaces and veths are gone after a normal end, after SIGINT and after
 //! SIGKILL followed by a new start; a `tcp_wmem` max set in the server
 //! namespace bounds the app's send queue and leaves the host's alone; and
-//! a machine without namespaces (simulated) skips with one line.
+//! a machine without namespaces (simulated with `SLOWLAB_NO_NETNS`, and
+//! for real as an unprivileged user) skips with one line per condition.
 
 mod support;
 
@@ -54,15 +55,13 @@ fn usable() -> bool {
 }
 
 fn reproduce(out: &std::path::Path, extra: &[&str]) -> Command {
+    reproduce_only(out, "gunicorn-sync2,nginx-off,slow=2", extra)
+}
+
+/// `slowlab reproduce --preset quick --only ONLY EXTRA --out OUT`.
+fn reproduce_only(out: &std::path::Path, only: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(slowlab());
-    c.args([
-        "reproduce",
-        "--preset",
-        "quick",
-        "--no-report",
-        "--only",
-        "gunicorn-sync2,nginx-off,slow=2",
-    ])
+    c.args(["reproduce", "--preset", "quick", "--no-report", "--only", only])
     .args(extra)
     .arg("--out")
     .arg(out)
@@ -212,8 +211,10 @@ fn namespaces_go_on_sigint_and_after_sigkill_at_the_next_start() {
 fn without_namespaces_the_runs_are_skipped_with_one_line() {
     let _serial = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
+    // Two conditions, one line each.
+    let two = "gunicorn-sync2,nginx-off,direct,slow=2";
     let out = tmp.path().join("r");
-    let o = reproduce(&out, &["--netns"])
+    let o = reproduce_only(&out, two, &["--netns"])
         .env("SLOWLAB_NO_NETNS", "1")
         .output()
         .unwrap();
@@ -222,9 +223,42 @@ fn without_namespaces_the_runs_are_skipped_with_one_line() {
         .lines()
         .filter(|l| l.contains("SLOWLAB_NO_NETNS"))
         .collect();
-    assert_eq!(lines.len(), 1, "{err}");
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines.iter().all(|l| l.contains(" skipped: ")), "{err}");
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
-    assert_eq!(column(&runs, "status"), ["skipped"], "{runs}");
+    assert_eq!(column(&runs, "status"), ["skipped", "skipped"], "{runs}");
+
+    // The same run unprivileged (as nobody, through setpriv): the real
+    // reason, one line per condition.
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && setpriv.exists() {
+        use std::os::unix::fs::PermissionsExt;
+        let shared = tmp.path().join("nobody");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let out = shared.join("r");
+        let o = Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(slowlab())
+            .args(["reproduce", "--preset", "quick", "--no-report", "--only", two, "--netns"])
+            .arg("--out")
+            .arg(&out)
+            .env("SLOWLAB_HOME", state_dir())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("network namespaces need root"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{err}");
+        let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+        assert_eq!(column(&runs, "status"), ["skipped", "skipped"], "{runs}");
+    } else {
+        eprintln!("not checked unprivileged: not root or no setpriv");
+    }
     let bad = Command::new(slowlab())
         .args(["reproduce", "--sysctl", "net.core.wmem_max=8388608"])
         .output()
