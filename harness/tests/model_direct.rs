@@ -51,7 +51,8 @@ fn the_model_predicts_the_direct_app_write_time_at_the_default_sysctls() {
     let explained_b = row.explained_b_bytes.expect("peak queues were sampled");
     let explained = row.explained_app_send_s.expect("an explained app_send_s");
     assert!(
-        explained_b < row.predicted_b_bytes.unwrap() && explained_b > row.predicted_b_bytes.unwrap() / 2,
+        explained_b < row.predicted_b_bytes.unwrap()
+            && explained_b > row.predicted_b_bytes.unwrap() / 2,
         "measured B {explained_b} against predicted {b}"
     );
     assert!(

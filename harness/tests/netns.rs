@@ -61,7 +61,14 @@ fn reproduce(out: &std::path::Path, extra: &[&str]) -> Command {
 /// `slowlab reproduce --preset quick --only ONLY EXTRA --out OUT`.
 fn reproduce_only(out: &std::path::Path, only: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(slowlab());
-    c.args(["reproduce", "--preset", "quick", "--no-report", "--only", only])
+    c.args([
+        "reproduce",
+        "--preset",
+        "quick",
+        "--no-report",
+        "--only",
+        only,
+    ])
     .args(extra)
     .arg("--out")
     .arg(out)
@@ -207,6 +214,17 @@ fn namespaces_go_on_sigint_and_after_sigkill_at_the_next_start() {
     );
 }
 
+/// `n` runs skipped in `out`'s `runs.csv`, each with one line on stderr
+/// that gives `why`.
+fn skipped_one_line_each(o: &Output, out: &std::path::Path, why: &str, n: usize) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(why)).collect();
+    assert_eq!(lines.len(), n, "{err}");
+    assert!(lines.iter().all(|l| l.contains(" skipped: ")), "{err}");
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(column(&runs, "status"), vec!["skipped"; n], "{runs}");
+}
+
 #[test]
 fn without_namespaces_the_runs_are_skipped_with_one_line() {
     let _serial = one_at_a_time();
@@ -218,15 +236,7 @@ fn without_namespaces_the_runs_are_skipped_with_one_line() {
         .env("SLOWLAB_NO_NETNS", "1")
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("SLOWLAB_NO_NETNS"))
-        .collect();
-    assert_eq!(lines.len(), 2, "{err}");
-    assert!(lines.iter().all(|l| l.contains(" skipped: ")), "{err}");
-    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
-    assert_eq!(column(&runs, "status"), ["skipped", "skipped"], "{runs}");
+    skipped_one_line_each(&o, &out, "SLOWLAB_NO_NETNS", 2);
 
     // The same run unprivileged (as nobody, through setpriv): the real
     // reason, one line per condition.
@@ -239,23 +249,15 @@ fn without_namespaces_the_runs_are_skipped_with_one_line() {
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
         let out = shared.join("r");
+        let as_root = reproduce_only(&out, two, &["--netns"]);
         let o = Command::new(setpriv)
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(slowlab())
-            .args(["reproduce", "--preset", "quick", "--no-report", "--only", two, "--netns"])
-            .arg("--out")
-            .arg(&out)
+            .arg(as_root.get_program())
+            .args(as_root.get_args())
             .env("SLOWLAB_HOME", state_dir())
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        let lines: Vec<&str> = err
-            .lines()
-            .filter(|l| l.contains("network namespaces need root"))
-            .collect();
-        assert_eq!(lines.len(), 2, "{err}");
-        let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
-        assert_eq!(column(&runs, "status"), ["skipped", "skipped"], "{runs}");
+        skipped_one_line_each(&o, &out, "network namespaces need root", 2);
     } else {
         eprintln!("not checked unprivileged: not root or no setpriv");
     }

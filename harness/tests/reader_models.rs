@@ -106,7 +106,11 @@ fn run_client(
         .expect("the client ends within 120 s");
     let samples = sampler.stop();
     let err = std::fs::read_to_string(&spec.stderr).unwrap_or_default();
-    assert!(status.success(), "{}: {status}\n{err}", spec.program.display());
+    assert!(
+        status.success(),
+        "{}: {status}\n{err}",
+        spec.program.display()
+    );
     let out = std::fs::read(&spec.stdout).expect("client output");
     let v = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("client output: {e}\n{err}"));
     let port = server.addr.port().to_string();
@@ -210,7 +214,12 @@ fn compare(launcher: &Launcher, at: &Where, python: &Path, reps: usize) {
     let (mut pythons, mut streams) = (vec![], vec![]);
     for i in 0..reps {
         pythons.push(run_python(launcher, at, python, &sub(format!("python{i}"))));
-        streams.push(run_slowlab(launcher, at, "streamreader", &sub(format!("stream{i}"))));
+        streams.push(run_slowlab(
+            launcher,
+            at,
+            "streamreader",
+            &sub(format!("stream{i}")),
+        ));
     }
     let strict = run_slowlab(launcher, at, "strict", &sub("strict".into()));
     for m in pythons.iter().chain(&streams).chain([&strict]) {

@@ -146,23 +146,27 @@ fn words(rows: &[ModelRow]) -> String {
 /// no such condition has a published counterpart.
 fn published_gap(rows: &[ModelRow]) -> Option<String> {
     let reference = |m: &ModelRow| {
-        published::reference(m.server.known()?, m.route.known()?, m.slow_clients)
-            .map(|(p, _)| p)
+        published::reference(m.server.known()?, m.route.known()?, m.slow_clients).map(|(p, _)| p)
     };
-    let off = [Route::NginxOff, Route::PingoraOff].into_iter().find_map(|route| {
-        let cands: Vec<&ModelRow> = rows
-            .iter()
-            .filter(|m| m.route.known() == Some(route) && m.p95_ms.is_some())
-            .filter(|m| reference(m).is_some())
-            .collect();
-        (!cands.is_empty()).then_some(cands)
-    })?;
+    let off = [Route::NginxOff, Route::PingoraOff]
+        .into_iter()
+        .find_map(|route| {
+            let cands: Vec<&ModelRow> = rows
+                .iter()
+                .filter(|m| m.route.known() == Some(route) && m.p95_ms.is_some())
+                .filter(|m| reference(m).is_some())
+                .collect();
+            (!cands.is_empty()).then_some(cands)
+        })?;
     // Closest on a log scale: 2x over and 2x under are as far.
     let dist = |m: &ModelRow| {
         let published = reference(m).map_or(1.0, |p| p.p95);
         (m.p95_ms.unwrap_or(0.0).max(0.01) / published).ln().abs()
     };
-    let best = off.iter().copied().min_by(|a, b| dist(a).total_cmp(&dist(b)))?;
+    let best = off
+        .iter()
+        .copied()
+        .min_by(|a, b| dist(a).total_cmp(&dist(b)))?;
     let p = reference(best)?;
     let ratio = best.p95_ms? / p.p95;
     let sys = |m: &ModelRow| {
@@ -279,7 +283,13 @@ mod tests {
     use crate::results::Named;
     use crate::stack::Server;
 
-    fn row(route: Route, sysctls: Option<&str>, p95: f64, predicted: f64, observed: f64) -> ModelRow {
+    fn row(
+        route: Route,
+        sysctls: Option<&str>,
+        p95: f64,
+        predicted: f64,
+        observed: f64,
+    ) -> ModelRow {
         ModelRow {
             server: Named::Known(Server::GunicornSync2),
             route: Named::Known(route),
@@ -300,10 +310,19 @@ mod tests {
     fn the_words_say_where_the_model_holds_from_the_rows() {
         let rows = [
             row(Route::Direct, None, 5_950.0, 5.99, 6.59),
-            row(Route::Direct, Some("net.ipv4.tcp_wmem=4096 16384 16777216"), 6_900.0, 0.0, 7.61),
+            row(
+                Route::Direct,
+                Some("net.ipv4.tcp_wmem=4096 16384 16777216"),
+                6_900.0,
+                0.0,
+                7.61,
+            ),
         ];
         let w = words(&rows);
-        assert!(w.starts_with("The model holds within 15% (or 0.1 s) for 1 of 2 conditions."), "{w}");
+        assert!(
+            w.starts_with("The model holds within 15% (or 0.1 s) for 1 of 2 conditions."),
+            "{w}"
+        );
         assert!(w.contains("predicted 0.00 s, measured 7.61 s"), "{w}");
     }
 
@@ -311,19 +330,39 @@ mod tests {
     fn the_published_gap_names_the_closest_setting_and_the_other_routes() {
         let m16 = "net.ipv4.tcp_wmem=4096 16384 16777216";
         let mut rows = vec![
-            row(Route::NginxOff, Some("net.ipv4.tcp_wmem=4096 16384 4194304"), 4_973.0, 0.0, 5.67),
+            row(
+                Route::NginxOff,
+                Some("net.ipv4.tcp_wmem=4096 16384 4194304"),
+                4_973.0,
+                0.0,
+                5.67,
+            ),
             row(Route::NginxOff, Some(m16), 3_597.0, 0.0, 4.38),
             row(Route::Direct, Some(m16), 6_950.0, 0.0, 7.67),
         ];
         let g = published_gap(&rows).expect("a gap");
         assert!(g.contains("Of the 2 sysctl setting(s) here, the closest is `net.ipv4.tcp_wmem=4096 16384 16777216`: p95 3,597 ms (3.36x)"), "{g}");
-        assert!(g.contains("No setting here reproduces it within 15%."), "{g}");
+        assert!(
+            g.contains("No setting here reproduces it within 15%."),
+            "{g}"
+        );
         // 16 MiB - 1.970 s x 2 MiB/s.
-        assert!(g.contains("needs 12.1 MiB between the app and each client"), "{g}");
-        assert!(g.contains("Under the same sysctls direct measured 6,950 ms against the published 5,945.11 ms."), "{g}");
+        assert!(
+            g.contains("needs 12.1 MiB between the app and each client"),
+            "{g}"
+        );
+        assert!(
+            g.contains(
+                "Under the same sysctls direct measured 6,950 ms against the published 5,945.11 ms."
+            ),
+            "{g}"
+        );
         rows.push(row(Route::NginxOff, Some("x"), 1_100.0, 0.0, 2.0));
         let g = published_gap(&rows).expect("a gap");
-        assert!(g.contains("It reproduces the published p95 within 15%."), "{g}");
+        assert!(
+            g.contains("It reproduces the published p95 within 15%."),
+            "{g}"
+        );
         assert!(published_gap(&rows[2..3]).is_none());
     }
 }
