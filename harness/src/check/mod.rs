@@ -68,9 +68,10 @@ pub struct CheckArgs {
     #[arg(long, conflicts_with = "server_cmd")]
     pub server: Option<crate::stack::Server>,
     /// Shell command that starts your server; slowlab fills in {host}, the
-    /// address it must bind (127.0.0.1; with --netns the server
-    /// namespace's 198.18.0.1, where it runs), and {port}, a port free
-    /// there, and stops its whole process group afterwards.
+    /// address it must bind, and {port}, a port free there: 127.0.0.1;
+    /// with --netns the command runs in the server namespace, and {host}
+    /// is its 198.18.0.1 on the direct route, its own 127.0.0.1 behind a
+    /// --through proxy. Its whole process group is stopped afterwards.
     #[arg(long, value_name = "CMD")]
     pub server_cmd: Option<String>,
     /// Working directory of --server-cmd.
@@ -139,9 +140,10 @@ pub struct CheckArgs {
     /// Allow a --target outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
-    /// With --server-cmd or --server: {host} is then the server
-    /// namespace's address (198.18.0.1), the proxy and the app run there
-    /// and the readers in the client namespace.
+    /// With --server-cmd or --server: the proxy and the app run in the
+    /// server namespace, {host} is its 198.18.0.1 on the direct route and
+    /// its 127.0.0.1 behind a proxy, and the slow clients run in the
+    /// client namespace.
     #[command(flatten)]
     pub net: crate::netns::NetnsArgs,
 }
@@ -181,17 +183,7 @@ fn level_duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 fn direction_arg(s: &str) -> Result<Direction, String> {
-    Direction::ALL
-        .iter()
-        .copied()
-        .find(|d| d.name() == s)
-        .ok_or_else(|| {
-            let names: Vec<&str> = Direction::ALL.iter().map(|d| d.name()).collect();
-            format!(
-                "unknown direction `{s}` (expected one of {})",
-                names.join(", ")
-            )
-        })
+    crate::results::names::parse_known(s, "direction")
 }
 
 fn through_arg(s: &str) -> Result<Route, String> {

@@ -641,18 +641,7 @@ macro_rules! name_impls {
             type Err = String;
 
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.name() == s)
-                    .ok_or_else(|| {
-                        let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                        format!(
-                            "unknown {} `{s}` (expected one of {})",
-                            $what,
-                            names.join(", ")
-                        )
-                    })
+                crate::results::names::parse_known(s, $what)
             }
         }
     };
