@@ -35,64 +35,8 @@ for tool in wrk strace; do
     command -v "$tool" >/dev/null || { echo "bench-syscalls: $tool not found" >&2; exit 1; }
 done
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# start_slowlab NAME ARGS...: sets PID and ADDR once the ready line is out.
-start_slowlab() {
-    local name=$1
-    shift
-    taskset -c 1 "$SLOWLAB" "$@" >"$work/$name.out" 2>"$work/$name.err" &
-    PID=$!
-    pids+=("$PID")
-    for _ in $(seq 200); do
-        ADDR=$(sed -n 's/^listening on \([^ ]*\).*/\1/p' "$work/$name.out" 2>/dev/null)
-        [[ -n $ADDR ]] && return
-        sleep 0.05
-    done
-    echo "bench-syscalls: $name did not start" >&2
-    exit 1
-}
-
-# start_nginx NAME LOCATIONS: sets PID and ADDR once it answers.
-start_nginx() {
-    local dir="$work/$1" port
-    port=$(free_port)
-    mkdir -p "$dir"
-    nginx_conf "$dir" "$port" "$2"
-    env -u NGINX taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
-    PID=$!
-    pids+=("$PID")
-    ADDR=127.0.0.1:$port
-    for _ in $(seq 200); do
-        curl -sf -o /dev/null "http://$ADDR/fast" && return
-        sleep 0.05
-    done
-    echo "bench-syscalls: nginx $1 did not start" >&2
-    exit 1
-}
-
-proxy_location() {
-    echo "        location / {
-            proxy_pass http://$1;
-            proxy_buffering $2;
-            proxy_buffer_size 16k;
-            proxy_buffers 4 16k;
-            proxy_busy_buffers_size 32k;
-            proxy_max_temp_file_size 32m;
-            proxy_temp_file_write_size 64k;
-        }"
-}
+# shellcheck source=scripts/bench-procs.sh
+source scripts/bench-procs.sh
 
 names=()
 # trace NAME PID ADDR: strace -c of PID under wrk; writes $work/NAME.per
@@ -122,27 +66,22 @@ start_nginx nginx-static "        location = /fast {
 trace nginx-static "$PID" "$ADDR"
 kill "$PID"
 
-start_slowlab serve-async1 serve --model async --workers 1 --listen 127.0.0.1:0
+start_slowlab serve-async1 1 serve --model async --workers 1 --listen 127.0.0.1:0
 trace serve-async1 "$PID" "$ADDR"
 kill "$PID"
-start_slowlab serve-sync2 serve --model sync --workers 2 --listen 127.0.0.1:0
+start_slowlab serve-sync2 1 serve --model sync --workers 2 --listen 127.0.0.1:0
 trace serve-sync2 "$PID" "$ADDR"
 kill "$PID"
 
 # The origin stays on CPU 0 beside wrk, as in bench-proxy.sh.
-taskset -c 0 "$SLOWLAB" serve --model async --workers 1 --listen 127.0.0.1:0 >"$work/origin.out" 2>&1 &
-pids+=("$!")
-for _ in $(seq 200); do
-    ORIGIN=$(sed -n 's/^listening on \([^ ]*\).*/\1/p' "$work/origin.out" 2>/dev/null)
-    [[ -n $ORIGIN ]] && break
-    sleep 0.05
-done
+start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0
+ORIGIN=$ADDR
 for mode in off on; do
     start_nginx "nginx-$mode" "$(proxy_location "$ORIGIN" "$mode")"
     trace "nginx-proxy-$mode" "$PID" "$ADDR"
     kill "$PID"
     mkdir -p "$work/tmp-$mode"
-    start_slowlab "pingora-$mode" proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
+    start_slowlab "pingora-$mode" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
         --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
     trace "pingora-$mode" "$PID" "$ADDR"
     kill "$PID"
