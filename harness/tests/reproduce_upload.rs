@@ -2,7 +2,9 @@
 //! conditions with real processes: request buffering in front of a sync x2
 //! server relieves `/fast` under 2 slow uploaders, streaming does not; the
 //! request direction's files are merged into the results; and the app
-//! verified every byte of every completed upload on every route.
+//! verified every byte of every completed upload on every route; and the
+//! report's request-direction section quotes these files and says what
+//! they show (`support::request_report`).
 
 mod support;
 
@@ -100,6 +102,7 @@ fn pingora_request_buffering_relieves_rust_sync2_under_slow_uploads() {
     assert_eq!(observed(&set, "pingora-reqbuf-on"), Some(Verdict::Relieved));
     assert_eq!(observed(&set, "pingora-reqbuf-off"), Some(Verdict::Blocked));
     every_upload_verified(&set, &["pingora-reqbuf-on", "pingora-reqbuf-off"]);
+    support::request_report::check_upload_section(&out);
 }
 
 #[test]
@@ -117,4 +120,5 @@ fn nginx_request_buffering_relieves_gunicorn_sync2_under_slow_uploads() {
     assert_eq!(set.runs.len(), 2);
     assert_eq!(observed(&set, "nginx-reqbuf-on"), Some(Verdict::Relieved));
     every_upload_verified(&set, &["nginx-reqbuf-on"]);
+    support::request_report::check_upload_section(&out);
 }

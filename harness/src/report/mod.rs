@@ -232,8 +232,8 @@ pub fn build(r: &Results) -> Document {
         Kind::Reproduction
     };
     // A directory of request-direction runs only has no response lesson.
-    let response = r.runs.is_empty() && r.conditions.is_empty()
-        || !select::conditions(r).is_empty();
+    let response =
+        r.runs.is_empty() && r.conditions.is_empty() || !select::conditions(r).is_empty();
     let sections = SECTIONS
         .iter()
         .filter(|spec| match spec.kind {

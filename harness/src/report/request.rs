@@ -64,7 +64,13 @@ fn cond(c: &ConditionRow) -> Cond {
 fn p95_table(r: &Results, direction: Direction, what: &str) -> Table {
     let mut t = Table {
         header: [
-            "server", "route", what, "runs", "p95", "p95 range", "observed",
+            "server",
+            "route",
+            what,
+            "runs",
+            "p95",
+            "p95 range",
+            "observed",
         ]
         .map(String::from)
         .to_vec(),
@@ -157,7 +163,14 @@ pub fn upload_figures(r: &Results, c: &Cond) -> UploadFigures {
         })
         .collect();
     let row = select::condition_row_in(r, c, Direction::Upload);
-    let base = select::condition_row_in(r, &Cond { slow: 0, ..c.clone() }, Direction::Upload);
+    let base = select::condition_row_in(
+        r,
+        &Cond {
+            slow: 0,
+            ..c.clone()
+        },
+        Direction::Upload,
+    );
     UploadFigures {
         cond: Some(c.clone()),
         uploads: ups.len(),
@@ -288,7 +301,12 @@ fn upload_sentence(f: &UploadFigures, slow: u32) -> Option<String> {
         let after = f
             .head_after_start_s
             .filter(|&l| l >= HELD_SHARE * send)
-            .map(|l| format!(", and saw the first request head only {} after the upload began", fmt::secs(l)))
+            .map(|l| {
+                format!(
+                    ", and saw the first request head only {} after the upload began",
+                    fmt::secs(l)
+                )
+            })
             .unwrap_or_default();
         format!(
             "the app read each body in {} against its client's {} of sending{after}: the proxy took the slow upload off the handler",
@@ -364,7 +382,11 @@ fn uploads(r: &Results, s: &mut Section) -> Result<()> {
         ),
         _ => format!("**Slow uploads.** {slow} clients each `POST /upload` a large body slowly, while `/fast` is called on its schedule."),
     });
-    s.push(Block::Table(p95_table(r, Direction::Upload, "slow uploaders")));
+    s.push(Block::Table(p95_table(
+        r,
+        Direction::Upload,
+        "slow uploaders",
+    )));
     if let Some(fig) = p95::chart(
         r,
         Direction::Upload,
@@ -468,7 +490,11 @@ fn headers(r: &Results, s: &mut Section) {
     s.para(&format!(
         "**Slowloris.** Clients that send a request head one header line at a time and never finish it (`slow-headers.csv`). A sync worker that accepted such a connection waits for the rest of the head; a proxy holds the unfinished head itself and opens no upstream connection. The p95 of `/fast`, by route and number of slowloris clients:"
     ));
-    s.push(Block::Table(p95_table(r, Direction::Headers, "slowloris clients")));
+    s.push(Block::Table(p95_table(
+        r,
+        Direction::Headers,
+        "slowloris clients",
+    )));
     let mut said = Vec::new();
     for c in select::conditions_in(r, Direction::Headers)
         .into_iter()
@@ -478,10 +504,17 @@ fn headers(r: &Results, s: &mut Section) {
         let Some(p) = row.and_then(|x| x.p95) else {
             continue;
         };
-        let base = select::condition_row_in(r, &Cond { slow: 0, ..c.clone() }, Direction::Headers)
-            .and_then(|x| x.p95)
-            .map(|b| format!(" against {}", fmt::ms(b)))
-            .unwrap_or_default();
+        let base = select::condition_row_in(
+            r,
+            &Cond {
+                slow: 0,
+                ..c.clone()
+            },
+            Direction::Headers,
+        )
+        .and_then(|x| x.p95)
+        .map(|b| format!(" against {}", fmt::ms(b)))
+        .unwrap_or_default();
         let ids: Vec<String> = select::ok_runs_in(r, &c, Direction::Headers)
             .iter()
             .map(|x| x.run_id.clone())
@@ -493,7 +526,12 @@ fn headers(r: &Results, s: &mut Section) {
             .filter_map(|h| h.held_s)
             .collect();
         let held = median(&held)
-            .map(|h| format!(", each client held its connection for {} (median)", fmt::secs(h)))
+            .map(|h| {
+                format!(
+                    ", each client held its connection for {} (median)",
+                    fmt::secs(h)
+                )
+            })
             .unwrap_or_default();
         let v = verdict(r, Direction::Headers, &c)
             .map(|v| format!(" (observed: {v})"))
@@ -501,12 +539,17 @@ fn headers(r: &Results, s: &mut Section) {
         said.push(format!(
             "`{}` {}: p95 {}{base}{held}{v}.",
             c.server,
-            route_words(&c).replace(" (request buffering on)", "").replace(" (request buffering off)", ""),
+            route_words(&c)
+                .replace(" (request buffering on)", "")
+                .replace(" (request buffering off)", ""),
             fmt::ms(p)
         ));
     }
     if !said.is_empty() {
-        s.para(&format!("With {slow} slowloris clients: {}", said.join(" ")));
+        s.para(&format!(
+            "With {slow} slowloris clients: {}",
+            said.join(" ")
+        ));
     }
 }
 

@@ -178,9 +178,9 @@ pub fn condition_row_in<'a>(
     c: &Cond,
     direction: Direction,
 ) -> Option<&'a crate::results::ConditionRow> {
-    r.conditions
-        .iter()
-        .find(|x| in_direction(&x.direction, direction) && c.is(&x.server, &x.route, x.slow_clients))
+    r.conditions.iter().find(|x| {
+        in_direction(&x.direction, direction) && c.is(&x.server, &x.route, x.slow_clients)
+    })
 }
 
 /// The run with the median p95 of its condition (the lower middle for an

@@ -61,7 +61,8 @@ impl Snapshot {
 /// Why the NGINX proxy's memory is not a layer here.
 pub const NGINX_MEMORY: &str = "NGINX's memory buffers are not sampled (only its temp files and its cgroup's memory as a whole are); pingora's gauge is";
 /// Why the app's reads are not a layer here.
-pub const NO_TCP_INFO: &str = "the app's sockets were read from /proc, which has no tcp_info byte counts";
+pub const NO_TCP_INFO: &str =
+    "the app's sockets were read from /proc, which has no tcp_info byte counts";
 
 /// A gauge tick older than this before a sample is stale: the gauge writes
 /// rows only while a request is open, so none means nothing is held.
@@ -86,18 +87,25 @@ fn summed(rows: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
     for (t, v) in rows {
         *by.entry((t * 1000.0).round() as i64).or_default() += v;
     }
-    by.into_iter().map(|(k, v)| (k as f64 / 1000.0, v)).collect()
+    by.into_iter()
+        .map(|(k, v)| (k as f64 / 1000.0, v))
+        .collect()
 }
 
 /// The snapshot of one run, or why there is none.
 pub fn snapshot(r: &Results, run_id: &str, route: &RouteName) -> Result<Snapshot, String> {
     let ups: Vec<_> = r.uploads.iter().filter(|u| u.run_id == run_id).collect();
     let total: f64 = ups.iter().map(|u| u.upload_bytes as f64).sum();
-    let min = |it: &mut dyn Iterator<Item = f64>| it.fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m: f64| m.min(v))));
-    let first_sent = min(&mut ups
-        .iter()
-        .filter_map(|u| u.send_s.map(|s| u.started_s + u.connect_ms.unwrap_or(0.0) / 1000.0 + s)))
-        .ok_or("no upload of this run finished sending")?;
+    let min = |it: &mut dyn Iterator<Item = f64>| {
+        it.fold(None, |m: Option<f64>, v| {
+            Some(m.map_or(v, |m: f64| m.min(v)))
+        })
+    };
+    let first_sent = min(&mut ups.iter().filter_map(|u| {
+        u.send_s
+            .map(|s| u.started_s + u.connect_ms.unwrap_or(0.0) / 1000.0 + s)
+    }))
+    .ok_or("no upload of this run finished sending")?;
     let began = min(&mut ups.iter().map(|u| u.started_s)).unwrap_or(0.0);
     let halfway = (began + first_sent) / 2.0;
     let sockets: Vec<&SocketRow> = r.sockets.iter().filter(|s| s.run_id == run_id).collect();
