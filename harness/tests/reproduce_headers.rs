@@ -8,28 +8,9 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
 
 use harness::results::{self, Direction, RunStatus, Verdict, read_dir};
-use support::{slowlab, state_dir};
-
-fn reproduce(out: &Path, only: &str) {
-    let status = Command::new(slowlab())
-        .args([
-            "reproduce",
-            "--preset",
-            "headers",
-            "--runs",
-            "1",
-            "--no-report",
-        ])
-        .args(["--only", only, "--out"])
-        .arg(out)
-        .env("SLOWLAB_HOME", state_dir())
-        .status()
-        .expect("run slowlab reproduce");
-    assert!(status.success(), "reproduce exited with {status}");
-}
+use support::state_dir;
 
 /// The observed verdict of a stack at 2 slowloris clients; the rule must
 /// have predicted it.
@@ -82,7 +63,7 @@ fn slowloris_clients_hold_sync_workers_direct_and_not_behind_a_proxy() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
-    reproduce(&out, only);
+    support::request_report::reproduce("headers", &out, only);
     let set = read_dir(&out);
     assert_eq!(set.runs.len(), stacks.len() * 2, "{:?}", set.runs);
     assert!(set.runs.iter().all(|r| r.direction == Direction::Headers));

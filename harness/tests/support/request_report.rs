@@ -5,12 +5,33 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::process::Command;
 
 use common::stats::median;
 use harness::report::doc::{Block, Inline, Section, Table};
 use harness::report::{self, data::Results, fmt};
 
 pub type Rec = HashMap<String, String>;
+
+/// Runs one repetition of the conditions of `preset` that match `only`
+/// into `out`, without the report.
+pub fn reproduce(preset: &str, out: &Path, only: &str) {
+    let status = Command::new(super::slowlab())
+        .args([
+            "reproduce",
+            "--preset",
+            preset,
+            "--runs",
+            "1",
+            "--no-report",
+        ])
+        .args(["--only", only, "--out"])
+        .arg(out)
+        .env("SLOWLAB_HOME", super::state_dir())
+        .status()
+        .expect("run slowlab reproduce");
+    assert!(status.success(), "reproduce exited with {status}");
+}
 
 /// Every row of a CSV file as column -> cell.
 pub fn records(path: &Path) -> Vec<Rec> {
