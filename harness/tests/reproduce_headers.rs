@@ -7,8 +7,6 @@
 
 mod support;
 
-use std::path::Path;
-
 use harness::results::{self, Direction, RunStatus, Verdict, read_dir};
 use support::state_dir;
 

@@ -8,8 +8,6 @@
 
 mod support;
 
-use std::path::Path;
-
 use harness::results::{self, Direction, RunStatus, Verdict, read_dir};
 use support::state_dir;
 

@@ -487,9 +487,9 @@ fn where_bytes(r: &Results, s: &mut Section, conds: &[Cond]) {
 
 fn headers(r: &Results, s: &mut Section) {
     let slow = select::comparison_slow_in(r, Direction::Headers).unwrap_or(0);
-    s.para(&format!(
+    s.para(
         "**Slowloris.** Clients that send a request head one header line at a time and never finish it (`slow-headers.csv`). A sync worker that accepted such a connection waits for the rest of the head; a proxy holds the unfinished head itself and opens no upstream connection. The p95 of `/fast`, by route and number of slowloris clients:"
-    ));
+    );
     s.push(Block::Table(p95_table(
         r,
         Direction::Headers,
