@@ -1,8 +1,9 @@
 //! The sampler: every ~200 ms, for each component, its CPU and throttled
 //! time, memory, RSS, open temp files, and the queues of every TCP socket it
 //! holds (`sockets.rs`: through sock_diag in the component's network
-//! namespace, else `/proc/net/tcp`). Runs on its own thread and never
-//! starts a process.
+//! namespace, else `/proc/net/tcp`); and the counters of every shaped
+//! qdisc of the run (`--link`), read with `tc -s -j qdisc show` inside its
+//! namespace, the one process it starts. Runs on its own thread.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::cgroup::Counters;
+use crate::netns::{QdiscProbe, QdiscStats, Side};
 use crate::procfs;
 use crate::sockdiag::{MemInfo, TcpInfo};
 use crate::sockets::SocketTables;
@@ -75,11 +77,23 @@ pub struct SocketSample {
     pub mem: Option<MemInfo>,
 }
 
+/// One shaped qdisc at one instant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QdiscSample {
+    pub t_unix_s: f64,
+    /// Which veth end it sits on.
+    pub side: Side,
+    pub dev: String,
+    pub stats: QdiscStats,
+}
+
 /// Everything one sampler collected.
 #[derive(Debug, Default, Clone)]
 pub struct Samples {
     pub resources: Vec<ResourceSample>,
     pub sockets: Vec<SocketSample>,
+    /// The shaped qdiscs; empty without a link.
+    pub qdiscs: Vec<QdiscSample>,
 }
 
 /// A running sampler thread.
@@ -91,8 +105,9 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling `probes` every `interval`, beginning now.
-    pub fn start(probes: Vec<Probe>, interval: Duration) -> Sampler {
+    /// Starts sampling `probes` and `qdiscs` every `interval`, beginning
+    /// now.
+    pub fn start(probes: Vec<Probe>, qdiscs: Vec<QdiscProbe>, interval: Duration) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let probes = Arc::new(Mutex::new(probes));
         let handle = {
@@ -106,6 +121,7 @@ impl Sampler {
                     loop {
                         let current = probes.lock().map(|p| p.clone()).unwrap_or_default();
                         sample_once(&current, &mut tables, &mut out);
+                        sample_qdiscs(&qdiscs, &mut out);
                         // Sleep in small steps so that stop() is prompt, and
                         // take one last sample after it.
                         let mut slept = Duration::ZERO;
@@ -117,6 +133,7 @@ impl Sampler {
                         if stop.load(Ordering::Relaxed) {
                             let current = probes.lock().map(|p| p.clone()).unwrap_or_default();
                             sample_once(&current, &mut tables, &mut out);
+                            sample_qdiscs(&qdiscs, &mut out);
                             return out;
                         }
                     }
@@ -159,6 +176,22 @@ pub fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+/// Reads every qdisc once; one that cannot be read (its namespace is
+/// gone) gives no row.
+fn sample_qdiscs(qdiscs: &[QdiscProbe], out: &mut Samples) {
+    let t = unix_now();
+    for q in qdiscs {
+        if let Some(stats) = q.read() {
+            out.qdiscs.push(QdiscSample {
+                t_unix_s: t,
+                side: q.side,
+                dev: q.dev.clone(),
+                stats,
+            });
+        }
+    }
 }
 
 /// Takes one sample of every probe.
@@ -299,7 +332,7 @@ mod tests {
             root_pid: std::process::id(),
             temp_dir: None,
         };
-        let s = Sampler::start(vec![probe], Duration::from_millis(20));
+        let s = Sampler::start(vec![probe], vec![], Duration::from_millis(20));
         // About 50 intervals: a loaded 2-core machine still gets 3 samples.
         std::thread::sleep(Duration::from_millis(1000));
         let out = s.stop();

@@ -123,8 +123,35 @@ fn load_values_that_cannot_work_are_bad_input() {
             "--allow-remote",
         ),
         (load(&["--label", "seq=1"]), "clash"),
+        // `load` runs against a server that is already there: it cannot
+        // place it in a namespace, so it has no `--link` (README: "Shaped
+        // links").
+        (
+            load(&["--link", "rate=2MiB"]),
+            "unexpected argument '--link'",
+        ),
     ] {
         assert_refused(&args, needle);
+    }
+}
+
+#[test]
+fn a_bad_fast_bind_address_is_bad_input() {
+    for (value, needle) in [
+        ("nonsense", "not an IP address"),
+        ("192.0.2.1", "outside 127.0.0.0/8"),
+        ("::1", "address family"),
+    ] {
+        let o = Command::new(slowlab())
+            .args(load(&["--slow", "0", "--fast-duration", "1s"]))
+            .env(loadgen::config::FAST_BIND_ENV, value)
+            .stdin(Stdio::null())
+            .output()
+            .expect("slowlab load");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{value}: {err}");
+        assert_eq!(err.lines().count(), 1, "{value}: {err}");
+        assert!(err.contains(needle), "{value}: {err}");
     }
 }
 

@@ -1,13 +1,18 @@
 //! Shaped links (`--link`): the slow readers read as fast as they can and
 //! the tbf on the server's veth end is the bottleneck. Two readers sharing
 //! an 8 MiB/s link get 32 MiB (two 16 MiB bodies) in 4 s; that blocks sync
-//! x2 direct, not pingora-on in front of it, nor the async replica; and the
-//! namespaces, veths and the qdisc on them are gone after a normal end.
+//! x2 direct, not pingora-on in front of it, nor the async replica; the
+//! tbf's counters (`qdisc-samples.csv`) grow by the `/large` bytes and not
+//! by `/fast`'s, which take their own veth pair; the report draws the
+//! link's queue from them; slow uploaders are shaped by a tbf on the
+//! client's end; and the namespaces, veths and the qdiscs on them are gone
+//! after a normal end.
 
 mod support;
 
 use std::process::Command;
 
+use support::netns::leftovers;
 use support::{slowlab, state_dir};
 
 fn usable() -> bool {
@@ -22,30 +27,13 @@ fn usable() -> bool {
     true
 }
 
-/// Our namespaces and veths whose names carry `pid`.
-fn leftovers(pid: u32) -> Vec<String> {
-    let mut found = Vec::new();
-    for args in [&["netns", "list"][..], &["-o", "link", "show"][..]] {
-        let out = Command::new("ip").args(args).output().expect("ip");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        found.extend(
-            text.lines()
-                .filter(|l| {
-                    l.contains(&format!("slowlab-{pid}-")) || l.contains(&format!("sl{pid}-"))
-                })
-                .map(String::from),
-        );
-    }
-    found
-}
-
 /// The rows of a CSV file as maps from column to cell.
 fn rows(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>> {
     let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     r.deserialize().map(|row| row.unwrap()).collect()
 }
 
-fn reproduce(out: &std::path::Path, preset: &str, only: &str) -> u32 {
+fn reproduce(out: &std::path::Path, preset: &str, only: &str, extra: &[&str]) -> u32 {
     let child = Command::new(slowlab())
         .args([
             "reproduce",
@@ -56,6 +44,7 @@ fn reproduce(out: &std::path::Path, preset: &str, only: &str) -> u32 {
             only,
         ])
         .args(["--link", "rate=8MiB"])
+        .args(extra)
         .arg("--out")
         .arg(out)
         .env("SLOWLAB_HOME", state_dir())
@@ -85,9 +74,9 @@ fn a_shaped_link_delivers_at_its_rate_blocks_sync_x2_and_pingora_on_relieves_it(
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    reproduce(&out, "quick", "rust-sync2,direct,pingora-on,slow=2");
+    reproduce(&out, "quick", "rust-sync2,direct,pingora-on", &[]);
     let runs = rows(&out.join("runs.csv"));
-    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.len(), 4);
     for r in &runs {
         assert_eq!(r["status"], "ok", "{r:?}");
         assert_eq!(r["slow_kind"], "link");
@@ -111,7 +100,12 @@ fn a_shaped_link_delivers_at_its_rate_blocks_sync_x2_and_pingora_on_relieves_it(
             "{route}: the last byte at {end:.3} s, not 4 s +-10%"
         );
     }
-    let p95 = |route: &str| f(runs.iter().find(|r| r["route"] == route).unwrap(), "p95_ms");
+    let slow2 = |route: &str| {
+        runs.iter()
+            .find(|r| r["route"] == route && r["slow_clients"] == "2")
+            .unwrap()
+    };
+    let p95 = |route: &str| f(slow2(route), "p95_ms");
     assert!(
         p95("direct") > 1000.0,
         "sync x2 with 2 link-slow readers is blocked: p95 {} ms",
@@ -131,6 +125,164 @@ fn a_shaped_link_delivers_at_its_rate_blocks_sync_x2_and_pingora_on_relieves_it(
         ns["netem"].as_str().is_some_and(|s| !s.contains('\n')),
         "{ns}"
     );
+    the_tbf_carries_the_large_bytes_and_not_the_fast_ones(&out, &runs);
+    the_report_draws_the_link_queue_from_the_qdisc_samples(&out);
+}
+
+/// Per run, the tbf's sent bytes at its last sample (cumulative).
+fn tbf_sent(qdiscs: &[std::collections::HashMap<String, String>], run: &str) -> f64 {
+    qdiscs
+        .iter()
+        .filter(|q| q["run_id"] == run && q["side"] == "server")
+        .map(|q| f(q, "sent_bytes"))
+        .fold(0.0, f64::max)
+}
+
+/// `qdisc-samples.csv`: the tbf on the server's veth end carried every
+/// `/large` byte, and none of `/fast`'s, which take the second veth pair.
+fn the_tbf_carries_the_large_bytes_and_not_the_fast_ones(
+    out: &std::path::Path,
+    runs: &[std::collections::HashMap<String, String>],
+) {
+    let qdiscs = rows(&out.join("qdisc-samples.csv"));
+    assert!(
+        qdiscs
+            .iter()
+            .all(|q| q["kind"] == "tbf" && q["side"] == "server")
+    );
+    let requests = rows(&out.join("requests.csv"));
+    let large = rows(&out.join("large-responses.csv"));
+    for r in runs {
+        let id = &r["run_id"];
+        let sent = tbf_sent(&qdiscs, id);
+        let backlog = qdiscs
+            .iter()
+            .filter(|q| &q["run_id"] == id)
+            .map(|q| f(q, "backlog_bytes"))
+            .fold(0.0, f64::max);
+        if r["slow_clients"] == "0" {
+            // What /fast moved, at the least: a status line and the
+            // 12-byte body per answered request.
+            let ok = requests
+                .iter()
+                .filter(|q| &q["run_id"] == id && q["status"] == "200")
+                .count();
+            assert!(ok >= 10, "{id}: {ok} /fast answers");
+            let fast_moved = ok as f64 * (17.0 + 12.0);
+            eprintln!("run {id}: /fast only, tbf sent {sent} bytes, /fast moved > {fast_moved}");
+            assert!(
+                sent * 10.0 < fast_moved,
+                "{id}: the tbf sent {sent} bytes with /fast alone (> a tenth of {fast_moved})"
+            );
+        } else {
+            let bodies: f64 = large
+                .iter()
+                .filter(|l| &l["run_id"] == id)
+                .map(|l| f(l, "bytes"))
+                .sum();
+            eprintln!(
+                "run {id} ({}): tbf sent {sent} bytes for {bodies} body bytes, backlog peak {backlog}",
+                r["route"]
+            );
+            assert!(bodies >= (32u64 << 20) as f64);
+            assert!(sent >= bodies, "{id}: the tbf sent {sent} < {bodies}");
+            assert!(backlog > 0.0, "{id}: the link's queue filled");
+        }
+    }
+}
+
+/// The report's chart 5 has the link's layer, its values are the
+/// backlogs of `qdisc-samples.csv`, and the lesson quotes the peak.
+fn the_report_draws_the_link_queue_from_the_qdisc_samples(out: &std::path::Path) {
+    let results = harness::report::data::Results::load(out).unwrap();
+    let doc = harness::report::build(&results);
+    let fig = doc
+        .figures()
+        .find(|f| f.file == "report-bytes.svg")
+        .expect("chart 5");
+    let mut chart = csv::Reader::from_reader(fig.data_csv.as_bytes());
+    let head = chart.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (run_col, link_col) = (col("run_id"), col("link_queue_bytes"));
+    let qdiscs = rows(&out.join("qdisc-samples.csv"));
+    let (mut drawn, mut matched) = (0, 0);
+    for rec in chart.records() {
+        let rec = rec.unwrap();
+        let v: f64 = rec[link_col].parse().expect("a link value in every row");
+        if v > 0.0 {
+            drawn += 1;
+            matched += qdiscs
+                .iter()
+                .any(|q| q["run_id"] == rec[run_col] && f(q, "backlog_bytes") == v)
+                as usize;
+        }
+    }
+    assert!(drawn > 0, "the link's layer is drawn");
+    // A value is the sample's backlog unless the sender's queue was
+    // smaller (then the layer is cut to it).
+    assert!(
+        matched * 10 >= drawn * 9,
+        "{matched} of {drawn} link values are backlogs of qdisc-samples.csv"
+    );
+    let direct = results
+        .runs
+        .iter()
+        .find(|r| r.route.to_string() == "direct" && r.slow_clients == 2)
+        .unwrap();
+    let peak = qdiscs
+        .iter()
+        .filter(|q| q["run_id"] == direct.run_id && q["side"] == "server")
+        .map(|q| f(q, "backlog_bytes"))
+        .fold(0.0, f64::max);
+    harness::report::write(out).unwrap();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let quoted = format!("the link's tbf up to {}", harness::report::fmt::bytes(peak));
+    assert!(md.contains(&quoted), "the lesson quotes `{quoted}`");
+    eprintln!("lesson: {quoted}");
+}
+
+#[test]
+fn slow_uploaders_behind_a_link_send_at_its_rate_through_a_client_side_tbf() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    reproduce(&out, "upload", "rust-sync2,direct,slow=2", &["--runs", "1"]);
+    let runs = rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "ok", "{:?}", runs[0]);
+    let uploads = rows(&out.join("uploads.csv"));
+    assert_eq!(uploads.len(), 2);
+    let bytes: f64 = uploads.iter().map(|u| f(u, "bytes_sent")).sum();
+    assert_eq!(bytes, (32u64 << 20) as f64);
+    // Two uploaders share 8 MiB/s: the last of 32 MiB is sent at 4 s.
+    let end = uploads
+        .iter()
+        .map(|u| f(u, "started_s") + f(u, "send_s"))
+        .fold(0.0, f64::max);
+    eprintln!("uploads: the last byte sent at {end:.3} s (32 MiB at 8 MiB/s: 4 s)");
+    assert!(
+        (3.4..=4.6).contains(&end),
+        "the last upload byte at {end:.3} s, not 4 s +-15%"
+    );
+    let qdiscs = rows(&out.join("qdisc-samples.csv"));
+    let sent = |side: &str| {
+        qdiscs
+            .iter()
+            .filter(|q| q["side"] == side)
+            .map(|q| f(q, "sent_bytes"))
+            .fold(0.0, f64::max)
+    };
+    assert!(
+        sent("client") >= bytes,
+        "the client-side tbf sent {}",
+        sent("client")
+    );
+    assert!(
+        sent("server") < bytes / 10.0,
+        "only answers and ACKs go back"
+    );
 }
 
 #[test]
@@ -140,7 +292,7 @@ fn the_async_replica_is_not_blocked_by_two_link_slow_readers() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    reproduce(&out, "servers", "rust-async,slow=2");
+    reproduce(&out, "servers", "rust-async,slow=2", &[]);
     let runs = rows(&out.join("runs.csv"));
     assert!(!runs.is_empty());
     for r in &runs {

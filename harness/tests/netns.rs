@@ -10,10 +10,9 @@ mod support;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use support::netns::leftovers;
 use support::{slowlab, state_dir};
 
-/// Our namespaces (`ip netns list`) and veths (`ip link`, host side)
-/// whose names carry `pid`.
 /// Every harness reaps what dead harnesses left at its start, so one of
 /// these tests would reap the namespaces that another's killed harness left
 /// before that test's own next start could: they run one at a time.
@@ -21,22 +20,6 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn leftovers(pid: u32) -> Vec<String> {
-    let mut found = Vec::new();
-    for args in [&["netns", "list"][..], &["-o", "link", "show"][..]] {
-        let out = Command::new("ip").args(args).output().expect("ip");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        found.extend(
-            text.lines()
-                .filter(|l| {
-                    l.contains(&format!("slowlab-{pid}-")) || l.contains(&format!("sl{pid}-"))
-                })
-                .map(String::from),
-        );
-    }
-    found
 }
 
 fn usable() -> bool {

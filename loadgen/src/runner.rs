@@ -62,6 +62,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
     let scheduler = Scheduler::spawn(
         config.fast_offsets(),
         config.target.addr,
+        config.fast_bind,
         fast_ctx,
         runtime.handle().clone(),
         config.timing,

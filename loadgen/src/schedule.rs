@@ -11,7 +11,7 @@
 //! the runtime). Nothing on the loop does I/O that can block; memory for the
 //! join handles is reserved before t0.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread;
@@ -41,6 +41,7 @@ impl Scheduler {
     pub fn spawn(
         offsets: Vec<Duration>,
         addr: SocketAddr,
+        bind: Option<IpAddr>,
         ctx: Arc<FastContext>,
         runtime: Handle,
         timing: TimingOptions,
@@ -60,7 +61,7 @@ impl Scheduler {
                 for (seq, offset) in offsets.iter().enumerate() {
                     let scheduled = t0 + *offset;
                     latency::sleep_then_spin_until(scheduled, timing.spin);
-                    let launch = launch(seq, t0, scheduled, addr);
+                    let launch = launch(seq, t0, scheduled, addr, bind);
                     handles.push(runtime.spawn(fast::complete(launch, ctx.clone())));
                 }
                 // The receiver is gone only if the run was abandoned.
@@ -99,9 +100,19 @@ impl Scheduler {
     }
 }
 
-/// Creates the socket, notes the actual start and starts the connect.
-fn launch(seq: usize, t0: Instant, scheduled: Instant, addr: SocketAddr) -> Launch {
-    let socket = net::socket(addr);
+/// Creates the socket (bound to `bind`, if any), notes the actual start
+/// and starts the connect.
+fn launch(
+    seq: usize,
+    t0: Instant,
+    scheduled: Instant,
+    addr: SocketAddr,
+    bind: Option<IpAddr>,
+) -> Launch {
+    let socket = net::socket(addr).and_then(|s| match bind {
+        Some(ip) => s.bind(&SocketAddr::new(ip, 0).into()).map(|()| s),
+        None => Ok(s),
+    });
     let started = Instant::now();
     let socket = match socket {
         Err(e) => Err(Failure::local("socket", &e)),

@@ -25,6 +25,19 @@
 //! The same formula with each hop's measured peak queue in place of its
 //! sysctl (sock_diag's send and receive queues, pingora's gauge, NGINX's
 //! temp files) is the explanation: what the kernel actually let through.
+//!
+//! The model is for the download direction, under either slow-client kind:
+//! - `pace`: `slow_rate` is the profile's paced rate, and the client's
+//!   receive buffer fills (the reader takes bytes off it at the pace).
+//! - `link`: `slow_rate` is the link's rate shared by the slow readers
+//!   (`Link::share`); they read unpaced, so their receive buffers stay
+//!   empty and `rcvbuf` counts 0: the bytes ahead of a reader wait in the
+//!   sender's buffer, which also holds what queues in the tbf (TCP keeps a
+//!   segment in its write queue until it is acknowledged).
+//!
+//! Request-direction conditions (slow uploads, slowloris) get no row: the
+//! app writes no slow response there, so a write time has nothing to
+//! predict.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,8 +47,10 @@ use common::stats::median;
 
 use crate::netns::{Side, Sysctl};
 use crate::report::whereabouts::{Role, roles};
+use crate::reproduce::aggregate::by_condition;
 use crate::reproduce::crosscheck::{self, BLOCKED_MIN_MS};
-use crate::results::{self, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
+use crate::reproduce::dims::{condition_of, triple_max};
+use crate::results::{self, DimCells, Direction, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
 use crate::stack::{ProxyBuffers, Route, Server};
 
 /// The buffer sizes along one condition's path, in bytes.
@@ -81,11 +96,6 @@ pub fn blocked(server: Server, slow: u32, app_send_s: f64) -> bool {
     server.handlers().is_some_and(|h| h <= slow) && app_send_s * 1000.0 >= BLOCKED_MIN_MS
 }
 
-/// The max of a `min default max` triple.
-fn triple_max(v: &str) -> Option<u64> {
-    v.split_whitespace().nth(2)?.parse().ok()
-}
-
 /// The max of `key` in `side`'s namespace: the last `--sysctl` naming it
 /// there, else the host's value in `environment.json`.
 fn sysctl_max(r: &ResultSet, sysctls: &[Sysctl], side: Side, key: &str) -> Option<u64> {
@@ -105,8 +115,9 @@ fn parse_sysctls(cell: Option<&str>) -> Vec<Sysctl> {
 }
 
 /// A condition of the model: its runs share server, route, slow clients
-/// and `--sysctl`s.
-type Key = (String, String, u32, String);
+/// and the condition cells (namespaces, `--sysctl`s and so a `buffers`
+/// cell, slow-client kind, link, reader).
+type Key = (String, String, u32, DimCells);
 
 /// The measured `B` of one run: each hop's peak queue (one socket's most
 /// in one sample), plus what the proxy held itself per response.
@@ -152,16 +163,26 @@ fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
     Some(queues + gauge.max(temp))
 }
 
-/// One row per condition with slow clients, from a results directory's
-/// rows; `buffers` are the proxy's settings the runs used.
+/// Whether a run's slow clients read `/large` (the model's direction).
+fn downloads(run: &RunRow) -> bool {
+    run.direction.or_download() == Some(Direction::Download)
+}
+
+/// One row per download-direction condition with slow clients, from a
+/// results directory's rows; `buffers` are the proxy's settings the runs
+/// used.
 pub fn rows(r: &ResultSet, buffers: &ProxyBuffers) -> Vec<ModelRow> {
     let mut groups: BTreeMap<Key, Vec<&RunRow>> = BTreeMap::new();
-    for run in r.runs.iter().filter(|x| x.ok() && x.slow_clients > 0) {
+    for run in r
+        .runs
+        .iter()
+        .filter(|x| x.ok() && x.slow_clients > 0 && downloads(x))
+    {
         let key = (
             run.server.to_string(),
             run.route.to_string(),
             run.slow_clients,
-            run.sysctls.clone().unwrap_or_default(),
+            run.dims(),
         );
         groups.entry(key).or_default().push(run);
     }
@@ -169,21 +190,46 @@ pub fn rows(r: &ResultSet, buffers: &ProxyBuffers) -> Vec<ModelRow> {
         .profile_f64(&["body", "large_bytes"])
         .map(|v| v as u64)
         .or_else(|| r.large.iter().filter_map(|l| l.content_length).max());
-    let rate = r.profile_f64(&["slow_rate"]);
+    let paced = r.profile_f64(&["slow_rate"]);
     groups
         .into_values()
-        .map(|runs| row(r, &runs, body, rate, buffers))
+        .map(|runs| row(r, &runs, body, paced, buffers))
         .collect()
+}
+
+/// The request-direction conditions `rows` leaves out (said once when
+/// `model.csv` is written).
+fn left_out(r: &ResultSet) -> usize {
+    let mut keys: Vec<_> = r
+        .runs
+        .iter()
+        .filter(|x| x.slow_clients > 0 && !downloads(x))
+        .map(|x| (x.server.to_string(), x.route.to_string(), x.dims()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys.len()
 }
 
 fn row(
     r: &ResultSet,
     runs: &[&RunRow],
     body: Option<u64>,
-    rate: Option<f64>,
+    paced: Option<f64>,
     buffers: &ProxyBuffers,
 ) -> ModelRow {
     let first = runs[0];
+    let dims = first.dims();
+    let link = dims
+        .link
+        .as_deref()
+        .filter(|_| dims.slow_kind.as_deref() == Some("link"))
+        .and_then(|l| crate::netns::link::parse(l).ok());
+    // A link's rate shared by the readers; else the paced rate.
+    let rate = match link {
+        Some(l) => Some(l.share(first.slow_clients) as f64),
+        None => paced,
+    };
     let sysctls = parse_sysctls(first.sysctls.as_deref());
     let ids: Vec<&str> = runs.iter().map(|x| x.run_id.as_str()).collect();
     let granted = r
@@ -197,9 +243,13 @@ fn row(
         Some(PathBuffers {
             wmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_wmem")?,
             rmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?,
-            client_rcvbuf: granted
-                .or_else(|| r.profile_f64(&["rcvbuf"]).map(|v| 2 * v as u64))
-                .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem"))?,
+            client_rcvbuf: match link {
+                // Unpaced readers keep their receive buffers empty.
+                Some(_) => 0,
+                None => granted
+                    .or_else(|| r.profile_f64(&["rcvbuf"]).map(|v| 2 * v as u64))
+                    .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem"))?,
+            },
             proxy_hold: proxy_hold(route?, buffers),
         })
     })();
@@ -216,12 +266,18 @@ fn row(
     )
     .map(|v| v as u64);
     let p95 = median(&runs.iter().filter_map(|x| x.p95_ms).collect::<Vec<_>>());
-    let baseline = r
-        .conditions
-        .iter()
-        .find(|c| c.server == first.server && c.route == first.route && c.slow_clients == 0)
-        .and_then(|c| c.p95);
-    ModelRow {
+    // The cross-check's baseline: the same stack and cells at 0 slow, else
+    // the same network at the host's buffers.
+    let baseline = condition_of(
+        first.server.known(),
+        first.route.known(),
+        first.slow_clients,
+        Some(Direction::Download),
+        &dims,
+    )
+    .and_then(|c| crosscheck::baseline(&by_condition(&r.conditions), c))
+    .map(|(p, _)| p);
+    let mut out = ModelRow {
         server: first.server.clone(),
         route: first.route.clone(),
         slow_clients: first.slow_clients,
@@ -254,12 +310,21 @@ fn row(
             _ => None,
         },
         p95_ms: p95,
-    }
+        ..ModelRow::default()
+    };
+    out.set_dims(dims);
+    out
 }
 
 /// Writes `model.csv` into the results directory `dir` from its files.
 pub fn write(dir: &Path, buffers: &ProxyBuffers) -> Result<()> {
     let r = results::read_dir(dir);
+    let n = left_out(&r);
+    if n > 0 {
+        eprintln!(
+            "slowlab: model.csv leaves out {n} request-direction condition(s): the model predicts a response's write time"
+        );
+    }
     results::file::write_whole(&dir.join(MODEL_CSV), &rows(&r, buffers))
 }
 

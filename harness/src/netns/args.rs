@@ -33,6 +33,7 @@ impl NetnsArgs {
         (self.netns || !self.sysctls.is_empty() || self.link.is_some()).then(|| NetSpec {
             sysctls: self.sysctls.clone(),
             link: self.link,
+            uploads: false,
         })
     }
 }

@@ -85,6 +85,10 @@ pub struct NetSpec {
     /// `--link`: a tbf on the server's veth end (the server-to-client
     /// direction).
     pub link: Option<Link>,
+    /// The run's slow clients are slow uploaders: with a link, its
+    /// client-to-server direction is shaped too, by a tbf on the client's
+    /// veth end (set per run, from the condition's direction).
+    pub uploads: bool,
 }
 
 /// How the slow clients of a run with `spec` are slow.
@@ -95,9 +99,9 @@ pub fn slow_kind(spec: Option<&NetSpec>) -> SlowKind {
     }
 }
 
-/// The `--slow-rate` a run's readers get: `paced` without a link; with
-/// one, the loadgen's highest rate, which means "unpaced", so that the
-/// link is the bottleneck.
+/// The `--slow-rate` a run's readers (and the `--upload-rate` its
+/// uploaders) get: `paced` without a link; with one, the loadgen's highest
+/// rate, which means "unpaced", so that the link is the bottleneck.
 pub fn reader_rate(spec: Option<&NetSpec>, paced: u64) -> u64 {
     match slow_kind(spec) {
         SlowKind::Pace => paced,
@@ -106,6 +110,25 @@ pub fn reader_rate(spec: Option<&NetSpec>, paced: u64) -> u64 {
 }
 
 impl NetSpec {
+    /// The veth ends that carry a tbf: none without a link; the server's
+    /// (server to client); and the client's too when the slow clients
+    /// upload.
+    pub fn shaped(&self) -> Vec<Side> {
+        match (self.link, self.uploads) {
+            (None, _) => vec![],
+            (Some(_), false) => vec![Side::Server],
+            (Some(_), true) => vec![Side::Server, Side::Client],
+        }
+    }
+
+    /// This spec for a run whose slow clients upload (or not).
+    pub fn with_uploads(&self, uploads: bool) -> NetSpec {
+        NetSpec {
+            uploads,
+            ..self.clone()
+        }
+    }
+
     /// The `runs.csv` `sysctls` cell: every `--sysctl` as given, `;`
     /// between them.
     pub fn sysctls_cell(&self) -> String {
@@ -164,9 +187,14 @@ impl Place {
 pub struct Namespace {
     pub side: Side,
     pub name: String,
-    /// Its veth end and that end's address.
+    /// Its veth end and that end's address (link 0: the path every client
+    /// but `/fast` takes, shaped with `--link`).
     pub veth: String,
     pub addr: Ipv4Addr,
+    /// Its end of the second veth pair (link 1), never shaped: the path of
+    /// the `/fast` client, as an unrelated fast client would have.
+    pub fast_veth: String,
+    pub fast_addr: Ipv4Addr,
     /// The TCP sysctls of this namespace after the run's `--sysctl`s were
     /// written (the keys of `envinfo::SYSCTLS` that exist inside it).
     pub sysctls: std::collections::BTreeMap<String, String>,
@@ -179,13 +207,22 @@ impl Namespace {
     }
 }
 
-/// A run's two namespaces and their veth pair. Dropping it deletes both
-/// namespaces (which deletes the veths and any qdisc on them). Drop it
+/// A run's two namespaces and their two veth pairs. Dropping it deletes
+/// both namespaces (which deletes the veths and any qdisc on them). Drop it
 /// after the processes inside have stopped.
+///
+/// The second pair is the `/fast` client's unshaped path: the client binds
+/// its `/fast` sockets to the client's `fast_addr` (`SLOWLAB_FAST_BIND`, see
+/// [`NetLab::fast_bind`]), and a policy rule in the client namespace sends
+/// what leaves from that address over the second pair, to the same server
+/// address (`entry`); the server's answers to `fast_addr` leave by the
+/// second pair's connected route. The server listens as without it.
 #[derive(Debug)]
 pub struct NetLab {
     pub server: Namespace,
     pub client: Namespace,
+    /// The veth ends that carry the link's tbf.
+    pub shaped: Vec<Side>,
 }
 
 /// Namespaces made so far by [`NetLab::create`], deleted if it fails
@@ -202,6 +239,23 @@ impl Drop for Partial {
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+/// Turns IPv6 off on `dev` in the namespace at `netns` before it is up:
+/// the lab's addresses are IPv4, and a veth with IPv6 sends neighbour
+/// discovery and multicast reports of its own (some 600 bytes in its first
+/// seconds) that a qdisc's counters would count with the run's bytes. A
+/// kernel without IPv6 has nothing to turn off.
+fn no_ipv6(netns: &Path, dev: &str) {
+    let path = format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6");
+    if Path::new("/proc/sys/net/ipv6").exists() {
+        if let Err(e) = within(Some(netns), || Ok(std::fs::write(&path, "1")?)) {
+            tracing::warn!(cause = %format!("{e:#}"), dev, "IPv6 stays on");
+        }
+    }
+}
+
+/// The client namespace's routing table of the `/fast` path.
+const FAST_TABLE: &str = "100";
+
 impl NetLab {
     /// Creates the namespaces, the veth pair, the addresses and loopback,
     /// and writes `spec`'s sysctls. On any failure what was made is
@@ -210,11 +264,14 @@ impl NetLab {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed) % 10_000;
         let pid = std::process::id();
         let (saddr, caddr) = link_addrs(0);
-        let ns = |side: Side, addr| Namespace {
+        let (fast_saddr, fast_caddr) = link_addrs(1);
+        let ns = |side: Side, addr, fast_addr| Namespace {
             side,
             name: reap::netns_name(pid, n, side),
-            veth: reap::veth_name(pid, n, side),
+            veth: reap::veth_name(pid, n, 0, side),
             addr,
+            fast_veth: reap::veth_name(pid, n, 1, side),
+            fast_addr,
             sysctls: Default::default(),
         };
         let mut made = Partial(vec![]);
@@ -223,43 +280,70 @@ impl NetLab {
             ip::ip(&["netns", "add", &name])?;
             made.0.push(name);
         }
-        let (server, client) = (ns(Side::Server, saddr), ns(Side::Client, caddr));
-        ip::ip(&[
-            "link",
-            "add",
-            &server.veth,
-            "netns",
-            &server.name,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &client.veth,
-            "netns",
-            &client.name,
-        ])?;
-        for end in [&server, &client] {
-            let cidr = format!("{}/30", end.addr);
-            ip::ip(&["-n", &end.name, "addr", "add", &cidr, "dev", &end.veth])?;
-            ip::ip(&["-n", &end.name, "link", "set", "lo", "up"])?;
-            ip::ip(&["-n", &end.name, "link", "set", &end.veth, "up"])?;
+        let server = ns(Side::Server, saddr, fast_saddr);
+        let client = ns(Side::Client, caddr, fast_caddr);
+        for (s, c) in [
+            (&server.veth, &client.veth),
+            (&server.fast_veth, &client.fast_veth),
+        ] {
+            ip::ip(&[
+                "link",
+                "add",
+                s,
+                "netns",
+                &server.name,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                c,
+                "netns",
+                &client.name,
+            ])?;
         }
+        for end in [&server, &client] {
+            ip::ip(&["-n", &end.name, "link", "set", "lo", "up"])?;
+            for (veth, addr) in [(&end.veth, end.addr), (&end.fast_veth, end.fast_addr)] {
+                no_ipv6(&end.path(), veth);
+                let cidr = format!("{addr}/30");
+                ip::ip(&["-n", &end.name, "addr", "add", &cidr, "dev", veth])?;
+                ip::ip(&["-n", &end.name, "link", "set", veth, "up"])?;
+            }
+        }
+        // What leaves the client from its fast address goes to the server's
+        // address over the second pair (table 100 holds that one route).
+        let from = client.fast_addr.to_string();
+        let to = format!("{}/32", server.addr);
+        let c = client.name.as_str();
+        ip::ip(&["-n", c, "rule", "add", "from", &from, "lookup", FAST_TABLE])?;
+        ip::ip(&[
+            "-n",
+            c,
+            "route",
+            "add",
+            &to,
+            "dev",
+            &client.fast_veth,
+            "src",
+            &from,
+            "table",
+            FAST_TABLE,
+        ])?;
         // From here the NetLab's own Drop removes the namespaces (and the
         // qdiscs on their veths).
         made.0.clear();
-        let mut lab = NetLab { server, client };
-        if let Some(link) = &spec.link {
-            let mut args = vec![
-                "-n",
-                &lab.server.name,
-                "qdisc",
-                "add",
-                "dev",
-                &lab.server.veth,
-            ];
+        let mut lab = NetLab {
+            server,
+            client,
+            shaped: spec.shaped(),
+        };
+        for side in lab.shaped.clone() {
+            let link = spec.link.expect("shaped() is empty without a link");
+            let ns = lab.side(side);
+            let mut args = vec!["-n", &ns.name, "qdisc", "add", "dev", &ns.veth];
             let tbf = link.tbf_args();
             args.extend(tbf.iter().map(String::as_str));
-            ip::run("tc", &args).context("shaping the server-to-client link")?;
+            ip::run("tc", &args).with_context(|| format!("shaping the link at its {side} end"))?;
         }
         for s in &spec.sysctls {
             for end in [&lab.server, &lab.client] {
@@ -295,6 +379,12 @@ impl NetLab {
         }
     }
 
+    /// The address the `/fast` client binds its sockets to, so that they
+    /// take the unshaped second pair (`SLOWLAB_FAST_BIND` of `slowlab load`).
+    pub fn fast_bind(&self) -> IpAddr {
+        self.client.fast_addr.into()
+    }
+
     /// Runs `ip -n NS ARGS` in `side`'s namespace (a qdisc on its veth end,
     /// a route): one-line errors like every `ip` the lab runs.
     pub fn ip(&self, side: Side, args: &[&str]) -> Result<()> {
@@ -314,12 +404,23 @@ impl NetLab {
     /// `tc -s -j qdisc show dev VETH` of `side`'s veth end, parsed: the
     /// root qdisc's kind and counters, none when `tc` fails.
     pub fn qdisc(&self, side: Side) -> Option<QdiscStats> {
+        self.qdisc_probe(side).read()
+    }
+
+    /// What reads `side`'s root qdisc, for a sampler thread that outlives
+    /// no lab (it only names the namespace and the device).
+    pub fn qdisc_probe(&self, side: Side) -> QdiscProbe {
         let ns = self.side(side);
-        let out = ip::output(
-            "tc",
-            &["-n", &ns.name, "-s", "-j", "qdisc", "show", "dev", &ns.veth],
-        )?;
-        QdiscStats::parse_root(&out)
+        QdiscProbe {
+            side,
+            netns: ns.name.clone(),
+            dev: ns.veth.clone(),
+        }
+    }
+
+    /// The probes of the veth ends `spec` shaped ([`NetSpec::shaped`]).
+    pub fn shaped_qdiscs(&self) -> Vec<QdiscProbe> {
+        self.shaped.iter().map(|&s| self.qdisc_probe(s)).collect()
     }
 
     /// What `environment.json` records of the namespaces.
@@ -344,7 +445,37 @@ impl Drop for NetLab {
     }
 }
 
-/// The counters of a root qdisc, as `tc -s -j` prints them.
+/// The root qdisc of one veth end: read by `tc -s -j qdisc show` inside
+/// its namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QdiscProbe {
+    pub side: Side,
+    /// The namespace's name (`ip netns`).
+    pub netns: String,
+    pub dev: String,
+}
+
+impl QdiscProbe {
+    /// The root qdisc's kind and counters, none when `tc` fails (the
+    /// namespace is gone, or `tc` is missing).
+    pub fn read(&self) -> Option<QdiscStats> {
+        let args = [
+            "-n",
+            &self.netns,
+            "-s",
+            "-j",
+            "qdisc",
+            "show",
+            "dev",
+            &self.dev,
+        ];
+        QdiscStats::parse_root(&ip::output("tc", &args)?)
+    }
+}
+
+/// The counters of a root qdisc, as `tc -s -j` prints them: `bytes` and
+/// `packets` sent, `drops`, `overlimits` (a packet that had to wait for
+/// tokens), and the `backlog` (bytes) and `qlen` (packets) queued now.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct QdiscStats {
     pub kind: String,
@@ -354,6 +485,8 @@ pub struct QdiscStats {
     pub packets: u64,
     #[serde(default)]
     pub drops: u64,
+    #[serde(default)]
+    pub overlimits: u64,
     #[serde(default)]
     pub backlog: u64,
     #[serde(default)]

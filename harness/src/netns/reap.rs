@@ -1,5 +1,6 @@
 //! Our names, and the namespaces of a harness that died: `slowlab-<pid>-
-//! <n>-server|client` under `/run/netns`, veths `sl<pid>-<n>s|c` (at most
+//! <n>-server|client` under `/run/netns`, veths `sl<pid>-<n>s|c` and, for
+//! the `/fast` path, `sl<pid>-<n>f|g` (at most
 //! 15 characters: a pid has at most 7 digits, `n` at most 4). The veths
 //! are created inside the namespaces and go with them; one found in the
 //! host's namespace (a harness killed between two `ip` commands) is
@@ -16,10 +17,14 @@ pub fn netns_name(pid: u32, n: u32, side: Side) -> String {
     format!("slowlab-{pid}-{n}-{side}")
 }
 
-pub fn veth_name(pid: u32, n: u32, side: Side) -> String {
-    let end = match side {
-        Side::Server => 's',
-        Side::Client => 'c',
+/// The veth end of `side` on link `k` (0: `s`/`c`, the shaped path; 1:
+/// `f`/`g`, the `/fast` client's unshaped path).
+pub fn veth_name(pid: u32, n: u32, k: u8, side: Side) -> String {
+    let end = match (k, side) {
+        (0, Side::Server) => 's',
+        (0, Side::Client) => 'c',
+        (_, Side::Server) => 'f',
+        (_, Side::Client) => 'g',
     };
     format!("sl{pid}-{n}{end}")
 }
@@ -37,7 +42,7 @@ fn netns_owner(name: &str) -> Option<u32> {
 fn veth_owner(name: &str) -> Option<u32> {
     let rest = name.strip_prefix("sl")?;
     let (pid, rest) = rest.split_once('-')?;
-    let n = rest.strip_suffix(['s', 'c'])?;
+    let n = rest.strip_suffix(['s', 'c', 'f', 'g'])?;
     n.parse::<u32>().ok()?;
     pid.parse().ok()
 }
@@ -84,9 +89,11 @@ mod tests {
         for side in Side::ALL {
             let ns = netns_name(4_194_304, 9_999, side);
             assert_eq!(netns_owner(&ns), Some(4_194_304), "{ns}");
-            let veth = veth_name(4_194_304, 9_999, side);
-            assert!(veth.len() <= 15, "{veth}");
-            assert_eq!(veth_owner(&veth), Some(4_194_304), "{veth}");
+            for k in [0, 1] {
+                let veth = veth_name(4_194_304, 9_999, k, side);
+                assert!(veth.len() <= 15, "{veth}");
+                assert_eq!(veth_owner(&veth), Some(4_194_304), "{veth}");
+            }
         }
         assert_eq!(netns_owner("slowlab-12-x-server"), None);
         assert_eq!(netns_owner("slowlab-12-0-other"), None);

@@ -14,7 +14,7 @@ use crate::results::{self as files, INCOMPLETE, ResultSet};
 pub type Results = ResultSet;
 
 /// The files of a results directory and what the report uses them for.
-const USES: [(&str, &str); 13] = [
+const USES: [(&str, &str); 14] = [
     (files::CONDITIONS_CSV, "chart 1 and the tables of section 6"),
     (
         files::RUNS_CSV,
@@ -30,6 +30,10 @@ const USES: [(&str, &str); 13] = [
     (
         files::SOCKETS_CSV,
         "chart 5 (socket queues) and the buffer sizes in the lesson",
+    ),
+    (
+        files::QDISCS_CSV,
+        "chart 5 (the link's queue) and the lesson's paragraph on shaped links",
     ),
     (
         files::APP_SENDS_CSV,

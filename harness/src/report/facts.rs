@@ -7,7 +7,7 @@ use common::stats::median;
 use super::data::Results;
 use super::select::{self, Cond};
 use super::whereabouts::{Role, roles};
-use crate::results::{Check, Component, Direction, ServerName};
+use crate::results::{Check, Component, Direction, ServerName, SocketRow};
 use crate::stack::{Route, Server};
 
 /// What one route did for the lesson's server.
@@ -43,6 +43,27 @@ pub struct RouteFacts {
     pub in_flight_at_app_end: Option<f64>,
 }
 
+/// Where the bytes queued for the slow clients of one kind (`pace`:
+/// paced reads; `link`: unpaced reads behind `--link`), for the lesson's
+/// server, direct, with the comparison's slow clients: over its ok runs of
+/// that kind.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KindFacts {
+    pub kind: String,
+    /// `runs.csv` `link` of its first run (empty for `pace`).
+    pub link: Option<String>,
+    pub runs: usize,
+    /// Median over the runs of `app_send_s`.
+    pub app_send_s: Option<f64>,
+    /// The most bytes one socket of each kind held in one sample.
+    pub max_app_queue: Option<f64>,
+    pub max_client_queue: Option<f64>,
+    /// The largest backlog of the link's tbf (server side) in one sample.
+    pub max_link_backlog: Option<f64>,
+    /// Packets the tbf dropped, summed over the runs (its last sample).
+    pub link_drops: Option<f64>,
+}
+
 /// Everything the lesson needs.
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
@@ -63,6 +84,8 @@ pub struct Facts {
     pub more_handlers: Vec<(ServerName, Option<f64>)>,
     /// The largest per-run average CPU of the app, in cores.
     pub app_cpu_max: Option<f64>,
+    /// Per slow-client kind present (`pace` first), direct.
+    pub kinds: Vec<KindFacts>,
 }
 
 fn max_of(it: impl Iterator<Item = f64>) -> Option<f64> {
@@ -80,6 +103,18 @@ fn lesson_server(r: &Results, slow: u32) -> Option<ServerName> {
         .chain(conds.iter().map(|c| c.server.clone()))
         .find(|s| blockable(s) && conds.iter().any(|c| &c.server == s))
         .or_else(|| conds.first().map(|c| c.server.clone()))
+}
+
+/// The most bytes one socket of `role` held in one sample: its receive
+/// queue (`rx`) or its send queue.
+fn queue_peak(rs: &[(Role, &SocketRow)], role: Role, rx: bool) -> Option<f64> {
+    max_of(rs.iter().filter(|(ro, _)| *ro == role).map(|(_, s)| {
+        (if rx {
+            s.rx_queue_bytes
+        } else {
+            s.tx_queue_bytes
+        }) as f64
+    }))
 }
 
 fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
@@ -118,15 +153,7 @@ fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
         f.run_id = Some(id.to_string());
         let sockets: Vec<_> = r.sockets.iter().filter(|s| s.run_id == id).collect();
         let rs = roles(&sockets);
-        let max_by = |role: Role, rx: bool| {
-            max_of(rs.iter().filter(|(ro, _)| *ro == role).map(|(_, s)| {
-                (if rx {
-                    s.rx_queue_bytes
-                } else {
-                    s.tx_queue_bytes
-                }) as f64
-            }))
-        };
+        let max_by = |role: Role, rx: bool| queue_peak(&rs, role, rx);
         f.max_app_queue = max_by(Role::App, false);
         f.max_app_sndbuf = max_of(
             rs.iter()
@@ -174,6 +201,58 @@ fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
     }
     f.cond = Some(cond);
     f
+}
+
+/// [`KindFacts`] of every slow-client kind among the direct runs of
+/// `server` with `slow` slow clients.
+fn kind_facts(r: &Results, server: &ServerName, slow: u32) -> Vec<KindFacts> {
+    let cond = Cond {
+        server: server.clone(),
+        route: Route::Direct.into(),
+        slow,
+    };
+    let runs = select::ok_runs(r, &cond);
+    ["pace", "link"]
+        .into_iter()
+        .filter_map(|kind| {
+            let mine: Vec<_> = runs
+                .iter()
+                .filter(|x| x.slow_kind.as_deref().unwrap_or("pace") == kind)
+                .collect();
+            let first = mine.first()?;
+            let ids: Vec<&str> = mine.iter().map(|x| x.run_id.as_str()).collect();
+            let sockets: Vec<_> = r
+                .sockets
+                .iter()
+                .filter(|s| ids.contains(&s.run_id.as_str()))
+                .collect();
+            let rs = roles(&sockets);
+            let max_by = |role: Role, rx: bool| queue_peak(&rs, role, rx);
+            let qdiscs: Vec<_> = r
+                .qdiscs
+                .iter()
+                .filter(|q| q.side == "server" && ids.contains(&q.run_id.as_str()))
+                .collect();
+            let drops = ids.iter().filter_map(|id| {
+                qdiscs
+                    .iter()
+                    .filter(|q| q.run_id == *id)
+                    .map(|q| q.drops as f64)
+                    .reduce(f64::max)
+            });
+            let sends: Vec<f64> = mine.iter().filter_map(|x| x.app_send_s).collect();
+            Some(KindFacts {
+                kind: kind.into(),
+                link: first.link.clone(),
+                runs: mine.len(),
+                app_send_s: median(&sends),
+                max_app_queue: max_by(Role::App, false),
+                max_client_queue: max_by(Role::Client, true),
+                max_link_backlog: max_of(qdiscs.iter().map(|q| q.backlog_bytes as f64)),
+                link_drops: (!qdiscs.is_empty()).then(|| drops.sum()),
+            })
+        })
+        .collect()
 }
 
 /// Computes every fact the data allows.
@@ -231,6 +310,7 @@ pub fn gather(r: &Results) -> Facts {
         if let Some(c) = pick(select::buffering_on) {
             f.on = route_facts(r, c, body);
         }
+        f.kinds = kind_facts(r, server, slow);
     }
     f.more_handlers = select::at_slow(r, slow)
         .into_iter()

@@ -314,6 +314,96 @@ fn cost(f: &Facts) -> Option<String> {
     ])
 }
 
+/// A queue "fills" when one socket (or the tbf) held at least this much in
+/// one sample: four times the clients' granted receive buffer of the
+/// experiment, well above a queue that only passes bytes on.
+const FILLED: f64 = 64.0 * 1024.0;
+
+/// How the picture differs behind a shaped link from paced reads: which
+/// queues filled, and whether the worker was freed earlier or later.
+fn link(f: &Facts) -> Option<String> {
+    let l = f.kinds.iter().find(|k| k.kind == "link")?;
+    let pace = f.kinds.iter().find(|k| k.kind == "pace");
+    let peaks = |k: &facts::KindFacts| -> Vec<(&'static str, f64)> {
+        [
+            ("one app socket's send queue", k.max_app_queue),
+            ("the link's tbf", k.max_link_backlog),
+            ("one client's receive queue", k.max_client_queue),
+        ]
+        .into_iter()
+        .filter_map(|(what, v)| Some((what, v?)))
+        .collect()
+    };
+    let list = |k: &facts::KindFacts| -> String {
+        peaks(k)
+            .iter()
+            .map(|(what, v)| format!("{what} up to {}", fmt::bytes(*v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let filled = |k: &facts::KindFacts| -> String {
+        let full: Vec<&str> = peaks(k)
+            .into_iter()
+            .filter(|(_, v)| *v >= FILLED)
+            .map(|(what, _)| what)
+            .collect();
+        if full.is_empty() {
+            "none of them held 64 KiB".into()
+        } else {
+            format!("{} filled", full.join(" and "))
+        }
+    };
+    let link_name = l
+        .link
+        .as_ref()
+        .map(|x| format!(" (`{x}`)"))
+        .unwrap_or_default();
+    let drops = match l.link_drops {
+        Some(d) if d > 0.0 => format!(" The tbf dropped {d:.0} packets, which TCP sent again."),
+        Some(_) => " The tbf dropped no packet.".into(),
+        None => String::new(),
+    };
+    let mut s = format!(
+        "Behind a shaped link{link_name} instead of paced reads, the {} slow clients read as fast as they can and the link is the bottleneck. In the samples of the direct {} (`{}`): {}; so {}.{drops}",
+        f.slow,
+        if l.runs == 1 {
+            "run".to_string()
+        } else {
+            format!("{} runs", l.runs)
+        },
+        f.server.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+        list(l),
+        filled(l),
+    );
+    if let Some(p) = pace {
+        s.push_str(&format!(
+            " With paced reads on an unshaped path: {}; so {}.",
+            list(p),
+            filled(p)
+        ));
+        if let (Some(a), Some(b)) = (l.app_send_s, p.app_send_s) {
+            let when = if (a - b).abs() <= 0.05 * b {
+                "at about the same time"
+            } else if a < b {
+                "earlier"
+            } else {
+                "later"
+            };
+            s.push_str(&format!(
+                " The app handed its response to the kernel after {} behind the link against {} with paced reads (median `app_send_s`): its worker was freed {when}.",
+                fmt::secs(a),
+                fmt::secs(b)
+            ));
+        }
+    } else if let Some(a) = l.app_send_s {
+        s.push_str(&format!(
+            " The app handed its response to the kernel after {} (median `app_send_s`); this directory has no direct run with paced reads to compare.",
+            fmt::secs(a)
+        ));
+    }
+    Some(s)
+}
+
 /// Builds the lesson section.
 pub fn section(r: &Results, s: &mut Section) -> anyhow::Result<()> {
     let f = facts::gather(r);
@@ -328,6 +418,7 @@ pub fn section(r: &Results, s: &mut Section) -> anyhow::Result<()> {
         off(&f),
         relief(&f, f.slow),
         cost(&f),
+        link(&f),
     ];
     for p in parts.into_iter().flatten() {
         s.push(Block::Para(text(&p)));

@@ -169,6 +169,15 @@ fn published_table(r: &Results, sec: &mut Section) {
         numeric: vec![2, 3, 4, 6, 8, 9, 10, 11],
         ..Table::default()
     };
+    let condition = |c: &ConditionRow| {
+        crate::reproduce::dims::condition_of(
+            c.server.known(),
+            c.route.known(),
+            c.slow_clients,
+            c.direction.or_download(),
+            &c.dims(),
+        )
+    };
     // The original measured the response direction only.
     let mut conditions: Vec<&ConditionRow> = r
         .conditions
@@ -180,15 +189,32 @@ fn published_table(r: &Results, sec: &mut Section) {
             c.server.clone(),
             c.slow_clients,
             select::route_key(&c.route),
+            condition(c),
         )
     });
+    // A directory whose conditions differ in more than server, route and
+    // slow clients (a `buffers` grid, both kinds of `link`) names each
+    // row's dimensions beside its route.
+    let varied = conditions
+        .iter()
+        .map(|c| c.dims())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        > 1;
+    let route_of = |c: &ConditionRow| {
+        let dims = condition(c)
+            .map(|k| k.dims_label())
+            .filter(|_| varied)
+            .unwrap_or_default();
+        format!("{}{dims}", c.route)
+    };
     for c in conditions {
         let cond = Cond::new(&c.server, &c.route, c.slow_clients);
         let p = select::published(&cond);
         let pp = p.as_ref().map(|x| x.0);
         t.rows.push(vec![
             c.server.to_string(),
-            c.route.to_string(),
+            route_of(c),
             c.slow_clients.to_string(),
             c.runs.to_string(),
             fmt::or_dash(c.p95, ms_plain),

@@ -1,5 +1,6 @@
 //! Where the `/large` bytes of one run are at each socket sample (chart 5):
-//! consumed by the clients, in their receive queues, in the proxy's send
+//! consumed by the clients, in their receive queues, in a shaped link's
+//! queue (the tbf's backlog, runs with `--link`), in the proxy's send
 //! queues, inside the proxy, in the kernel between the app and the proxy,
 //! and, derived as the remainder, not yet written by the app or somewhere
 //! that was not sampled.
@@ -71,6 +72,12 @@ pub struct Sample {
     /// this by at most one read chunk).
     pub consumed: f64,
     pub client_queue: f64,
+    /// In the link's tbf on the server's veth end (`qdisc-samples.csv`
+    /// `backlog_bytes`); `None` without a link. Those bytes were sent but
+    /// not acknowledged, so the sender's socket counts them in its send
+    /// queue too: they are taken out of that layer (the proxy's send
+    /// queues behind a proxy, else the app's), never counted twice.
+    pub link_queue: Option<f64>,
     pub proxy_send_queue: f64,
     /// Inside the proxy (pingora's gauge); `None` where not sampled (NGINX).
     pub proxy_held: Option<f64>,
@@ -142,6 +149,23 @@ fn gauge_ticks(rows: &[&GaugeRow]) -> (Vec<(f64, f64)>, f64) {
     (ticks, interval)
 }
 
+/// How much later than its socket samples the sampler reads the qdiscs in
+/// the same round: milliseconds; a round is ~200 ms.
+const QDISC_LAG: f64 = 0.1;
+
+/// The server-side tbf's backlog over time, bytes (`qdisc-samples.csv`);
+/// empty without a link.
+pub fn link_backlog(r: &Results, run_id: &str) -> Vec<(f64, f64)> {
+    let mut v: Vec<(f64, f64)> = r
+        .qdiscs
+        .iter()
+        .filter(|q| q.run_id == run_id && q.side == "server")
+        .map(|q| (q.t_s, q.backlog_bytes as f64))
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
 /// Computes chart 5's layers for one run, or says why it cannot.
 pub fn compute(r: &Results, run_id: &str, route: &RouteName) -> Result<Whereabouts, String> {
     let sockets: Vec<&SocketRow> = r.sockets.iter().filter(|s| s.run_id == run_id).collect();
@@ -187,6 +211,8 @@ pub fn compute(r: &Results, run_id: &str, route: &RouteName) -> Result<Whereabou
         .collect();
     let per_response = total / large.len().max(1) as f64;
 
+    let qdisc = link_backlog(r, run_id);
+
     let mut ticks: BTreeMap<i64, Sample> = BTreeMap::new();
     for (role, s) in roles(&sockets) {
         let e = ticks.entry(key(s.t_s)).or_insert_with(|| Sample {
@@ -222,6 +248,16 @@ pub fn compute(r: &Results, run_id: &str, route: &RouteName) -> Result<Whereabou
             continue;
         }
         s.consumed = progress.values().map(|v| at_or_before(v, s.t)).sum();
+        if !qdisc.is_empty() {
+            let sender = if proxied {
+                &mut s.proxy_send_queue
+            } else {
+                &mut s.app_queue
+            };
+            let q = at_or_before(&qdisc, s.t + QDISC_LAG).min(*sender);
+            *sender -= q;
+            s.link_queue = Some(q);
+        }
         s.proxy_held = match (&gauge, proxied, pingora) {
             (Some((ticks, interval)), _, _) => Some(gauge_at(ticks, *interval, s.t)),
             (None, false, _) => Some(0.0),
@@ -229,6 +265,7 @@ pub fn compute(r: &Results, run_id: &str, route: &RouteName) -> Result<Whereabou
         };
         let sampled = s.consumed
             + s.client_queue
+            + s.link_queue.unwrap_or(0.0)
             + s.proxy_send_queue
             + s.proxy_held.unwrap_or(0.0)
             + s.app_queue;

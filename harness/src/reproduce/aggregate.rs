@@ -12,8 +12,8 @@ use common::stats::{median, rank_index};
 use super::matrix::Condition;
 use super::published;
 use crate::results::{
-    AppSendRow, Component, ComponentColumns, ConditionRow, Direction, DirectionName, LargeRow,
-    Named, RequestRow, ResourceRow, RouteName, RunRow, ServerName,
+    AppSendRow, Component, ComponentColumns, ConditionRow, DimCells, Direction, DirectionName,
+    LargeRow, Named, RequestRow, ResourceRow, RouteName, RunRow, ServerName,
 };
 
 /// The figures of one condition: a row of `conditions.csv`.
@@ -158,9 +158,11 @@ pub fn condition_figures(runs: &[&RunRow]) -> ConditionRow {
 /// Every row of `conditions.csv` from the rows of `runs.csv`: one per
 /// condition with at least one run, in condition order, the completed runs
 /// aggregated, the others counted and the first of them quoted, and the
-/// published figures beside.
+/// published figures beside. A condition is its server, route, slow
+/// clients, direction and [`DimCells`] (namespaces, sysctls, slow-client
+/// kind, link, reader), so runs of two grid cells never share a row.
 pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
-    type Key = (DirectionName, ServerName, RouteName, u32);
+    type Key = (DirectionName, ServerName, RouteName, u32, DimCells);
     let mut groups: BTreeMap<Key, Vec<&RunRow>> = BTreeMap::new();
     for r in runs {
         let direction = r
@@ -168,13 +170,19 @@ pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
             .or_download()
             .map_or(r.direction.clone(), Named::Known);
         groups
-            .entry((direction, r.server.clone(), r.route.clone(), r.slow_clients))
+            .entry((
+                direction,
+                r.server.clone(),
+                r.route.clone(),
+                r.slow_clients,
+                r.dims(),
+            ))
             .or_default()
             .push(r);
     }
     groups
         .into_iter()
-        .map(|((direction, server, route, slow), runs)| {
+        .map(|((direction, server, route, slow, dims), runs)| {
             let download = direction == Direction::Download;
             let ok: Vec<&RunRow> = runs.iter().copied().filter(|r| r.ok()).collect();
             let failed: Vec<&RunRow> = runs.iter().copied().filter(|r| !r.ok()).collect();
@@ -183,7 +191,7 @@ pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
                 _ => None,
             };
             let pp = publ.as_ref().map(|(p, _)| *p);
-            ConditionRow {
+            let mut row = ConditionRow {
                 server,
                 route,
                 slow_clients: slow,
@@ -199,7 +207,9 @@ pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
                     .map(|r| format!("{}: {}", r.status, r.reason.as_deref().unwrap_or_default())),
                 direction,
                 ..condition_figures(&ok)
-            }
+            };
+            row.set_dims(dims);
+            row
         })
         .collect()
 }
@@ -209,12 +219,13 @@ pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
 pub fn by_condition(rows: &[ConditionRow]) -> BTreeMap<Condition, ConditionRow> {
     rows.iter()
         .filter_map(|c| {
-            let key = Condition {
-                server: c.server.known()?,
-                route: c.route.known()?,
-                slow: c.slow_clients,
-                direction: c.direction.or_download()?,
-            };
+            let key = super::dims::condition_of(
+                c.server.known(),
+                c.route.known(),
+                c.slow_clients,
+                c.direction.or_download(),
+                &c.dims(),
+            )?;
             Some((key, c.clone()))
         })
         .collect()
@@ -348,6 +359,57 @@ mod tests {
         assert_eq!(rows[1].server, Named::Unknown("other-server".into()));
         assert_eq!(rows[1].published_p95, None);
         assert_eq!(by_condition(&rows).len(), 1);
+    }
+
+    #[test]
+    fn grid_cells_and_readers_are_conditions_of_their_own() {
+        let cell = |wmem: u64, reader: &str, p95: f64| RunRow {
+            netns: Some(true),
+            sysctls: Some(format!(
+                "net.ipv4.tcp_wmem=4096 16384 {wmem};net.ipv4.tcp_rmem=4096 131072 1048576"
+            )),
+            slow_kind: Some("pace".into()),
+            reader: Some(reader.into()),
+            ..run(p95, 1.0)
+        };
+        let base = RunRow {
+            slow_clients: 0,
+            netns: Some(true),
+            slow_kind: Some("pace".into()),
+            reader: Some("streamreader".into()),
+            ..run(2.0, 1.0)
+        };
+        let runs = vec![
+            cell(262144, "strict", 3000.0),
+            cell(16777216, "strict", 1500.0),
+            cell(16777216, "streamreader", 800.0),
+            cell(16777216, "streamreader", 900.0),
+            base,
+        ];
+        let rows = conditions(&runs);
+        assert_eq!(rows.len(), 4, "never averaged across cells or readers");
+        let figures = by_condition(&rows);
+        assert_eq!(figures.len(), 4);
+        let (c, f) = figures
+            .iter()
+            .find(|(c, _)| {
+                c.buffers.wmem == Some(16 << 20)
+                    && c.reader == Some(loadgen::ReaderModel::Streamreader)
+            })
+            .unwrap();
+        assert_eq!((f.runs, f.p95), (2, Some(850.0)));
+        assert_eq!(c.buffers.rmem, Some(1 << 20));
+        assert_eq!(c.kind, Some(super::super::dims::Kind::Pace));
+        assert_eq!(f.sysctls, runs[2].sysctls);
+        // The one baseline at the host's buffers serves every cell.
+        let (p, from) = super::super::crosscheck::baseline(&figures, *c).unwrap();
+        assert_eq!(
+            (p, from.as_str()),
+            (2.0, "gunicorn-sync2/direct (host buffers)")
+        );
+        // Runs on the host (no cells) stay apart from runs in namespaces.
+        let host = run(5000.0, 1.0);
+        assert_eq!(conditions(&[host, cell(262144, "strict", 1.0)]).len(), 2);
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> S
         };
         let _ = writeln!(
             out,
-            "{:<18} {:<12} {:>4} {:>4} {:>9} {:>9} {:>19} {:>9} {:>8} {:>8} {:>8}   {}",
+            "{:<18} {:<12} {:>4} {:>4} {:>9} {:>9} {:>19} {:>9} {:>8} {:>8} {:>8}   {}{}",
             c.server.name(),
             c.route.name(),
             c.slow,
@@ -124,6 +124,8 @@ pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> S
             s3(publ.as_ref().and_then(|(p, _)| p.app_send_s)),
             s3(f.client_receive_s),
             publ.map(|(_, from)| from).unwrap_or_default(),
+            // A grid's cells share server, route and slow clients.
+            c.dims_label(),
         );
     }
     out
@@ -154,7 +156,7 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<18} {:<12} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>5}",
+            "{:<18} {:<12} {:>9} {:>9} {:>9} {:>9} {:>10}  {:>5}{}",
             r.server.name(),
             r.route.name(),
             r.handlers
@@ -165,6 +167,7 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
             ms(r.p95_ms),
             ratio,
             mark(r.agree),
+            r.dims_label(),
         );
     }
     let replica: Vec<&Row> = rows.iter().filter(|r| r.check == "replica").collect();

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use super::aggregate::ConditionFigures;
 use super::matrix::Condition;
 use super::published::{counterpart_route, counterpart_server};
-use crate::results::{Check, CrossRow, Direction, Named};
+use crate::results::{Check, CrossRow, DimCells, Direction, Named};
 use crate::stack::{Route, Server};
 
 pub use crate::results::Verdict;
@@ -132,14 +132,30 @@ pub struct Row {
     /// p95 / reference p95.
     pub p95_ratio: Option<f64>,
     pub agree: Option<bool>,
+    /// The condition's cells as `conditions.csv` has them.
+    pub dims: DimCells,
 }
 
 impl Row {
+    /// The dimensions its condition sets, as the conditions table shows
+    /// them (`Condition::dims_label`).
+    pub fn dims_label(&self) -> String {
+        super::dims::condition_of(
+            Some(self.server),
+            Some(self.route),
+            self.slow_clients,
+            Some(self.direction),
+            &self.dims,
+        )
+        .map(|c| c.dims_label())
+        .unwrap_or_default()
+    }
+
     /// The row as `crosscheck.csv` writes it.
     pub fn to_row(&self) -> CrossRow {
         let v = |x: Option<Verdict>| x.map(Named::Known);
         let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        CrossRow {
+        let mut row = CrossRow {
             check: Named::parse(self.check),
             server: self.server.into(),
             route: self.route.into(),
@@ -160,7 +176,10 @@ impl Row {
             p95_ratio: self.p95_ratio,
             agree: self.agree,
             direction: self.direction.into(),
-        }
+            ..CrossRow::default()
+        };
+        row.set_dims(self.dims.clone());
+        row
     }
 }
 
@@ -168,8 +187,11 @@ impl Row {
 /// direction, else in the download direction: with no slow client the load
 /// is the same), else that of the same route with the sync2 server of the
 /// same implementation (the seed preset has no 0-slow gthread run), saying
-/// which it used.
-fn baseline(
+/// which it used. Each in the condition's own cell and reader first, else
+/// in the same kind of network at the host's buffers with any reader
+/// (the `buffers` preset's one baseline per stack): without slow readers
+/// neither acts.
+pub fn baseline(
     figures: &BTreeMap<Condition, ConditionFigures>,
     c: Condition,
 ) -> Option<(f64, String)> {
@@ -188,8 +210,18 @@ fn baseline(
             })
         })
         .find_map(|b| {
-            let p = figures.get(&b).and_then(|f| f.p95)?;
-            Some((p, format!("{}/{}", b.server, b.route)))
+            if let Some(p) = figures.get(&b).and_then(|f| f.p95) {
+                return Some((p, format!("{}/{}", b.server, b.route)));
+            }
+            let host = figures.iter().find_map(|(k, f)| {
+                let same = Condition {
+                    reader: k.reader,
+                    buffers: Default::default(),
+                    ..b
+                };
+                (*k == same).then_some(f.p95).flatten()
+            })?;
+            Some((host, format!("{}/{} (host buffers)", b.server, b.route)))
         })
 }
 
@@ -243,6 +275,7 @@ pub fn rows(
             reference_p95_ms: None,
             p95_ratio: None,
             agree: obs.map(|o| o == predicted),
+            dims: figures[&c].dims(),
         });
     }
     for &c in &at_slow {
@@ -288,6 +321,7 @@ pub fn rows(
                     (Some(a), Some(b)) => Some(a == b),
                     _ => None,
                 },
+                dims: figures[&c].dims(),
             });
         }
     }
@@ -434,12 +468,7 @@ mod tests {
         let mut f = BTreeMap::new();
         let put = |f: &mut BTreeMap<_, _>, s, r, slow, p95| {
             f.insert(
-                Condition {
-                    server: s,
-                    route: r,
-                    slow,
-                    direction: Direction::Download,
-                },
+                Condition::new(s, r, slow, Direction::Download),
                 ConditionFigures {
                     p95: Some(p95),
                     ..ConditionFigures::default()

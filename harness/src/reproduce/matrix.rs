@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use loadgen::ReaderModel;
 
+pub use super::dims::{BufferCell, Kind};
+use crate::netns::SlowKind;
 use crate::results::Direction;
 use crate::stack::launch::Body;
 use crate::stack::{Route, Server};
@@ -30,6 +32,17 @@ pub enum Preset {
     /// Slowloris: the same servers, direct and behind each proxy, at 0 and
     /// 2 clients that never finish their request head.
     Headers,
+    /// The kernel's buffers (issue 13): Gunicorn sync x2 and rust-sync2,
+    /// direct and behind their proxy with buffering off, 2 slow readers,
+    /// across `tcp_wmem` max x `tcp_rmem` max in both namespaces
+    /// ([`BUFFER_GRID`]) and both reader models, plus each stack's 0-slow
+    /// baseline in namespaces at the host's buffers; 2 repetitions.
+    Buffers,
+    /// Slow links (issue 15): Gunicorn sync x2 and rust-sync2, direct and
+    /// behind their proxy with buffering off and on, at 0 and 2 slow
+    /// clients that pace their reads or read unpaced behind a link at the
+    /// paced rate ([`LINK_RATE`]); 3 repetitions.
+    Link,
 }
 
 impl Preset {
@@ -42,6 +55,8 @@ impl Preset {
             Preset::Servers => "servers",
             Preset::Upload => "upload",
             Preset::Headers => "headers",
+            Preset::Buffers => "buffers",
+            Preset::Link => "link",
         }
     }
 
@@ -49,6 +64,7 @@ impl Preset {
     pub fn default_runs(self) -> u32 {
         match self {
             Preset::Quick => 1,
+            Preset::Buffers => 2,
             _ => 3,
         }
     }
@@ -60,9 +76,11 @@ impl Preset {
     /// the same figures; see README, "The reader models").
     pub fn profile(self) -> LoadProfile {
         match self {
-            Preset::Seed | Preset::Replica => LoadProfile::experiment(),
+            // Buffers' conditions name their own reader; its baselines have
+            // no slow reader.
+            Preset::Seed | Preset::Replica | Preset::Buffers => LoadProfile::experiment(),
             Preset::Quick => LoadProfile::quick(),
-            Preset::Cross | Preset::Servers | Preset::Upload => LoadProfile {
+            Preset::Cross | Preset::Servers | Preset::Upload | Preset::Link => LoadProfile {
                 reader: ReaderModel::Strict,
                 ..LoadProfile::experiment()
             },
@@ -84,12 +102,7 @@ impl Preset {
             for &server in servers {
                 for &route in routes {
                     for &slow in slows {
-                        out.push(Condition {
-                            server,
-                            route,
-                            slow,
-                            direction,
-                        });
+                        out.push(Condition::new(server, route, slow, direction));
                     }
                 }
             }
@@ -98,10 +111,13 @@ impl Preset {
         let grid = |servers: &[Server], routes: &[Route], slows: &[u32]| {
             grid_in(Direction::Download, servers, routes, slows)
         };
-        let pairs = |direction, gunicorn: &[Route], replica: &[Route]| {
-            let mut c = grid_in(direction, &[Server::GunicornSync2], gunicorn, &[0, 2]);
-            c.extend(grid_in(direction, &[Server::RustSync2], replica, &[0, 2]));
+        let pairs_at = |direction, gunicorn: &[Route], replica: &[Route], slows: &[u32]| {
+            let mut c = grid_in(direction, &[Server::GunicornSync2], gunicorn, slows);
+            c.extend(grid_in(direction, &[Server::RustSync2], replica, slows));
             c
+        };
+        let pairs = |direction, gunicorn: &[Route], replica: &[Route]| {
+            pairs_at(direction, gunicorn, replica, &[0, 2])
         };
         match self {
             Preset::Seed => {
@@ -155,9 +171,68 @@ impl Preset {
                     Route::PingoraReqbufOn,
                 ],
             ),
+            Preset::Buffers => {
+                let stacks = pairs_at(
+                    Direction::Download,
+                    &[Route::Direct, Route::NginxOff],
+                    &[Route::Direct, Route::PingoraOff],
+                    &[2],
+                );
+                let mut out = Vec::new();
+                for &c in &stacks {
+                    for reader in [ReaderModel::Strict, ReaderModel::Streamreader] {
+                        for wmem in BUFFER_GRID {
+                            for rmem in BUFFER_GRID {
+                                out.push(Condition {
+                                    reader: Some(reader),
+                                    buffers: BufferCell {
+                                        wmem: Some(wmem),
+                                        rmem: Some(rmem),
+                                    },
+                                    ..c
+                                });
+                            }
+                        }
+                    }
+                }
+                // The cross-check's verdict (and model.csv's) needs each
+                // stack's 0-slow p95 in the same network: without slow
+                // readers neither the cell nor the reader acts (a 12-byte
+                // /fast answer fits every buffer), so one baseline in
+                // namespaces at the host's buffers serves every cell.
+                out.extend(stacks.iter().map(|c| Condition {
+                    kind: Some(Kind::Pace),
+                    ..c.at(0)
+                }));
+                out
+            }
+            Preset::Link => {
+                let mut out = Vec::new();
+                for c in pairs(
+                    Direction::Download,
+                    &[Route::Direct, Route::NginxOff, Route::NginxOn],
+                    &[Route::Direct, Route::PingoraOff, Route::PingoraOn],
+                ) {
+                    for kind in [Kind::Pace, Kind::Link { rate: LINK_RATE }] {
+                        out.push(Condition {
+                            kind: Some(kind),
+                            ..c
+                        });
+                    }
+                }
+                out
+            }
         }
     }
 }
+
+/// The `tcp_wmem` max and `tcp_rmem` max of the `buffers` grid: 256 KiB,
+/// 1 MiB, 4 MiB (this host's `tcp_wmem` default) and 16 MiB.
+pub const BUFFER_GRID: [u64; 4] = [256 << 10, 1 << 20, 4 << 20, 16 << 20];
+
+/// The `link` preset's link: the paced readers' rate, 2 MiB/s, shared by
+/// its slow readers.
+pub const LINK_RATE: u64 = 2 << 20;
 
 /// The load `--timeout` of the `headers` preset.
 pub const HEADERS_TIMEOUT: Duration = Duration::from_secs(3);
@@ -167,7 +242,10 @@ pub const HEADERS_TIMEOUT: Duration = Duration::from_secs(3);
 /// Gunicorn gevent's and Granian's.
 pub const SERVERS_SLOW: [u32; 3] = [0, 2, 8];
 
-/// One cell of the matrix.
+/// One cell of the matrix. The last three dimensions are `dims.rs`'s:
+/// unset, the preset's profile (reader) or the run-wide flags (network)
+/// decide; in conditions read back from rows, unset means not recorded
+/// (reader) or the host's loopback and buffers (network).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct Condition {
     pub server: Server,
@@ -176,9 +254,64 @@ pub struct Condition {
     /// What the `slow` clients do: read `/large` slowly, upload slowly, or
     /// send their request head slowly.
     pub direction: Direction,
+    /// How the slow readers read (`slowlab load --reader`).
+    pub reader: Option<ReaderModel>,
+    /// `tcp_wmem`/`tcp_rmem` max in both namespaces.
+    pub buffers: BufferCell,
+    /// How the slow clients are slow (implies namespaces).
+    pub kind: Option<Kind>,
 }
 
 impl Condition {
+    /// A condition with none of `dims.rs`'s dimensions set.
+    pub fn new(server: Server, route: Route, slow: u32, direction: Direction) -> Condition {
+        Condition {
+            server,
+            route,
+            slow,
+            direction,
+            reader: None,
+            buffers: BufferCell::default(),
+            kind: None,
+        }
+    }
+
+    /// This condition's namespaces over the run-wide ones
+    /// ([`super::dims::net_spec`]).
+    pub fn net_spec(
+        &self,
+        wide: Option<&crate::netns::NetSpec>,
+    ) -> Result<Option<crate::netns::NetSpec>, String> {
+        super::dims::net_spec(self, wide)
+    }
+
+    /// The dimensions this condition sets, as `--only` spells them, each
+    /// after a space (empty when it sets none).
+    pub fn dims_label(&self) -> String {
+        let mut out = String::new();
+        if let Some(r) = self.reader {
+            out += &format!(" reader={r}");
+        }
+        for (name, v) in [("wmem", self.buffers.wmem), ("rmem", self.buffers.rmem)] {
+            if let Some(v) = v {
+                out += &format!(" {name}={}", common::units::Size(v));
+            }
+        }
+        match self.kind {
+            Some(Kind::Pace) => out += " kind=pace",
+            Some(Kind::Link { rate }) => {
+                out += &format!(" kind=link({}/s)", common::units::Size(rate))
+            }
+            None => {}
+        }
+        out
+    }
+
+    /// The reader the slow readers use under `profile`.
+    pub fn reader_in(&self, profile: &LoadProfile) -> ReaderModel {
+        self.reader.unwrap_or(profile.reader)
+    }
+
     /// The same stack and direction with no slow clients: its baseline.
     pub fn at(self, slow: u32) -> Condition {
         Condition { slow, ..self }
@@ -221,7 +354,14 @@ impl std::fmt::Display for Condition {
             Direction::Upload => "slow uploads",
             Direction::Headers => "slowloris",
         };
-        write!(f, "{} {} {} {what}", self.server, self.route, self.slow)
+        write!(
+            f,
+            "{} {} {} {what}{}",
+            self.server,
+            self.route,
+            self.slow,
+            self.dims_label()
+        )
     }
 }
 
@@ -327,8 +467,13 @@ impl LoadProfile {
 }
 
 /// `--only`: comma-separated terms that must all match a condition. A term
-/// is a server name, a route name, `slow=N`, or `server=`/`route=` with a
-/// name.
+/// is a server name, a route name, `slow=N`, `server=`/`route=` with a
+/// name, `reader=strict|streamreader` (the reader the run uses, the
+/// preset's when the condition names none), `wmem=SIZE`/`rmem=SIZE` or
+/// `wmem=host`/`rmem=host` (the condition's buffer cell; `host`: it sets
+/// none), `kind=pace|link` (the condition's slow-client kind; one without
+/// a kind of its own is `pace`, and becomes `link` only under a run-wide
+/// `--link`).
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     terms: Vec<Term>,
@@ -339,6 +484,34 @@ enum Term {
     Server(Server),
     Route(Route),
     Slow(u32),
+    Reader(ReaderModel),
+    Wmem(Option<u64>),
+    Rmem(Option<u64>),
+    Kind(SlowKind),
+}
+
+impl Term {
+    fn matches(&self, c: &Condition, profile: &LoadProfile) -> bool {
+        match self {
+            Term::Server(s) => *s == c.server,
+            Term::Route(r) => *r == c.route,
+            Term::Slow(n) => *n == c.slow,
+            Term::Reader(r) => *r == c.reader_in(profile),
+            Term::Wmem(w) => *w == c.buffers.wmem,
+            Term::Rmem(r) => *r == c.buffers.rmem,
+            Term::Kind(k) => *k == c.kind.map_or(SlowKind::Pace, Kind::slow_kind),
+        }
+    }
+}
+
+/// `SIZE` or `host` of a `wmem=`/`rmem=` term.
+fn cell_size(key: &str, v: &str) -> Result<Option<u64>, String> {
+    if v == "host" {
+        return Ok(None);
+    }
+    common::units::parse_size(v)
+        .map(Some)
+        .map_err(|_| format!("`{key}={v}`: expected a size such as 16M, or host"))
 }
 
 impl std::str::FromStr for Filter {
@@ -354,8 +527,19 @@ impl std::str::FromStr for Filter {
                     v.parse()
                         .map_err(|_| format!("`slow={v}`: expected a number"))?,
                 ),
+                Some(("reader", v)) => Term::Reader(
+                    <ReaderModel as clap::ValueEnum>::from_str(v, false)
+                        .map_err(|_| format!("`reader={v}`: expected strict or streamreader"))?,
+                ),
+                Some(("wmem", v)) => Term::Wmem(cell_size("wmem", v)?),
+                Some(("rmem", v)) => Term::Rmem(cell_size("rmem", v)?),
+                Some(("kind", "pace")) => Term::Kind(SlowKind::Pace),
+                Some(("kind", "link")) => Term::Kind(SlowKind::Link),
+                Some(("kind", v)) => return Err(format!("`kind={v}`: expected pace or link")),
                 Some((k, _)) => {
-                    return Err(format!("unknown filter key `{k}` (server, route, slow)"));
+                    return Err(format!(
+                        "unknown filter key `{k}` (server, route, slow, reader, wmem, rmem, kind)"
+                    ));
                 }
                 None => match (raw.parse::<Server>(), raw.parse::<Route>()) {
                     (Ok(s), _) => Term::Server(s),
@@ -377,33 +561,19 @@ impl std::str::FromStr for Filter {
 }
 
 impl Filter {
-    pub fn matches(&self, c: &Condition) -> bool {
-        // Terms of the same kind are alternatives (`rust-sync2,gunicorn-sync2`);
-        // terms of different kinds must all hold.
-        let kinds = [
-            self.terms
-                .iter()
-                .filter_map(|t| match t {
-                    Term::Server(s) => Some(*s == c.server),
-                    _ => None,
-                })
-                .collect::<Vec<_>>(),
-            self.terms
-                .iter()
-                .filter_map(|t| match t {
-                    Term::Route(r) => Some(*r == c.route),
-                    _ => None,
-                })
-                .collect(),
-            self.terms
-                .iter()
-                .filter_map(|t| match t {
-                    Term::Slow(n) => Some(*n == c.slow),
-                    _ => None,
-                })
-                .collect(),
-        ];
-        kinds.iter().all(|k| k.is_empty() || k.iter().any(|&m| m))
+    /// Whether `c`, run under `profile`, matches. Terms of the same kind
+    /// are alternatives (`rust-sync2,gunicorn-sync2`); terms of different
+    /// kinds must all hold.
+    pub fn matches(&self, c: &Condition, profile: &LoadProfile) -> bool {
+        let mut kinds: Vec<(std::mem::Discriminant<Term>, bool)> = Vec::new();
+        for t in &self.terms {
+            let (d, m) = (std::mem::discriminant(t), t.matches(c, profile));
+            match kinds.iter_mut().find(|(k, _)| *k == d) {
+                Some(kind) => kind.1 |= m,
+                None => kinds.push((d, m)),
+            }
+        }
+        kinds.iter().all(|(_, m)| *m)
     }
 }
 
@@ -429,6 +599,11 @@ impl RunSpec {
             repetition: self.repetition,
         }
     }
+
+    /// The reader this run's slow readers use (`runs.csv` `reader`).
+    pub fn reader(&self) -> ReaderModel {
+        self.condition.reader_in(&self.profile)
+    }
 }
 
 /// Expands presets into runs. Repetitions are the outer loop, so that slow
@@ -439,7 +614,7 @@ pub fn plan(presets: &[Preset], runs: Option<u32>, filter: Option<&Filter>) -> V
         let conditions: Vec<Condition> = preset
             .conditions()
             .into_iter()
-            .filter(|c| filter.is_none_or(|f| f.matches(c)))
+            .filter(|c| filter.is_none_or(|f| f.matches(c, &preset.profile())))
             .collect();
         for repetition in 1..=runs.unwrap_or(preset.default_runs()) {
             for &condition in &conditions {
@@ -580,6 +755,126 @@ mod tests {
         assert_eq!(c.to_string(), "gunicorn-sync2 direct 2 slow uploads");
         let p = LoadProfile::experiment();
         assert_eq!(p.expected_duration_of(&c), Duration::from_millis(9250));
+    }
+
+    #[test]
+    fn buffers_is_the_grid_of_both_readers_at_2_slow_plus_one_baseline_per_stack() {
+        let runs = plan(&[Preset::Buffers], None, None);
+        let stacks = 4;
+        let cells = BUFFER_GRID.len() * BUFFER_GRID.len();
+        assert_eq!(runs.len(), (stacks * cells * 2 + stacks) * 2);
+        let rep1: Vec<&RunSpec> = runs.iter().filter(|r| r.repetition == 1).collect();
+        let mut distinct: Vec<Condition> = rep1.iter().map(|r| r.condition).collect();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(
+            distinct.len(),
+            rep1.len(),
+            "no two runs of a repetition share a cell"
+        );
+        for r in &rep1 {
+            let c = r.condition;
+            let spec = c
+                .net_spec(None)
+                .unwrap()
+                .expect("every buffers run is in namespaces");
+            assert_eq!(spec.link, None);
+            match c.slow {
+                2 => {
+                    assert!(
+                        c.reader.is_some() && c.buffers.wmem.is_some() && c.buffers.rmem.is_some()
+                    );
+                    assert_eq!(spec.sysctls.len(), 2);
+                    assert!(
+                        spec.sysctls.iter().all(|s| s.side.is_none()),
+                        "both namespaces"
+                    );
+                }
+                0 => {
+                    assert_eq!(
+                        (c.kind, c.buffers),
+                        (Some(Kind::Pace), BufferCell::default())
+                    );
+                    assert!(spec.sysctls.is_empty(), "the host's buffers");
+                }
+                n => panic!("{n} slow"),
+            }
+            assert!(matches!(
+                (c.server, c.route),
+                (Server::GunicornSync2, Route::Direct | Route::NginxOff)
+                    | (Server::RustSync2, Route::Direct | Route::PingoraOff)
+            ));
+        }
+        let f: Filter =
+            "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,wmem=16M,rmem=1M"
+                .parse()
+                .unwrap();
+        let picked = plan(&[Preset::Buffers], Some(1), Some(&f));
+        let names: Vec<String> = picked.iter().map(|r| r.condition.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "rust-sync2 direct 2 slow reader=strict wmem=256KiB rmem=1MiB",
+                "rust-sync2 direct 2 slow reader=strict wmem=16MiB rmem=1MiB"
+            ]
+        );
+        let host: Filter = "wmem=host".parse().unwrap();
+        assert_eq!(plan(&[Preset::Buffers], Some(1), Some(&host)).len(), stacks);
+    }
+
+    #[test]
+    fn link_is_both_kinds_of_every_stack_at_0_and_2_slow() {
+        let runs = plan(&[Preset::Link], None, None);
+        assert_eq!(runs.len(), 2 * 3 * 2 * 2 * 3);
+        let link: Filter = "kind=link".parse().unwrap();
+        let pace: Filter = "kind=pace".parse().unwrap();
+        let l = plan(&[Preset::Link], Some(1), Some(&link));
+        let p = plan(&[Preset::Link], Some(1), Some(&pace));
+        assert_eq!((l.len(), p.len()), (12, 12));
+        for r in &l {
+            let spec = r.condition.net_spec(None).unwrap().unwrap();
+            assert_eq!(spec.link, Some(crate::netns::Link::at(LINK_RATE)));
+            assert_eq!(
+                crate::netns::reader_rate(Some(&spec), r.profile.slow_rate),
+                loadgen::config::MAX_SLOW_RATE,
+                "readers behind a link are unpaced"
+            );
+        }
+        for r in &p {
+            let spec = r.condition.net_spec(None).unwrap();
+            assert_eq!(
+                spec,
+                Some(crate::netns::NetSpec::default()),
+                "paced, in namespaces"
+            );
+        }
+        assert_eq!(
+            l[1].condition.to_string(),
+            "gunicorn-sync2 direct 2 slow kind=link(2MiB/s)"
+        );
+        // A preset without kinds is pace to the filter.
+        assert_eq!(plan(&[Preset::Quick], None, Some(&pace)).len(), 12);
+        assert!(plan(&[Preset::Quick], None, Some(&link)).is_empty());
+    }
+
+    #[test]
+    fn the_reader_term_sees_the_preset_s_reader() {
+        let strict: Filter = "reader=strict".parse().unwrap();
+        assert!(plan(&[Preset::Seed], None, Some(&strict)).is_empty());
+        assert_eq!(plan(&[Preset::Quick], None, Some(&strict)).len(), 12);
+        let seed = plan(&[Preset::Seed], Some(1), None);
+        assert!(seed.iter().all(|r| r.reader() == ReaderModel::Streamreader));
+        let strict_cells = plan(&[Preset::Buffers], Some(1), Some(&strict));
+        assert!(
+            strict_cells
+                .iter()
+                .all(|r| r.reader() == ReaderModel::Strict)
+        );
+        assert_eq!(strict_cells.len(), 4 * 16);
+        for bad in ["reader=fast", "wmem=lots", "kind=wire", "cell=1M"] {
+            let e = bad.parse::<Filter>().unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+        }
     }
 
     #[test]

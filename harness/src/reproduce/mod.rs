@@ -4,6 +4,8 @@
 //!
 //! # Layout
 //! - [`matrix`]: presets, load profiles, `--only`.
+//! - [`dims`]: a condition's reader, buffer cell and slow-client kind, and
+//!   its run's namespaces.
 //! - [`runner`]: one run: its stack and load, through [`crate::stack::run`].
 //! - [`table`]: CSV reading by column name and appending.
 //! - [`sample_rows`]: the sampler's rows as CSV.
@@ -17,6 +19,7 @@
 pub mod aggregate;
 pub mod console;
 pub mod crosscheck;
+pub mod dims;
 pub mod matrix;
 pub mod published;
 pub mod results;
@@ -84,6 +87,16 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     if plan.is_empty() {
         return Err(common::exit::BadInput::new("no condition matches --only").into());
     }
+    // A run-wide flag that contradicts a condition's own dimension is bad
+    // input before anything runs; the first such condition is named.
+    let wide = args.net.spec();
+    let own_netns = plan
+        .iter()
+        .map(|r| r.condition.net_spec(wide.as_ref()))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(common::exit::BadInput::new)?
+        .iter()
+        .any(|n| n.is_some());
     let planned = plan.len();
     let plan = match args.shard {
         Some(s) => s.select(plan),
@@ -158,7 +171,10 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         &Naming {
             preset: &preset_name,
             shard: args.shard,
-            netns,
+            // What environment.json records of the namespaces: the
+            // run-wide request, else (conditions with their own) a pair at
+            // the host's values.
+            netns: netns.or_else(|| own_netns.then(Default::default)),
         },
         args.no_report,
     );

@@ -143,6 +143,7 @@ impl Results {
             .collect();
         set.resources = sample_rows::resources(&data.samples.resources, t0, &ident);
         set.sockets = sample_rows::sockets(&data.samples.sockets, t0, &ident);
+        set.qdiscs = sample_rows::qdiscs(&data.samples.qdiscs, t0, &ident);
         let mut run = run_figures(&set.requests, &set.large, &set.app_sends, &set.resources);
         run.stamp(&ident);
         run.preset = Some(data.spec.preset.name().to_string());
@@ -166,6 +167,7 @@ impl Results {
             .as_ref()
             .and_then(|n| n.link)
             .map(|l| l.to_string());
+        run.reader = Some(data.spec.reader().as_str().into());
         for (component, cap) in [
             (Component::App, self.caps.app),
             (Component::Proxy, self.caps.proxy),

@@ -88,7 +88,9 @@ pub struct RunContext<'a> {
     pub lab: Lab<'a>,
     pub caps: CapPlan,
     pub buffers: ProxyBuffers,
-    /// The runs' network namespaces (`--netns`, `--sysctl`), if any.
+    /// The run-wide network namespaces (`--netns`, `--sysctl`, `--link`),
+    /// if any; a condition's own dimensions go over them
+    /// ([`super::matrix::Condition::net_spec`]).
     pub netns: Option<crate::netns::NetSpec>,
 }
 
@@ -108,8 +110,17 @@ pub fn run(ctx: &RunContext<'_>, spec: &RunSpec, out: &Path) -> RunData {
         dir: dir.clone(),
         host_busy_cores: None,
         host_steal_ms: None,
-        netns: ctx.netns.clone(),
+        netns: None,
     };
+    // `reproduce` checked every planned condition against the run-wide
+    // flags before the first run.
+    match spec.condition.net_spec(ctx.netns.as_ref()) {
+        Ok(net) => data.netns = net,
+        Err(e) => {
+            data.status = Status::Failed(e);
+            return data;
+        }
+    }
     match run_inner(ctx, spec, &dir, &mut data) {
         Ok(()) => {}
         Err(e @ (RunError::MissingTool(_) | RunError::NoNetns(_))) => {
@@ -135,6 +146,7 @@ fn run_inner(
     data: &mut RunData,
 ) -> Result<(), RunError> {
     let c = spec.condition;
+    let net = data.netns.clone();
     let profile = spec.profile;
     let scratch = crate::scratch::tempdir("run")?;
     let stack = StackSpec {
@@ -145,10 +157,10 @@ fn run_inner(
         caps: ctx.caps,
         cgroup_prefix: spec.run_id.clone(),
         paths: RunPaths::new(dir, scratch.path())?,
-        netns: ctx.netns.clone(),
+        netns: net.clone(),
     };
     let mut limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
-    if let Some(link) = ctx.netns.as_ref().and_then(|n| n.link) {
+    if let Some(link) = net.as_ref().and_then(|n| n.link) {
         // The readers share the link: each takes slow x body / rate.
         limit += Duration::from_secs_f64(
             profile.body.large_bytes as f64 / link.share(c.readers()) as f64,
@@ -157,8 +169,12 @@ fn run_inner(
     let measured = lifecycle::run(&ctx.lab, &stack, limit, |target| {
         let mut args = load_args(spec, dir, target);
         args.slow_reader.slow_rate = Size(crate::netns::reader_rate(
-            ctx.netns.as_ref(),
+            net.as_ref(),
             profile.slow_rate,
+        ));
+        args.upload.upload_rate = Size(crate::netns::reader_rate(
+            net.as_ref(),
+            profile.upload.rate,
         ));
         LoadCommand::Load(args)
     })?;
@@ -192,7 +208,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
             rcvbuf: Size(p.rcvbuf),
             read_chunk: Size(p.read_chunk),
             large_path: "/large".into(),
-            reader: p.reader,
+            reader: spec.reader(),
         },
         upload: spec.condition.upload_args(&p),
         fast_rate: p.fast_rate,

@@ -1,9 +1,9 @@
-//! The sampler's samples as rows of `resource-samples.csv` and
-//! `socket-samples.csv`: the run's identity, then `t_s` relative to the
-//! run's time zero.
+//! The sampler's samples as rows of `resource-samples.csv`,
+//! `socket-samples.csv` and `qdisc-samples.csv`: the run's identity, then
+//! `t_s` relative to the run's time zero.
 
-use crate::results::{Ident, Named, PerRun, ResourceRow, SocketRow};
-use crate::sample::{ResourceSample, SocketSample};
+use crate::results::{Ident, Named, PerRun, QdiscRow, ResourceRow, SocketRow};
+use crate::sample::{QdiscSample, ResourceSample, SocketSample};
 
 pub fn resources(samples: &[ResourceSample], t0: f64, ident: &Ident) -> Vec<ResourceRow> {
     samples
@@ -27,6 +27,30 @@ pub fn resources(samples: &[ResourceSample], t0: f64, ident: &Ident) -> Vec<Reso
                 recv_queue_bytes: s.recv_queue_bytes,
                 accept_backlog: Some(s.accept_backlog),
                 ..ResourceRow::default()
+            };
+            row.stamp(ident);
+            row
+        })
+        .collect()
+}
+
+pub fn qdiscs(samples: &[QdiscSample], t0: f64, ident: &Ident) -> Vec<QdiscRow> {
+    samples
+        .iter()
+        .map(|s| {
+            let q = &s.stats;
+            let mut row = QdiscRow {
+                t_s: s.t_unix_s - t0,
+                side: s.side.to_string(),
+                dev: s.dev.clone(),
+                kind: q.kind.clone(),
+                sent_bytes: q.bytes,
+                sent_packets: q.packets,
+                drops: q.drops,
+                overlimits: q.overlimits,
+                backlog_bytes: q.backlog,
+                backlog_packets: q.qlen,
+                ..QdiscRow::default()
             };
             row.stamp(ident);
             row

@@ -41,8 +41,8 @@ pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
     Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };
-pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
-pub use samples::{ResourceRow, SocketRow};
+pub use runs::{ComponentColumns, ConditionRow, CrossRow, DimCells, RunRow};
+pub use samples::{QdiscRow, ResourceRow, SocketRow};
 pub use set::{
     Appenders, Ident, Missing, PerRun, ResultSet, Skipped, mark_incomplete, read_dir,
     write_summaries,
@@ -59,6 +59,8 @@ pub const CONDITIONS_CSV: &str = "conditions.csv";
 pub const RUNS_CSV: &str = "runs.csv";
 pub const RESOURCES_CSV: &str = "resource-samples.csv";
 pub const SOCKETS_CSV: &str = "socket-samples.csv";
+/// The shaped qdiscs of runs with `--link`.
+pub const QDISCS_CSV: &str = "qdisc-samples.csv";
 pub const APP_SENDS_CSV: &str = "app-sends.csv";
 /// The run copy of the app's receive log (`recv-log.csv`).
 pub const APP_RECVS_CSV: &str = "app-recvs.csv";
@@ -97,6 +99,7 @@ pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
         (SLOW_HEADERS_CSV, columns::<SlowHeaderRow>()),
         (RESOURCES_CSV, columns::<ResourceRow>()),
         (SOCKETS_CSV, columns::<SocketRow>()),
+        (QDISCS_CSV, columns::<QdiscRow>()),
         (APP_SENDS_CSV, columns::<AppSendRow>()),
         (APP_RECVS_CSV, columns::<AppRecvRow>()),
         (PROXY_RESPONSES_CSV, columns::<ProxyResponseRow>()),

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use super::cell;
 use super::names::{RouteName, ServerName, VerdictName};
 
-/// A row of `model.csv`: one condition (server, route, slow clients and
-/// the runs' `--sysctl`s).
+/// A row of `model.csv`: one download-direction condition (server, route,
+/// slow clients and the cells of `results::DimCells`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelRow {
     pub server: ServerName,
@@ -49,4 +49,14 @@ pub struct ModelRow {
     pub observed: Option<VerdictName>,
     #[serde(serialize_with = "cell::d2")]
     pub p95_ms: Option<f64>,
+    /// As in `runs.csv`: part of the condition (with `sysctls`, which
+    /// holds a `buffers` cell).
+    #[serde(default)]
+    pub netns: Option<bool>,
+    #[serde(default)]
+    pub slow_kind: Option<String>,
+    #[serde(default)]
+    pub link: Option<String>,
+    #[serde(default)]
+    pub reader: Option<String>,
 }

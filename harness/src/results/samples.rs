@@ -122,6 +122,36 @@ pub struct SocketRow {
     pub drops: Option<u64>,
 }
 
+/// A row of `qdisc-samples.csv`: one shaped qdisc (a `--link`'s tbf) at
+/// one sample. Only runs with a link have rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QdiscRow {
+    pub run_id: String,
+    pub server: ServerName,
+    pub route: RouteName,
+    pub slow_clients: u32,
+    pub repetition: u32,
+    #[serde(serialize_with = "cell::d3")]
+    pub t_s: f64,
+    /// The veth end it sits on: `server` (shapes server to client) or
+    /// `client` (client to server, with slow uploaders).
+    pub side: String,
+    pub dev: String,
+    /// `tbf`.
+    pub kind: String,
+    /// Bytes and packets the qdisc has sent since the run's namespaces
+    /// were made (cumulative).
+    pub sent_bytes: u64,
+    pub sent_packets: u64,
+    /// Packets dropped because the queue was full (cumulative).
+    pub drops: u64,
+    /// Times a packet had to wait for tokens (cumulative).
+    pub overlimits: u64,
+    /// Bytes and packets queued in it now.
+    pub backlog_bytes: u64,
+    pub backlog_packets: u64,
+}
+
 impl SocketRow {
     pub fn listening(&self) -> bool {
         self.state == "LISTEN"

@@ -45,6 +45,8 @@ pub struct ResultSet {
     pub slow_headers: Vec<SlowHeaderRow>,
     pub resources: Vec<ResourceRow>,
     pub sockets: Vec<SocketRow>,
+    /// `qdisc-samples.csv`: the shaped qdiscs of runs with a link.
+    pub qdiscs: Vec<QdiscRow>,
     pub app_sends: Vec<AppSendRow>,
     /// `app-recvs.csv`: the app's receive log, one row per upload.
     pub app_recvs: Vec<AppRecvRow>,
@@ -110,6 +112,9 @@ pub fn read_dir(dir: &Path) -> ResultSet {
         }
         if any_upload || dir.join(APP_RECVS_CSV).exists() {
             r.app_recvs = r.table(APP_RECVS_CSV);
+        }
+        if r.runs.iter().any(|x| x.link.is_some()) || dir.join(QDISCS_CSV).exists() {
+            r.qdiscs = r.table(QDISCS_CSV);
         }
         if r.runs.iter().any(|x| x.slow_headers() > 0) || dir.join(SLOW_HEADERS_CSV).exists() {
             r.slow_headers = r.table(SLOW_HEADERS_CSV);
@@ -195,6 +200,7 @@ impl ResultSet {
             app_recvs: gather(sets, |s| &s.app_recvs, p, &mut n),
             resources: gather(sets, |s| &s.resources, p, &mut n),
             sockets: gather(sets, |s| &s.sockets, p, &mut n),
+            qdiscs: gather(sets, |s| &s.qdiscs, p, &mut n),
             app_sends: gather(sets, |s| &s.app_sends, p, &mut n),
             proxy_responses: gather(sets, |s| &s.proxy_responses, p, &mut n),
             gauge: gather(sets, |s| &s.gauge, p, &mut n),
@@ -330,6 +336,7 @@ per_run!(
     ProgressRow,
     ResourceRow,
     SocketRow,
+    QdiscRow,
     AppSendRow,
     ProxyResponseRow,
     GaugeRow,
@@ -347,6 +354,7 @@ pub struct Appenders {
     runs: Appender<RunRow>,
     resources: Appender<ResourceRow>,
     sockets: Appender<SocketRow>,
+    qdiscs: Appender<QdiscRow>,
     app_sends: Appender<AppSendRow>,
     proxy_responses: Appender<ProxyResponseRow>,
     gauge: Appender<GaugeRow>,
@@ -366,6 +374,7 @@ impl Appenders {
             runs: Appender::new(dir.join(RUNS_CSV)),
             resources: Appender::new(dir.join(RESOURCES_CSV)),
             sockets: Appender::new(dir.join(SOCKETS_CSV)),
+            qdiscs: Appender::new(dir.join(QDISCS_CSV)),
             app_sends: Appender::new(dir.join(APP_SENDS_CSV)),
             proxy_responses: Appender::new(dir.join(PROXY_RESPONSES_CSV)),
             gauge: Appender::new(dir.join(PROXY_GAUGE_CSV)),
@@ -413,6 +422,10 @@ impl Appenders {
         add(&mut self.app_recvs, set, APP_RECVS_CSV, &set.app_recvs)?;
         add(&mut self.resources, set, RESOURCES_CSV, &set.resources)?;
         add(&mut self.sockets, set, SOCKETS_CSV, &set.sockets)?;
+        // Only runs with a link have qdiscs: no file without one.
+        if !set.qdiscs.is_empty() {
+            add(&mut self.qdiscs, set, QDISCS_CSV, &set.qdiscs)?;
+        }
         add(&mut self.runs, set, RUNS_CSV, &set.runs)
     }
 }

@@ -135,20 +135,21 @@ fn headers_are_pinned() {
             runs.push_str(&format!(",{c}_{col}"));
         }
     }
-    runs.push_str(",netns,sysctls,direction,slow_kind,link");
+    runs.push_str(",netns,sysctls,direction,slow_kind,link,reader");
     assert_eq!(columns::<RunRow>().join(","), runs);
     assert_eq!(
         columns::<ConditionRow>().join(","),
         "server,route,slow_clients,runs,runs_failed,p50,p95,p95_min,p95_max,app_send_s,\
          client_receive_s,temp_peak_mib,fast_requests,fast_errors,max_schedule_lag_ms,\
          app_cpu_cores,published_p95,published_p95_min,published_p95_max,published_app_send_s,\
-         published_client_receive_s,published_from,note,direction"
+         published_client_receive_s,published_from,note,direction,netns,sysctls,slow_kind,link,\
+         reader"
     );
     assert_eq!(
         columns::<CrossRow>().join(","),
         "check,server,route,slow_clients,handlers,absorbs_whole_response,predicted,observed,\
          p95_ms,baseline_p95_ms,baseline_from,reference,reference_observed,reference_p95_ms,\
-         p95_ratio,agree,direction"
+         p95_ratio,agree,direction,netns,sysctls,slow_kind,link,reader"
     );
     assert_eq!(
         columns::<ResourceRow>()[5..].join(","),
@@ -164,6 +165,10 @@ fn headers_are_pinned() {
          busy_us,rwnd_limited_us,sndbuf_limited_us,rcv_space_bytes,rcv_ssthresh_bytes,\
          rmem_alloc_bytes,rcvbuf_bytes,wmem_alloc_bytes,sndbuf_bytes,wmem_queued_bytes,\
          fwd_alloc_bytes,drops"
+    );
+    assert_eq!(
+        columns::<QdiscRow>()[5..].join(","),
+        "t_s,side,dev,kind,sent_bytes,sent_packets,drops,overlimits,backlog_bytes,backlog_packets"
     );
     assert_eq!(
         columns::<SweepRow>()[..5].join(",") + "|" + &columns::<SweepRow>()[36..].join(","),

@@ -345,13 +345,28 @@ impl Stack<'_> {
             name: command.name().into(),
             program: self.lab.launcher.exe.clone(),
             args: process::utf8_args(command.child().argv())?,
-            env: vec![],
+            // In namespaces, `/fast` takes the unshaped second veth pair.
+            env: self
+                .net
+                .iter()
+                .map(|n| {
+                    (
+                        loadgen::config::FAST_BIND_ENV.into(),
+                        n.fast_bind().to_string(),
+                    )
+                })
+                .collect(),
             cwd: None,
             netns: self.net.as_ref().map(|n| n.client.path()),
             stdout: dir.join("load.out"),
             stderr: dir.join("load.err"),
         };
-        let sampler = Sampler::start(probes, self.lab.sample_interval);
+        let qdiscs = self
+            .net
+            .as_ref()
+            .map(NetLab::shaped_qdiscs)
+            .unwrap_or_default();
+        let sampler = Sampler::start(probes, qdiscs, self.lab.sample_interval);
         let host_before = HostCpu::read();
         let load_started = Instant::now();
         let mut load = process::spawn(&spec, load_cg.as_ref())?;

@@ -4,6 +4,7 @@
 pub mod child;
 pub mod lab;
 pub mod request_report;
+pub mod netns;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -228,4 +229,11 @@ pub fn limit_open_files(soft: u64, hard: u64) -> std::io::Result<()> {
         let _ = libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0);
     }
     Ok(())
+}
+
+/// Asserts that exactly one line of `text` (a child's stderr) contains
+/// `needle`: a condition said "in one line".
+pub fn assert_one_line_with(text: &str, needle: &str) {
+    let lines = text.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(lines, 1, "{needle} in {lines} lines: {text}");
 }

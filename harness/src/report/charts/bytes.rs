@@ -21,12 +21,15 @@ use crate::report::whereabouts::{self, Sample, Whereabouts};
 /// The layers bottom to top: label, colour, value.
 type Layer = (&'static str, RGBColor, fn(&Sample) -> f64);
 
-const LAYERS: [Layer; 7] = [
+const LAYERS: [Layer; 8] = [
     ("consumed by the clients", RGBColor(96, 160, 96), |s| {
         s.consumed
     }),
     ("clients' receive queues", RGBColor(176, 216, 136), |s| {
         s.client_queue
+    }),
+    ("link's queue (tbf backlog)", RGBColor(150, 110, 190), |s| {
+        s.link_queue.unwrap_or(0.0)
     }),
     ("proxy's send queues", RGBColor(140, 190, 235), |s| {
         s.proxy_send_queue
@@ -106,6 +109,7 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
         "not_written_bytes_derived",
         "proxy_temp_logical_bytes",
         "app_sndbuf_bytes",
+        "link_queue_bytes",
     ]);
     for (c, w) in &shown {
         for x in &w.samples {
@@ -128,6 +132,7 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
                 cell(Some(x.not_written), 0),
                 cell(temp, 0),
                 cell(x.app_sndbuf, 0),
+                cell(x.link_queue, 0),
             ]);
         }
     }
@@ -141,6 +146,18 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
          `sndbuf_bytes`; not bytes of the response but the room the kernel gave them, which it grows up to \
          `tcp_wmem` max while the reader keeps up; absent where the samples came from `/proc`)."
     );
+    if shown
+        .iter()
+        .any(|(_, w)| w.samples.iter().any(|x| x.link_queue.is_some()))
+    {
+        caption.push_str(
+            " Runs with a shaped link (`--link`): the purple layer is the backlog of the link's tbf on the \
+             server's veth end (`qdisc-samples.csv`, read in the same sampling round, just after the sockets; \
+             the frames' bytes, headers included). Those bytes were sent and not yet acknowledged, so the \
+             sender's socket also counts them in its send queue: they are taken out of that layer (the proxy's \
+             send queues behind a proxy, the app's direct), not counted twice.",
+        );
+    }
     if clamped > 0 {
         caption.push_str(&format!(
             " In {clamped} samples the sampled layers exceeded the total by a little (the clocks sample a moving \
@@ -175,8 +192,8 @@ fn draw(shown: &[(Cond, Whereabouts)]) -> Result<String> {
                 .map(|(l, c, _)| (l.to_string(), *c, Key::Band))
                 .collect()
         };
-        legend(&top, 12, 16, &items(0..4))?;
-        let mut second = items(4..7);
+        legend(&top, 12, 16, &items(0..5))?;
+        let mut second = items(5..8);
         second.push(("NGINX temp files (logical size)".into(), TEMP, Key::Dash));
         second.push(("app finished writing".into(), INK, Key::VLine));
         second.push(("app's send buffer size".into(), SNDBUF, Key::Line));
@@ -244,12 +261,14 @@ fn draw_panel(panel: &Area<'_>, c: &Cond, w: &Whereabouts) -> Result<()> {
     let n = w.samples.len();
     let mut lower = vec![0.0; n];
     for (i, (_, color, value)) in LAYERS.iter().enumerate() {
-        // The pingora layer is zero without a proxy; skip drawing it rather
-        // than an invisible polygon. NGINX has no such layer at all.
-        if i == 3
+        // The pingora layer is zero without a proxy, the link's without a
+        // link; skip drawing them rather than an invisible polygon. NGINX
+        // has no pingora layer at all.
+        if (i == 4
             && w.samples
                 .iter()
-                .all(|s| s.proxy_held.is_none_or(|v| v == 0.0))
+                .all(|s| s.proxy_held.is_none_or(|v| v == 0.0)))
+            || (i == 2 && w.samples.iter().all(|s| s.link_queue.is_none()))
         {
             continue;
         }

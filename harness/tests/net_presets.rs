@@ -1,0 +1,228 @@
+//! The `buffers` and `link` presets through the CLI, one small slice each:
+//! a condition's own buffer cell reaches both namespaces (the app's peak
+//! send queue follows `tcp_wmem` max) and its rows carry the cell; a
+//! condition's own link makes its rows `slow_kind=link`; and a run-wide
+//! flag that contradicts a condition's own dimension is refused in one
+//! line before anything runs.
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use support::{slowlab, state_dir};
+
+/// Both tests measure; on a small machine they should not share it.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn usable(tc: bool) -> bool {
+    if let Some(why) = harness::netns::unavailable() {
+        eprintln!("skipped: {why}");
+        return false;
+    }
+    if tc && Command::new("tc").arg("-V").output().is_err() {
+        eprintln!("skipped: no tc");
+        return false;
+    }
+    true
+}
+
+fn rows(path: &Path) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    r.deserialize().map(|row| row.unwrap()).collect()
+}
+
+fn reproduce(out: &Path, preset: &str, only: &str) {
+    let o = Command::new(slowlab())
+        .args([
+            "reproduce",
+            "--preset",
+            preset,
+            "--runs",
+            "1",
+            "--no-report",
+        ])
+        .args(["--only", only])
+        .arg("--out")
+        .arg(out)
+        .env("SLOWLAB_HOME", state_dir())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+const WMEM_256K: &str = "net.ipv4.tcp_wmem=4096 16384 262144";
+const WMEM_16M: &str = "net.ipv4.tcp_wmem=4096 16384 16777216";
+const RMEM_1M: &str = "net.ipv4.tcp_rmem=4096 131072 1048576";
+
+#[test]
+fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem() {
+    let _serial = one_at_a_time();
+    if !usable(false) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    reproduce(
+        &out,
+        "buffers",
+        "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,wmem=16M,rmem=1M",
+    );
+    let runs = rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 2);
+    let cell_of = |wmem: &str| format!("{wmem};{RMEM_1M}");
+    let mut peak = HashMap::new();
+    let sockets = rows(&out.join("socket-samples.csv"));
+    for r in &runs {
+        assert_eq!(r["status"], "ok", "{r:?}");
+        assert_eq!(
+            (
+                r["reader"].as_str(),
+                r["slow_kind"].as_str(),
+                r["netns"].as_str()
+            ),
+            ("strict", "pace", "true")
+        );
+        let p = sockets
+            .iter()
+            .filter(|s| s["run_id"] == r["run_id"] && s["component"] == "app")
+            .filter_map(|s| s["tx_queue_bytes"].parse::<u64>().ok())
+            .max()
+            .expect("the app's sockets were sampled");
+        peak.insert(r["sysctls"].clone(), p);
+    }
+    let small = peak[&cell_of(WMEM_256K)];
+    let large = peak[&cell_of(WMEM_16M)];
+    assert!(
+        small <= 512 << 10,
+        "tcp_wmem max 256 KiB bounds the send queue: {small}"
+    );
+    assert!(
+        large > small + small / 2,
+        "tcp_wmem max 16 MiB lets it grow further: {large} against {small}"
+    );
+    // Both namespaces got the cell; the host kept its own.
+    let env: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("environment.json")).unwrap())
+            .unwrap();
+    assert!(env["run"]["netns"].is_object(), "{}", env["run"]["netns"]);
+    assert_ne!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
+            .unwrap()
+            .split_whitespace()
+            .nth(2),
+        Some("262144")
+    );
+    let conditions = rows(&out.join("conditions.csv"));
+    assert_eq!(conditions.len(), 2, "one row per cell");
+    let model = rows(&out.join("model.csv"));
+    assert_eq!(model.len(), 2, "one model row per cell");
+    for m in &model {
+        assert_eq!(m["reader"], "strict");
+        let want = if m["sysctls"] == cell_of(WMEM_256K) {
+            "262144"
+        } else {
+            "16777216"
+        };
+        assert_eq!(m["wmem_max_bytes"], want, "{m:?}");
+        assert_eq!(m["rmem_max_bytes"], "1048576");
+    }
+    assert!(
+        rows(&out.join("crosscheck.csv"))
+            .iter()
+            .all(|c| c["sysctls"].starts_with("net.ipv4.tcp_wmem="))
+    );
+}
+
+#[test]
+fn the_link_preset_s_link_conditions_run_behind_a_link() {
+    let _serial = one_at_a_time();
+    if !usable(true) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    reproduce(
+        &out,
+        "link",
+        "server=rust-sync2,route=direct,slow=2,kind=link",
+    );
+    let runs = rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    assert_eq!(r["status"], "ok", "{r:?}");
+    assert_eq!(r["slow_kind"], "link");
+    assert_eq!(r["link"], "rate=2MiB,burst=20971,limit=209715");
+    // Two unpaced readers share 2 MiB/s: 32 MiB take about 16 s.
+    let large = rows(&out.join("large-responses.csv"));
+    let end = large
+        .iter()
+        .map(|l| l["started_s"].parse::<f64>().unwrap() + l["receive_s"].parse::<f64>().unwrap())
+        .fold(0.0, f64::max);
+    assert!((14.4..=17.6).contains(&end), "the last byte at {end:.3} s");
+    let c = rows(&out.join("conditions.csv"));
+    assert_eq!(
+        (c[0]["slow_kind"].as_str(), c[0]["link"].as_str()),
+        ("link", r["link"].as_str())
+    );
+    let m = rows(&out.join("model.csv"));
+    assert_eq!(m[0]["slow_kind"], "link");
+    assert_eq!(m[0]["slow_rate_bytes_per_s"], "1048576", "the link's share");
+}
+
+#[test]
+fn a_run_wide_flag_that_contradicts_a_condition_is_refused_in_one_line() {
+    for (preset, flag, value) in [
+        ("link", "--link", "rate=8MiB"),
+        ("buffers", "--sysctl", WMEM_16M),
+    ] {
+        let o = Command::new(slowlab())
+            .args(["reproduce", "--preset", preset, flag, value])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{preset} {flag}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("contradicts"), "{err}");
+    }
+}
+
+#[test]
+fn without_namespaces_a_buffers_condition_is_skipped_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = Command::new(slowlab())
+        .args([
+            "reproduce",
+            "--preset",
+            "buffers",
+            "--runs",
+            "1",
+            "--no-report",
+        ])
+        .args([
+            "--only",
+            "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,rmem=1M",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .env("SLOWLAB_HOME", state_dir())
+        .env("SLOWLAB_NO_NETNS", "1")
+        .output()
+        .unwrap();
+    support::assert_one_line_with(&String::from_utf8_lossy(&o.stderr), "SLOWLAB_NO_NETNS");
+    let runs = rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "skipped");
+    assert_eq!(runs[0]["sysctls"], format!("{WMEM_256K};{RMEM_1M}"));
+}
