@@ -99,7 +99,7 @@ fn run_client(
 ) -> (serde_json::Value, Peaks) {
     let mut spec = lab::spec(dir, "client", program, args);
     spec.netns = at.netns.clone();
-    let sampler = Sampler::start(vec![server.probe("app")], Duration::from_millis(200));
+    let sampler = Sampler::start(vec![server.probe("app")], vec![], Duration::from_millis(200));
     let mut client = process::spawn(&spec, None).expect("the client starts");
     let status = client
         .wait_timeout(Duration::from_secs(120))
@@ -303,7 +303,7 @@ fn streamreader_matches_an_asyncio_client_in_a_namespace_whose_tcp_wmem_max_is_1
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = NetSpec {
         sysctls: vec![parse_sysctl(&format!("net.ipv4.tcp_wmem={WMEM_16_MIB}")).expect("a sysctl")],
-        link: None,
+        ..NetSpec::default()
     };
     let netlab = NetLab::create(&spec).expect("the lab's namespaces");
     assert_eq!(netlab.server.sysctls["net.ipv4.tcp_wmem"], WMEM_16_MIB);
@@ -342,7 +342,7 @@ fn across_the_veth_pair_the_send_buffer_grows_with_the_mtu() {
             sysctls: vec![
                 parse_sysctl(&format!("net.ipv4.tcp_wmem={WMEM_16_MIB}")).expect("a sysctl"),
             ],
-            link: None,
+            ..NetSpec::default()
         };
         let netlab = NetLab::create(&spec).expect("the lab's namespaces");
         if let Some(mtu) = mtu {
