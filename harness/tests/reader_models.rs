@@ -99,7 +99,11 @@ fn run_client(
 ) -> (serde_json::Value, Peaks) {
     let mut spec = lab::spec(dir, "client", program, args);
     spec.netns = at.netns.clone();
-    let sampler = Sampler::start(vec![server.probe("app")], vec![], Duration::from_millis(200));
+    let sampler = Sampler::start(
+        vec![server.probe("app")],
+        vec![],
+        Duration::from_millis(200),
+    );
     let mut client = process::spawn(&spec, None).expect("the client starts");
     let status = client
         .wait_timeout(Duration::from_secs(120))

@@ -3,8 +3,8 @@
 
 pub mod child;
 pub mod lab;
-pub mod request_report;
 pub mod netns;
+pub mod request_report;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
