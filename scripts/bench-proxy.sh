@@ -40,65 +40,8 @@ NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
 [[ -x "$NGINX" ]] || { echo "bench-proxy: no nginx at $NGINX" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "bench-proxy: wrk not found" >&2; exit 1; }
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-# start_slowlab NAME CPU ARGS...: starts a slowlab verb, waits for its ready
-# line, sets PID and ADDR.
-start_slowlab() {
-    local name=$1 cpu=$2
-    shift 2
-    taskset -c "$cpu" "$SLOWLAB" "$@" >"$work/$name.out" 2>"$work/$name.err" &
-    PID=$!
-    pids+=("$PID")
-    for _ in $(seq 200); do
-        if grep -q '^listening on ' "$work/$name.out" 2>/dev/null; then
-            ADDR=$(sed -n 's/^listening on \([^ ]*\).*/\1/p' "$work/$name.out")
-            return
-        fi
-        sleep 0.05
-    done
-    echo "bench-proxy: $name did not start" >&2
-    cat "$work/$name.err" >&2
-    exit 1
-}
-
-# start_nginx NAME on|off UPSTREAM: sets PID and ADDR.
-start_nginx() {
-    local name=$1 mode=$2 upstream=$3 dir="$work/$1" port
-    port=$(free_port)
-    mkdir -p "$dir"
-    nginx_conf "$dir" "$port" "        location / {
-            proxy_pass http://$upstream;
-            proxy_buffering $mode;
-            proxy_buffer_size 16k;
-            proxy_buffers 4 16k;
-            proxy_busy_buffers_size 32k;
-            proxy_max_temp_file_size 32m;
-            proxy_temp_file_write_size 64k;
-        }"
-    env -u NGINX taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
-    PID=$!
-    pids+=("$PID")
-    ADDR=127.0.0.1:$port
-    for _ in $(seq 200); do
-        curl -sf -o /dev/null "http://$ADDR/fast" && return
-        sleep 0.05
-    done
-    echo "bench-proxy: nginx $name did not start" >&2
-    cat "$dir/error.log" >&2
-    exit 1
-}
+# shellcheck source=scripts/bench-procs.sh
+source scripts/bench-procs.sh
 
 status_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
@@ -166,7 +109,7 @@ measure() {
 # round weighs on both sides.
 mode_round() {
     local mode=$1 ng_pid ng_addr before ng_idle ng_peak
-    start_nginx "nginx-$mode-$round" "$mode" "$ORIGIN"
+    start_nginx "nginx-$mode-$round" "$(proxy_location "$ORIGIN" "$mode")"
     ng_pid=$PID ng_addr=$ADDR
     mkdir -p "$work/tmp-$mode"
     start_slowlab "pingora-$mode-$round" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \

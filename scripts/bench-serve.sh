@@ -94,10 +94,6 @@ ready_addr() {
     return 1
 }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
 # Waits until GET /fast answers 200 at "$1".
 wait_http() {
     for _ in $(seq 100); do

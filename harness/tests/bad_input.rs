@@ -260,18 +260,9 @@ fn a_sweep_that_needs_more_descriptors_than_allowed_starts_no_stack() {
     ])
     .arg(&out)
     .env("SLOWLAB_HOME", support::state_dir());
-    let lim = libc::rlimit {
-        rlim_cur: 64,
-        rlim_max: 64,
-    };
-    // SAFETY: setrlimit is a plain system call, safe between fork and exec.
+    // SAFETY: limit_open_files makes plain system calls only.
     unsafe {
-        cmd.pre_exec(move || {
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(|| support::limit_open_files(64, 64));
     }
     let o = support::child::Child::spawn(cmd).finish(Duration::from_secs(30));
     assert_eq!(o.status.code(), Some(2), "{}", o.stderr);

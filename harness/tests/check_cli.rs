@@ -75,18 +75,21 @@ fn verdicts(r: &Value) -> Vec<(u64, String)> {
 }
 
 fn measure(model: &str, workers: &str, max_slow: &str, through: Option<&str>) -> (Outcome, Value) {
+    let cmd = serve(model, workers);
+    measure_with(
+        &["--server-cmd", &cmd, "--large-path", "/large"],
+        max_slow,
+        through,
+    )
+}
+
+/// A scaled-down check of the server `what` names (with its direction's
+/// flags), with `--json`, and the files every check writes.
+fn measure_with(what: &[&str], max_slow: &str, through: Option<&str>) -> (Outcome, Value) {
     let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let cmd = serve(model, workers);
-    let mut args = vec![
-        "--server-cmd",
-        &cmd,
-        "--large-path",
-        "/large",
-        "--max-slow",
-        max_slow,
-        "--json",
-    ];
+    let mut args = what.to_vec();
+    args.extend(["--max-slow", max_slow, "--json"]);
     args.extend(SCALED);
     if let Some(t) = through {
         args.extend(["--through", t]);
@@ -157,20 +160,22 @@ fn an_async_server_holds_up_to_the_maximum() {
     assert_eq!(d["held_up_to"], 4, "{d}");
 }
 
-#[test]
-fn behind_pingora_buffering_on_the_sync_server_is_held() {
-    let (o, v) = measure("sync", "--workers 2", "2", Some("pingora-on"));
+/// The sync server x2 is denied from 2 slow readers direct and held up to
+/// 2 behind `through`, which the answer calls `label`.
+fn sync_held_behind(through: &str, label: &str) {
+    let (o, v) = measure("sync", "--workers 2", "2", Some(through));
     assert_eq!(o.status.code(), Some(3), "direct is denied: {}", o.stderr);
     assert_eq!(route(&v, "direct")["denied_from"], 2);
-    let p = route(&v, "pingora-on");
+    let p = route(&v, through);
     assert_eq!(p["denied_from"], Value::Null, "{p}");
     assert_eq!(p["held_up_to"], 2, "{p}");
-    assert!(
-        o.stderr
-            .contains("direct: denied from 2; behind pingora buffering on: held up to 2"),
-        "{}",
-        o.stderr
-    );
+    let line = format!("direct: denied from 2; {label}: held up to 2");
+    assert!(o.stderr.contains(&line), "{}", o.stderr);
+}
+
+#[test]
+fn behind_pingora_buffering_on_the_sync_server_is_held() {
+    sync_held_behind("pingora-on", "behind pingora buffering on");
 }
 
 /// Real NGINX: `/usr/sbin/nginx`, or the Debian package `prepare` unpacks
@@ -193,18 +198,7 @@ fn behind_real_nginx_buffering_on_the_sync_server_is_held() {
         );
         return;
     }
-    let (o, v) = measure("sync", "--workers 2", "2", Some("nginx-on"));
-    assert_eq!(o.status.code(), Some(3), "direct is denied: {}", o.stderr);
-    assert_eq!(route(&v, "direct")["denied_from"], 2);
-    let n = route(&v, "nginx-on");
-    assert_eq!(n["denied_from"], Value::Null, "{n}");
-    assert_eq!(n["held_up_to"], 2, "{n}");
-    assert!(
-        o.stderr
-            .contains("direct: denied from 2; behind NGINX buffering on: held up to 2"),
-        "{}",
-        o.stderr
-    );
+    sync_held_behind("nginx-on", "behind NGINX buffering on");
 }
 
 /// Runs a `--server-cmd` that carries `mark` in its environment and
@@ -369,6 +363,40 @@ fn bad_flags_get_one_line_and_exit_two() {
             "must start with /",
         ),
         (vec!["--large-path", "/large"], "--target"),
+        (
+            vec!["--target", "http://127.0.0.1:9", "--direction", "sideways"],
+            "unknown direction `sideways` (expected one of download, upload, headers)",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--direction",
+                "upload",
+                "--upload-rate",
+                "0",
+            ],
+            "--upload-rate",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--direction",
+                "upload",
+                "--upload-bytes",
+                "0",
+            ],
+            "an empty upload holds no handler",
+        ),
+        (
+            vec!["--target", "http://127.0.0.1:9", "--slow-upload", "2"],
+            "set by each level of check",
+        ),
+        (
+            vec!["--target", "http://127.0.0.1:9"],
+            "--large-path is needed",
+        ),
     ] {
         let o = check(&args, dir.path());
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", o.stderr);
@@ -457,4 +485,121 @@ fn a_lab_server_by_name_is_checked_as_reproduce_starts_it() {
     let o = check(&["--server", "nope", "--large-path", "/large"], dir.path());
     assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
     assert!(o.stderr.contains("unknown server `nope`"), "{}", o.stderr);
+}
+
+/// The request direction, scaled down: 16 MiB uploads at 8 MiB/s, so an
+/// upload takes 2 s, longer than a level's 1.25 s.
+const UPLOADS: [&str; 4] = ["--direction", "upload", "--upload-rate", "8MiB"];
+
+/// A check of `--server-cmd cmd` against slow uploaders.
+fn uploads_against(cmd: &str, max_slow: &str) -> (Outcome, Value) {
+    let mut what = vec!["--server-cmd", cmd];
+    what.extend(UPLOADS);
+    measure_with(&what, max_slow, None)
+}
+
+/// The verdict of the level of `n` slow clients.
+fn verdict_at(r: &Value, n: u64) -> String {
+    verdicts(r)
+        .into_iter()
+        .find(|(m, _)| *m == n)
+        .unwrap_or_else(|| panic!("no level {n} in {r}"))
+        .1
+}
+
+#[test]
+fn two_sync_workers_are_not_held_at_two_slow_uploaders() {
+    let (o, v) = uploads_against(&serve("sync", "--workers 2"), "2");
+    assert_eq!(v["direction"], "upload", "{v}");
+    let d = route(&v, "direct");
+    assert_eq!(d["direction"], "upload", "{d}");
+    let at2 = verdict_at(d, 2);
+    assert!(at2 == "denied" || at2 == "degraded", "{d}");
+    let denied = at2 == "denied";
+    assert_eq!(
+        o.status.code(),
+        Some(if denied { 3 } else { 0 }),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("2 slow uploaders: p95"), "{}", o.stderr);
+    // The uploads were real: every one of the level-1 upload came back whole.
+    let one = &d["levels"].as_array().unwrap()[1];
+    assert_eq!(
+        (one["slow_readers"].as_u64(), one["slow_ok"].as_u64()),
+        (Some(1), Some(1)),
+        "{one}"
+    );
+}
+
+#[test]
+fn an_async_server_holds_slow_uploaders() {
+    let (o, v) = uploads_against(&serve("async", ""), "4");
+    assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], Value::Null, "{d}");
+    assert_eq!(d["held_up_to"], 4, "{d}");
+}
+
+#[test]
+fn waitress_reads_whole_uploads_before_its_four_threads_get_them() {
+    if !support::state_dir()
+        .join("venv/bin/waitress-serve")
+        .exists()
+    {
+        eprintln!("skipped: no Waitress in {}", support::state_dir().display());
+        return;
+    }
+    let mut what = vec!["--server", "waitress4"];
+    what.extend(UPLOADS);
+    let (o, v) = measure_with(&what, "8", None);
+    assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+    let d = route(&v, "direct");
+    // Eight slow uploaders, twice its threads: the fast path is held.
+    assert_eq!(verdict_at(d, 8), "held", "{d}");
+    let eight = d["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["slow_readers"] == 8)
+        .unwrap();
+    assert_eq!(eight["slow_ok"], 8, "every upload came back whole: {eight}");
+}
+
+#[test]
+fn slowloris_clients_are_denied_by_two_gunicorn_sync_workers() {
+    if !support::state_dir().join("venv/bin/gunicorn").exists() {
+        eprintln!("skipped: no Gunicorn in {}", support::state_dir().display());
+        return;
+    }
+    let what = ["--server", "gunicorn-sync2", "--direction", "headers"];
+    let (o, v) = measure_with(&what, "2", None);
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], 2, "{d}");
+    assert!(
+        o.stderr
+            .contains("slowloris clients were denied: direct: denied from 2"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_target_that_takes_no_upload_is_refused_before_any_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = serve("sync", "--workers 2");
+    let mut args = vec!["--server-cmd", &cmd, "--upload-path", "/large"];
+    args.extend(UPLOADS);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "does not take uploads at /large: POST /large answers 405 (method not allowed)"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.path().join("direct/baseline").exists(), "no level ran");
 }

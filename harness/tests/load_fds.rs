@@ -16,22 +16,27 @@ use std::time::{Duration, Instant};
 use server::{Model, ServerConfig};
 use support::child::{Child, Outcome};
 
-fn nofile(soft: u64, hard: u64) -> libc::rlimit {
-    libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
-    }
+/// `slowlab load` under an open-files limit of `soft`/`hard`, set in the
+/// child before it runs (as `ulimit -Sn`/`-Hn` would), without the
+/// privilege to raise the hard limit unless `privileged`.
+fn load_with_limit(soft: u64, hard: u64, args: &[&str]) -> Child {
+    load_as(soft, hard, false, args)
 }
 
-/// `slowlab load` under an open-files limit of `soft`/`hard`, set in the
-/// child before it runs (as `ulimit -Sn`/`-Hn` would).
-fn load_with_limit(soft: u64, hard: u64, args: &[&str]) -> Child {
+fn load_as(soft: u64, hard: u64, privileged: bool, args: &[&str]) -> Child {
     let mut cmd = Command::new(support::slowlab());
     cmd.arg("load").args(args);
-    let lim = nofile(soft, hard);
-    // SAFETY: setrlimit is a plain system call, safe between fork and exec.
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit and prctl are plain system calls, safe between fork
+    // and exec.
     unsafe {
         cmd.pre_exec(move || {
+            if !privileged {
+                return support::limit_open_files(soft, hard);
+            }
             if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -135,6 +140,54 @@ fn a_soft_limit_below_the_need_is_raised_and_said_so() {
     assert!(json["errors"].get("fd_exhausted").is_none(), "{json}");
 }
 
+/// Whether this process may raise its hard limits: `CAP_SYS_RESOURCE`
+/// (bit 24) in the effective set of `/proc/self/status`.
+fn may_raise_hard_limit() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let hex = s
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))?
+                .trim()
+                .to_string();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << 24) != 0)
+}
+
+#[test]
+fn a_hard_limit_below_the_need_is_raised_where_privilege_allows_else_refused_in_one_line() {
+    let mut config = ServerConfig::new(Model::Sync, Some(2));
+    config.large_bytes = 256 << 10;
+    let server = server::spawn(config).expect("server starts");
+    let url = format!("http://{}", server.local_addr());
+    let mut args = vec!["--target", url.as_str()];
+    args.extend(ISSUE_LOAD);
+    args.extend(["4MiB", "--fast-start", "0ms", "--json"]);
+    let out: Outcome = load_as(64, 64, true, &args).finish(Duration::from_secs(60));
+    if may_raise_hard_limit() {
+        assert_eq!(out.status.code(), Some(0), "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("raised the hard open-files limit (RLIMIT_NOFILE) from 64 to "),
+            "{}",
+            out.stderr
+        );
+    } else {
+        // Root in a container without CAP_SYS_RESOURCE, or any other user.
+        assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", out.stderr);
+        assert!(
+            lines[0].contains("hard open-files limit (ulimit -Hn) is 64 and raising it failed")
+                && lines[0].contains("CAP_SYS_RESOURCE"),
+            "{}",
+            lines[0]
+        );
+    }
+}
+
 #[test]
 fn descriptors_that_run_out_mid_run_are_fd_exhausted_and_exit_1() {
     let (addr, accepted) = silent_listener();
@@ -168,7 +221,10 @@ fn descriptors_that_run_out_mid_run_are_fd_exhausted_and_exit_1() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let pid = libc::pid_t::try_from(child.id()).expect("pid fits");
-    let lim = nofile(16, 16);
+    let lim = libc::rlimit {
+        rlim_cur: 16,
+        rlim_max: 16,
+    };
     // SAFETY: prlimit on our own child, with a live rlimit to read.
     let rc = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &lim, std::ptr::null_mut()) };
     assert_eq!(rc, 0, "prlimit: {}", std::io::Error::last_os_error());

@@ -1,7 +1,8 @@
 //! The buffer model against a real run: Gunicorn sync x2, direct, 2 slow
 //! readers, the host's sysctls. The model's `app_send_s` (from `tcp_wmem`
 //! max and the granted `SO_RCVBUF` alone) is within 15% of the measured
-//! median.
+//! median, and the explanation (the measured peak queues in the same
+//! formula) is within 15% of it too.
 
 mod support;
 
@@ -43,4 +44,19 @@ fn the_model_predicts_the_direct_app_write_time_at_the_default_sysctls() {
         "observed {observed:.3} s vs predicted {predicted:.3} s"
     );
     assert_eq!(row.predicted_blocked, Some(true));
+    // The explanation: the same formula with the measured peak queues. The
+    // queues hold payload, the sysctl bounds memory (payload plus each
+    // packet's bookkeeping), so the measured B is below the predicted one,
+    // and it accounts for the measured write time more closely.
+    let explained_b = row.explained_b_bytes.expect("peak queues were sampled");
+    let explained = row.explained_app_send_s.expect("an explained app_send_s");
+    assert!(
+        explained_b < row.predicted_b_bytes.unwrap()
+            && explained_b > row.predicted_b_bytes.unwrap() / 2,
+        "measured B {explained_b} against predicted {b}"
+    );
+    assert!(
+        (observed - explained).abs() <= 0.15 * observed,
+        "observed {observed:.3} s vs explained {explained:.3} s"
+    );
 }

@@ -2,7 +2,8 @@
 //! namespaces and veths are gone after a normal end, after SIGINT and after
 //! SIGKILL followed by a new start; a `tcp_wmem` max set in the server
 //! namespace bounds the app's send queue and leaves the host's alone; and
-//! a machine without namespaces (simulated) skips with one line.
+//! a machine without namespaces (simulated with `SLOWLAB_NO_NETNS`, and
+//! for real as an unprivileged user) skips with one line per condition.
 
 mod support;
 
@@ -37,6 +38,11 @@ fn usable() -> bool {
 }
 
 fn reproduce(out: &std::path::Path, extra: &[&str]) -> Command {
+    reproduce_only(out, "gunicorn-sync2,nginx-off,slow=2", extra)
+}
+
+/// `slowlab reproduce --preset quick --only ONLY EXTRA --out OUT`.
+fn reproduce_only(out: &std::path::Path, only: &str, extra: &[&str]) -> Command {
     let mut c = Command::new(slowlab());
     c.args([
         "reproduce",
@@ -44,7 +50,7 @@ fn reproduce(out: &std::path::Path, extra: &[&str]) -> Command {
         "quick",
         "--no-report",
         "--only",
-        "gunicorn-sync2,nginx-off,slow=2",
+        only,
     ])
     .args(extra)
     .arg("--out")
@@ -191,18 +197,53 @@ fn namespaces_go_on_sigint_and_after_sigkill_at_the_next_start() {
     );
 }
 
+/// `n` runs skipped in `out`'s `runs.csv`, each with one line on stderr
+/// that gives `why`.
+fn skipped_one_line_each(o: &Output, out: &std::path::Path, why: &str, n: usize) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(why)).collect();
+    assert_eq!(lines.len(), n, "{err}");
+    assert!(lines.iter().all(|l| l.contains(" skipped: ")), "{err}");
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(column(&runs, "status"), vec!["skipped"; n], "{runs}");
+}
+
 #[test]
 fn without_namespaces_the_runs_are_skipped_with_one_line() {
     let _serial = one_at_a_time();
     let tmp = tempfile::tempdir().unwrap();
+    // Two conditions, one line each.
+    let two = "gunicorn-sync2,nginx-off,direct,slow=2";
     let out = tmp.path().join("r");
-    let o = reproduce(&out, &["--netns"])
+    let o = reproduce_only(&out, two, &["--netns"])
         .env("SLOWLAB_NO_NETNS", "1")
         .output()
         .unwrap();
-    support::assert_one_line_with(&String::from_utf8_lossy(&o.stderr), "SLOWLAB_NO_NETNS");
-    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
-    assert_eq!(column(&runs, "status"), ["skipped"], "{runs}");
+    skipped_one_line_each(&o, &out, "SLOWLAB_NO_NETNS", 2);
+
+    // The same run unprivileged (as nobody, through setpriv): the real
+    // reason, one line per condition.
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && setpriv.exists() {
+        use std::os::unix::fs::PermissionsExt;
+        let shared = tmp.path().join("nobody");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let out = shared.join("r");
+        let as_root = reproduce_only(&out, two, &["--netns"]);
+        let o = Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(as_root.get_program())
+            .args(as_root.get_args())
+            .env("SLOWLAB_HOME", state_dir())
+            .output()
+            .unwrap();
+        skipped_one_line_each(&o, &out, "network namespaces need root", 2);
+    } else {
+        eprintln!("not checked unprivileged: not root or no setpriv");
+    }
     let bad = Command::new(slowlab())
         .args(["reproduce", "--sysctl", "net.core.wmem_max=8388608"])
         .output()

@@ -118,18 +118,23 @@ fn upload(
     let start = Instant::now();
     let mut sent = 0;
     let mut temp_peak = 0;
+    // When the last piece's write began: the upstream may be connected as
+    // soon as that write hands NGINX the last byte, before this thread
+    // runs again (and before the temp-file scan below).
+    let mut last_write = start;
     while sent < len {
         let due = start + Duration::from_secs_f64(sent as f64 / rate);
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
         let n = block.len().min(len - sent);
+        last_write = Instant::now();
         s.write_all(&block[..n]).unwrap();
         sent += n;
         let t = harness::procfs::temp_files(&[pid], temp);
         temp_peak = temp_peak.max(t.logical_bytes);
     }
-    (s, Instant::now(), temp_peak)
+    (s, last_write, temp_peak)
 }
 
 #[test]

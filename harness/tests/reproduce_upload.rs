@@ -2,34 +2,14 @@
 //! conditions with real processes: request buffering in front of a sync x2
 //! server relieves `/fast` under 2 slow uploaders, streaming does not; the
 //! request direction's files are merged into the results; and the app
-//! verified every byte of every completed upload on every route.
+//! verified every byte of every completed upload on every route; and the
+//! report's request-direction section quotes these files and says what
+//! they show (`support::request_report`).
 
 mod support;
 
-use std::path::Path;
-use std::process::Command;
-
 use harness::results::{self, Direction, RunStatus, Verdict, read_dir};
-use support::{slowlab, state_dir};
-
-/// Runs the upload preset's conditions that match `only` into `out`.
-fn reproduce(out: &Path, only: &str) {
-    let status = Command::new(slowlab())
-        .args([
-            "reproduce",
-            "--preset",
-            "upload",
-            "--runs",
-            "1",
-            "--no-report",
-        ])
-        .args(["--only", only, "--out"])
-        .arg(out)
-        .env("SLOWLAB_HOME", state_dir())
-        .status()
-        .expect("run slowlab reproduce");
-    assert!(status.success(), "reproduce exited with {status}");
-}
+use support::state_dir;
 
 /// The prediction row's observed verdict of `route` at 2 slow uploaders.
 fn observed(set: &results::ResultSet, route: &str) -> Option<Verdict> {
@@ -94,12 +74,17 @@ fn every_upload_verified(set: &results::ResultSet, routes: &[&str]) {
 fn pingora_request_buffering_relieves_rust_sync2_under_slow_uploads() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
-    reproduce(&out, "rust-sync2,pingora-reqbuf-on,pingora-reqbuf-off");
+    support::request_report::reproduce(
+        "upload",
+        &out,
+        "rust-sync2,pingora-reqbuf-on,pingora-reqbuf-off",
+    );
     let set = read_dir(&out);
     assert_eq!(set.runs.len(), 4);
     assert_eq!(observed(&set, "pingora-reqbuf-on"), Some(Verdict::Relieved));
     assert_eq!(observed(&set, "pingora-reqbuf-off"), Some(Verdict::Blocked));
     every_upload_verified(&set, &["pingora-reqbuf-on", "pingora-reqbuf-off"]);
+    support::request_report::check_upload_section(&out);
 }
 
 #[test]
@@ -112,9 +97,10 @@ fn nginx_request_buffering_relieves_gunicorn_sync2_under_slow_uploads() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
-    reproduce(&out, "gunicorn-sync2,nginx-reqbuf-on");
+    support::request_report::reproduce("upload", &out, "gunicorn-sync2,nginx-reqbuf-on");
     let set = read_dir(&out);
     assert_eq!(set.runs.len(), 2);
     assert_eq!(observed(&set, "nginx-reqbuf-on"), Some(Verdict::Relieved));
     every_upload_verified(&set, &["nginx-reqbuf-on"]);
+    support::request_report::check_upload_section(&out);
 }

@@ -5,8 +5,11 @@
 //! would show up as failed requests that look like the target's fault, so
 //! `load` and `sweep-load` count the most they can hold at once before
 //! anything is sent, raise the soft `RLIMIT_NOFILE` towards the hard limit
-//! when it is lower (and say so on stderr), and refuse to start (bad input,
-//! exit status 2) when even the hard limit is too low. An `EMFILE` or
+//! when it is lower (and say so on stderr), raise the hard limit too when
+//! it is lower and the kernel's ceiling (`/proc/sys/fs/nr_open`) allows the
+//! need (only a privileged process, root or `CAP_SYS_RESOURCE`, may), and
+//! refuse to start (bad input, exit status 2) with one line naming the need
+//! and the limit otherwise. An `EMFILE` or
 //! `ENFILE` that still happens during a run is recorded as its own kind,
 //! `fd_exhausted` ([`crate::error::ErrorKind::FdExhausted`]).
 
@@ -38,6 +41,19 @@ impl Limit {
             soft: lim.rlim_cur,
             hard: lim.rlim_max,
         })
+    }
+
+    /// Sets both limits to `n` (raising the hard limit needs privilege).
+    pub fn set_both(n: u64) -> io::Result<Limit> {
+        let lim = libc::rlimit {
+            rlim_cur: n,
+            rlim_max: n,
+        };
+        // SAFETY: a valid resource and a live rlimit that the kernel reads.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Limit { soft: n, hard: n })
     }
 
     /// Sets the soft limit to `soft` (at most the hard limit).
@@ -72,16 +88,30 @@ pub enum Decision {
     Enough,
     /// The soft limit must be raised to the hard limit.
     Raise,
-    /// Even the hard limit is too low.
+    /// The hard limit is too low, but the kernel's ceiling allows the
+    /// need: both limits must be raised to it (which takes privilege).
+    RaiseHard,
+    /// Even the kernel's ceiling (or, unknown, the hard limit) is too low.
     Refuse,
 }
 
-/// The pure rule: compare `need` with the limit.
-pub fn decide(need: u64, limit: Limit) -> Decision {
+/// The kernel's ceiling of any open-files limit (`/proc/sys/fs/nr_open`).
+pub fn nr_open() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The pure rule: compare `need` with the limit and the kernel's ceiling.
+pub fn decide(need: u64, limit: Limit, nr_open: Option<u64>) -> Decision {
     if need <= limit.soft {
         Decision::Enough
     } else if need <= limit.hard {
         Decision::Raise
+    } else if nr_open.is_some_and(|n| need <= n) {
+        Decision::RaiseHard
     } else {
         Decision::Refuse
     }
@@ -94,7 +124,14 @@ pub fn decide(need: u64, limit: Limit) -> Decision {
 pub fn ensure(connections: u64, what: &str) -> anyhow::Result<Limit> {
     let limit = Limit::current()?;
     let need = open_now() + RESERVE + connections;
-    match decide(need, limit) {
+    let ceiling = nr_open();
+    let refuse = |why: String| -> anyhow::Error {
+        BadInput::new(format!(
+            "{what} may hold up to {need} open descriptors, but {why}; lower them or raise the limit"
+        ))
+        .into()
+    };
+    match decide(need, limit, ceiling) {
         Decision::Enough => Ok(limit),
         Decision::Raise => {
             let raised = limit.set_soft(limit.hard)?;
@@ -104,11 +141,26 @@ pub fn ensure(connections: u64, what: &str) -> anyhow::Result<Limit> {
             );
             Ok(raised)
         }
-        Decision::Refuse => Err(BadInput::new(format!(
-            "{what} may hold up to {need} open descriptors, but the hard open-files limit (ulimit -Hn) is {}; lower them or raise the limit",
-            limit.hard
-        ))
-        .into()),
+        Decision::RaiseHard => match Limit::set_both(need) {
+            Ok(raised) => {
+                eprintln!(
+                    "slowlab: raised the hard open-files limit (RLIMIT_NOFILE) from {} to {need}: {what} may hold up to {need} descriptors",
+                    limit.hard
+                );
+                Ok(raised)
+            }
+            Err(e) => Err(refuse(format!(
+                "the hard open-files limit (ulimit -Hn) is {} and raising it failed ({e}; it takes root or CAP_SYS_RESOURCE)",
+                limit.hard
+            ))),
+        },
+        Decision::Refuse => Err(refuse(match ceiling {
+            Some(n) => format!(
+                "the hard open-files limit (ulimit -Hn) is {} and the kernel allows at most {n} (fs.nr_open)",
+                limit.hard
+            ),
+            None => format!("the hard open-files limit (ulimit -Hn) is {}", limit.hard),
+        })),
     }
 }
 
@@ -128,10 +180,26 @@ mod tests {
             soft: 64,
             hard: 1024,
         };
-        assert_eq!(decide(64, limit), Decision::Enough);
-        assert_eq!(decide(65, limit), Decision::Raise);
-        assert_eq!(decide(1024, limit), Decision::Raise);
-        assert_eq!(decide(1025, limit), Decision::Refuse);
+        assert_eq!(decide(64, limit, None), Decision::Enough);
+        assert_eq!(decide(65, limit, None), Decision::Raise);
+        assert_eq!(decide(1024, limit, None), Decision::Raise);
+        assert_eq!(decide(1025, limit, None), Decision::Refuse);
+    }
+
+    #[test]
+    fn above_the_hard_limit_the_kernel_ceiling_decides() {
+        // This machine's case: a default sweep needs about 20,037 against a
+        // hard limit of 20,000 and fs.nr_open 1,048,576.
+        let limit = Limit {
+            soft: 1024,
+            hard: 20_000,
+        };
+        let ceiling = Some(1 << 20);
+        assert_eq!(decide(20_000, limit, ceiling), Decision::Raise);
+        assert_eq!(decide(20_037, limit, ceiling), Decision::RaiseHard);
+        assert_eq!(decide(1 << 20, limit, ceiling), Decision::RaiseHard);
+        assert_eq!(decide((1 << 20) + 1, limit, ceiling), Decision::Refuse);
+        assert_eq!(decide(20_037, limit, None), Decision::Refuse);
     }
 
     #[test]
@@ -158,5 +226,6 @@ mod tests {
             refused.to_string().starts_with("--slow 9 may hold up to "),
             "{refused}"
         );
+        assert!(refused.to_string().contains("fs.nr_open"), "{refused}");
     }
 }

@@ -9,7 +9,7 @@ use super::CheckArgs;
 use super::level::Figures;
 use super::preflight::Finding;
 use super::search::{Judge, Outcome};
-use crate::results::{CheckRow, LevelVerdict};
+use crate::results::{CheckRow, Direction, LevelVerdict};
 use crate::stack::{ProxyKind, Route};
 use common::units::Size;
 
@@ -17,17 +17,22 @@ use common::units::Size;
 #[derive(Debug, Clone)]
 pub struct RouteResult {
     pub route: Route,
+    pub direction: Direction,
     pub baseline_ms: f64,
     pub outcome: Outcome,
     pub rows: Vec<CheckRow>,
-    pub large_bytes: u64,
-    pub slow_rate: u64,
+    /// What one slow client moves: the large path's length, or an
+    /// upload's (none for a slowloris client).
+    pub body_bytes: u64,
+    /// Its pace, bytes per second.
+    pub rate: u64,
 }
 
 /// One measured level, before it becomes a row.
 #[derive(Debug)]
 pub struct Level<'a> {
     pub route: Route,
+    pub direction: Direction,
     pub server: &'a str,
     pub slow: u32,
     pub order: u32,
@@ -82,12 +87,29 @@ impl Level<'_> {
             dir: self.dir.into(),
             noise_floor_ms: Some(self.judge.noise_floor_ms),
             held_limit_ms: Some(self.judge.held_limit_ms()),
+            direction: self.direction.into(),
         }
     }
 }
 
 fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+/// The slow clients of `direction`, in words.
+pub fn clients(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Download => "slow readers",
+        Direction::Upload => "slow uploaders",
+        Direction::Headers => "slowloris clients",
+    }
+}
+
+/// One slow client of `direction`, in words.
+pub fn client(direction: Direction) -> &'static str {
+    let many = clients(direction);
+    // Every plural above ends in one `s`.
+    &many[..many.len() - 1]
 }
 
 /// `direct  2 slow readers: p95 1234.500 ms (2373.0x baseline), 0 errors: denied`.
@@ -100,9 +122,10 @@ pub fn level_line(r: &CheckRow) -> String {
         _ => "",
     };
     format!(
-        "{:<12} {:>4} slow readers: p95 {} ms{ratio}, {} errors of {} requests: {}{recovered}",
+        "{:<12} {:>4} {}: p95 {} ms{ratio}, {} errors of {} requests: {}{recovered}",
         r.route.as_str(),
         r.slow_readers,
+        clients(r.direction.or_download().unwrap_or(Direction::Download)),
         ms(r.p95_ms),
         r.errors,
         r.fast_requests,
@@ -110,19 +133,28 @@ pub fn level_line(r: &CheckRow) -> String {
     )
 }
 
-/// The route in words: `direct`, `behind NGINX buffering on`.
+/// The route's proxy, what its name's buffering is (request buffering on
+/// the request-direction routes, response buffering on the others) and
+/// whether it is on; `None` direct.
+fn buffering(route: Route) -> Option<(ProxyKind, &'static str, bool)> {
+    let (kind, on) = route.proxy()?;
+    Some(match route.request_body() {
+        Some(b) if b.explicit => (kind, "request buffering", b.buffering),
+        _ => (kind, "buffering", on),
+    })
+}
+
+/// The route in words: `direct`, `behind NGINX buffering on`, or in the
+/// request direction `behind NGINX request buffering on`.
 fn label(route: Route) -> String {
-    match route.proxy() {
-        None => "direct".into(),
-        Some((kind, on)) => format!(
-            "behind {} buffering {}",
-            match kind {
-                ProxyKind::Nginx => "NGINX",
-                ProxyKind::Pingora => "pingora",
-            },
-            if on { "on" } else { "off" }
-        ),
-    }
+    let Some((kind, what, on)) = buffering(route) else {
+        return "direct".into();
+    };
+    let proxy = match kind {
+        ProxyKind::Nginx => "NGINX",
+        ProxyKind::Pingora => "pingora",
+    };
+    format!("behind {proxy} {what} {}", if on { "on" } else { "off" })
 }
 
 /// `direct: denied from 4` or `behind NGINX buffering on: held up to 64`.
@@ -145,18 +177,47 @@ pub fn denied_line(routes: &[RouteResult]) -> Option<String> {
         .flat_map(|r| r.outcome.levels.iter().map(|(n, _)| *n))
         .max()
         .unwrap_or(0);
+    let direction = routes.first().map_or(Direction::Download, |r| r.direction);
     routes
         .iter()
         .any(|r| r.outcome.denied_from.is_some())
         .then(|| {
             let lines: Vec<String> = routes.iter().map(|r| short(r, max)).collect();
-            format!("slow readers were denied: {}", lines.join("; "))
+            format!("{} were denied: {}", clients(direction), lines.join("; "))
         })
+}
+
+/// Why `d` slow clients of the route's direction are denied, in words
+/// with the run's numbers.
+fn why_denied(r: &RouteResult, d: u32, args: &CheckArgs) -> String {
+    let each = r.body_bytes as f64 / r.rate.max(1) as f64;
+    match r.direction {
+        Direction::Download => format!(
+            " So {d} slow downloads of {} ({}, about {each:.1} s each at {}/s) occupy every handler that answers {}: the server writes about {d} responses at once, and a slow reader holds one for nearly its whole download.",
+            args.large_path.as_deref().unwrap_or("-"),
+            Size(r.body_bytes),
+            Size(r.rate),
+            args.fast_path
+        ),
+        Direction::Upload => format!(
+            " So {d} slow uploads to {} ({} each, about {each:.1} s at {}/s) occupy every handler that answers {}: the server reads each request body as it arrives, and a slow uploader holds a handler for its whole upload.",
+            args.upload.upload_path,
+            Size(r.body_bytes),
+            Size(r.rate),
+            args.fast_path
+        ),
+        Direction::Headers => format!(
+            " So {d} clients that send their request head one line every {} and never finish it occupy every handler that answers {}: the server waits in a handler for the rest of each head.",
+            common::units::format_duration(args.upload.header_interval),
+            args.fast_path
+        ),
+    }
 }
 
 /// The paragraph of one route, with this run's numbers.
 fn words(r: &RouteResult, args: &CheckArgs) -> String {
     let o = &r.outcome;
+    let who = clients(r.direction);
     let row_at = |n: u32| r.rows.iter().find(|x| x.slow_readers == n);
     let mut s = format!("{}.", short(r, args.max_slow));
     if let Some(d) = o.denied_from {
@@ -174,26 +235,20 @@ fn words(r: &RouteResult, args: &CheckArgs) -> String {
                 )
             } else {
                 format!(
-                    "the p95 of {} went from {:.3} ms with no slow reader to {} ms ({:.0}x)",
+                    "the p95 of {} went from {:.3} ms with no {} to {} ms ({:.0}x)",
                     args.fast_path,
                     r.baseline_ms,
+                    client(r.direction),
                     ms(x.p95_ms),
                     x.p95_x_baseline.unwrap_or(0.0)
                 )
             };
-            s += &format!(" With {d} slow readers {how}.");
+            s += &format!(" With {d} {who} {how}.");
         }
-        let download = r.large_bytes as f64 / r.slow_rate as f64;
-        s += &format!(
-            " So {d} slow downloads of {} ({}, about {download:.1} s each at {}/s) occupy every handler that answers {}: the server writes about {d} responses at once, and a slow reader holds one for nearly its whole download.",
-            args.large_path,
-            Size(r.large_bytes),
-            Size(r.slow_rate),
-            args.fast_path
-        );
+        s += &why_denied(r, d, args);
     } else if let Some(x) = o.held_up_to.and_then(row_at) {
         s += &format!(
-            " With {} slow readers the p95 of {} was {} ms against {:.3} ms with none.",
+            " With {} {who} the p95 of {} was {} ms against {:.3} ms with none.",
             x.slow_readers,
             args.fast_path,
             ms(x.p95_ms),
@@ -211,22 +266,42 @@ fn remedy(routes: &[RouteResult], args: &CheckArgs) -> String {
     let direct = routes.iter().find(|r| r.route == Route::Direct);
     let through = routes.iter().find(|r| r.route != Route::Direct);
     let denied = |r: &RouteResult| r.outcome.denied_from.is_some();
+    let handlers = "give the server more handlers than slow clients (threads, or an async server)";
+    let (absorbs, off, not_even, put) = match args.direction {
+        Direction::Download => (
+            "it takes each response off the server at once and feeds the slow readers itself",
+            "buffering off only adds a second set of kernel buffers; turn the proxy's buffering on (check it with --through nginx-on or pingora-on)",
+            "even the buffering proxy did not absorb them (a response larger than its buffers and temp-file cap, or a capped proxy)",
+            "put a buffering reverse proxy in front (NGINX proxy_buffering on; check it with --through nginx-on or pingora-on)",
+        ),
+        Direction::Upload => (
+            "it reads each upload whole before it passes the request on",
+            "request buffering off streams each upload to the server as it arrives; turn it on (NGINX proxy_request_buffering on, its default; check it with --through nginx-on or pingora-on)",
+            "even the request-buffering proxy did not absorb them (an upload larger than its body limit, or a capped proxy)",
+            "put a proxy that reads the whole request before it connects upstream in front (NGINX proxy_request_buffering on, its default; check it with --through nginx-on or pingora-on)",
+        ),
+        Direction::Headers => (
+            "it waits for the whole request head before it connects upstream",
+            "even without request buffering the proxy should wait for the whole head; check its header timeout (NGINX client_header_timeout, pingora --client-header-timeout)",
+            "even the proxy did not absorb them (a capped proxy, or one out of connections)",
+            "put a reverse proxy in front (NGINX or pingora wait for the whole head before they connect upstream; check it with --through nginx-on or pingora-on)",
+        ),
+    };
+    let who = clients(args.direction);
     match (direct, through) {
         (Some(d), _) if !denied(d) => format!(
-            "No remedy needed up to {} slow readers; raise --max-slow to look further.",
+            "No remedy needed up to {} {who}; raise --max-slow to look further.",
             args.max_slow
         ),
         (Some(_), Some(t)) if !denied(t) => format!(
-            "Remedy: keep the proxy in front ({}): it takes each response off the server at once and feeds the slow readers itself.",
+            "Remedy: keep the proxy in front ({}): {absorbs}.",
             label(t.route)
         ),
-        (Some(_), Some(t)) if matches!(t.route.proxy(), Some((_, false))) => {
-            "Remedy: buffering off only adds a second set of kernel buffers; turn the proxy's buffering on (check it with --through nginx-on or pingora-on), or give the server more handlers than slow clients (threads, or an async server).".into()
+        (Some(_), Some(t)) if matches!(buffering(t.route), Some((_, _, false))) => {
+            format!("Remedy: {off}, or {handlers}.")
         }
-        (Some(_), Some(_)) => {
-            "Remedy: even the buffering proxy did not absorb them (a response larger than its buffers and temp-file cap, or a capped proxy); give the server more handlers than slow clients (threads, or an async server).".into()
-        }
-        _ => "Remedy: put a buffering reverse proxy in front (NGINX proxy_buffering on; check it with --through nginx-on or pingora-on), or give the server more handlers than slow clients (threads, or an async server).".into(),
+        (Some(_), Some(_)) => format!("Remedy: {not_even}; {handlers}."),
+        _ => format!("Remedy: {put}, or {handlers}."),
     }
 }
 
@@ -287,6 +362,8 @@ fn json_object(
                         "err_connect_refused": x.err_connect_refused,
                         "err_reset": x.err_reset,
                         "err_other": x.err_other,
+                        "slow_ok": x.slow_ok,
+                        "slow_failed": x.slow_failed,
                         "recovered": x.recovered,
                         "recovery_p95_ms": x.recovery_p95_ms,
                         "app_cpu_cores": x.app_cpu_cores,
@@ -300,6 +377,7 @@ fn json_object(
                 .collect();
             json!({
                 "route": r.route.name(),
+                "direction": r.direction.name(),
                 "denied_from": r.outcome.denied_from,
                 "held_up_to": r.outcome.held_up_to,
                 "baseline_p95_ms": r.baseline_ms,
@@ -312,7 +390,9 @@ fn json_object(
         .collect();
     json!({
         "server": what,
+        "direction": args.direction.name(),
         "large_path": args.large_path,
+        "upload_path": (args.direction == Direction::Upload).then_some(&args.upload.upload_path),
         "fast_path": args.fast_path,
         "max_slow": args.max_slow,
         "noise_floor_ms": args.noise_floor.as_secs_f64() * 1000.0,

@@ -1,5 +1,6 @@
 //! One level of the check: a short `slowlab load` through the started
-//! stack ([`Stack::run_load`]), `n` slow readers holding their downloads
+//! stack ([`Stack::run_load`]), `n` slow clients of the check's direction
+//! (readers holding their downloads, uploaders, or slowloris clients)
 //! while the open-loop client calls the fast path, and the figures of its
 //! `summary.json` and of the sampler.
 
@@ -11,12 +12,15 @@ use anyhow::{Context, Result, bail};
 use common::units::Size;
 use serde::Deserialize;
 
+use crate::results::Direction;
 use crate::sample::Samples;
 use crate::stack::run::{LoadCommand, LoadExit, Stack};
 
 /// What every load of a check shares.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// `--direction`: what the slow clients of a level do.
+    pub direction: Direction,
     pub large_path: String,
     pub fast_path: String,
     pub slow_rate: u64,
@@ -36,6 +40,10 @@ pub struct Plan {
     pub max_slow: u32,
     /// `--noise-floor`, in milliseconds.
     pub noise_floor_ms: f64,
+    /// The request direction's flags (`--upload-path` with the target's
+    /// base path, `--upload-bytes`, ...); the count of uploaders or
+    /// slowloris clients is each level's.
+    pub upload: loadgen::upload_args::UploadArgs,
 }
 
 /// Delay between the slow readers' start and the first fast request, so
@@ -43,8 +51,8 @@ pub struct Plan {
 pub const FAST_START: Duration = Duration::from_millis(250);
 
 impl Plan {
-    /// The `slowlab load` of `slow` readers for `fast_duration` against
-    /// `target`, its files in `out`.
+    /// The `slowlab load` of `slow` clients of the direction for
+    /// `fast_duration` against `target`, its files in `out`.
     pub fn load_args(
         &self,
         target: &str,
@@ -53,9 +61,11 @@ impl Plan {
         out: &Path,
         labels: Vec<String>,
     ) -> loadgen::LoadArgs {
+        let n = slow as usize;
+        let of = |d: Direction| if self.direction == d { n } else { 0 };
         loadgen::LoadArgs {
             target: target.into(),
-            slow: slow as usize,
+            slow: of(Direction::Download),
             slow_reader: loadgen::config::SlowReaderArgs {
                 slow_rate: Size(match self.link {
                     Some(_) => loadgen::config::MAX_SLOW_RATE,
@@ -66,8 +76,11 @@ impl Plan {
                 large_path: self.large_path.clone(),
                 reader: self.reader,
             },
-            // The request direction is wired by its presets (issue 12).
-            upload: loadgen::upload_args::UploadArgs::default(),
+            upload: loadgen::upload_args::UploadArgs {
+                slow_upload: of(Direction::Upload),
+                slow_headers: of(Direction::Headers),
+                ..self.upload.clone()
+            },
             fast_rate: self.fast_rate,
             fast_duration,
             fast_start: FAST_START,
@@ -84,12 +97,28 @@ impl Plan {
         }
     }
 
-    /// How long a load of `slow` readers may run before it is stopped.
+    /// How long one slow client's transfer takes at its pace: a download
+    /// of the large path, or an upload; none for a slowloris client, which
+    /// the load generator lets go when the fast calls end.
+    pub fn transfer(&self, slow: u32) -> Duration {
+        let (bytes, rate) = match self.direction {
+            Direction::Download => (
+                self.large_bytes,
+                self.link.map_or(self.slow_rate, |l| l.share(slow)),
+            ),
+            Direction::Upload => (
+                self.upload.upload_bytes.bytes(),
+                self.upload.upload_rate.bytes(),
+            ),
+            Direction::Headers => (0, 1),
+        };
+        Duration::from_secs_f64(bytes as f64 / rate.max(1) as f64)
+    }
+
+    /// How long a load of `slow` clients may run before it is stopped.
     fn limit(&self, slow: u32) -> Duration {
-        let rate = self.link.map_or(self.slow_rate, |l| l.share(slow));
-        let download = Duration::from_secs_f64(self.large_bytes as f64 / rate as f64);
         let queued = if slow > 0 {
-            download * 2
+            self.transfer(slow) * 2
         } else {
             Duration::ZERO
         };
@@ -108,6 +137,9 @@ pub struct Figures {
     pub max_ms: Option<f64>,
     /// Fast-path errors by kind (`requests.csv` names).
     pub errors: BTreeMap<String, u64>,
+    /// The slow clients that did what the direction has them do
+    /// (download whole, upload whole with a 200, hold an unfinished head
+    /// to the end), and those that did not.
     pub slow_ok: u64,
     pub slow_failed: u64,
     pub rcvbuf_granted: Option<u64>,
@@ -140,6 +172,20 @@ pub struct Usage {
 struct Summary {
     fast: FastPart,
     slow: SlowPart,
+    uploads: UploadPart,
+    slow_headers: HeadersPart,
+}
+
+#[derive(Debug, Deserialize)]
+struct UploadPart {
+    ok: u64,
+    failed: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct HeadersPart {
+    clients: u64,
+    held_to_end: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -165,7 +211,7 @@ struct SlowPart {
     rcvbuf_granted_bytes: Option<u64>,
 }
 
-/// Runs one load of `slow` readers through `stack`, its files in `dir`
+/// Runs one load of `slow` clients through `stack`, its files in `dir`
 /// (`load/` as `slowlab load --out` writes them, `load.out`, `load.err`).
 pub fn measure(
     stack: &Stack<'_>,
@@ -194,6 +240,16 @@ pub fn measure(
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let s: Summary =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let (slow_ok, slow_failed) = match plan.direction {
+        Direction::Download => (s.slow.ok, s.slow.failed),
+        Direction::Upload => (s.uploads.ok, s.uploads.failed),
+        Direction::Headers => (
+            s.slow_headers.held_to_end,
+            s.slow_headers
+                .clients
+                .saturating_sub(s.slow_headers.held_to_end),
+        ),
+    };
     Ok(Figures {
         requests: s.fast.requests,
         ok: s.fast.ok,
@@ -202,8 +258,8 @@ pub fn measure(
         p99_ms: s.fast.latency_ms.p99,
         max_ms: s.fast.latency_ms.max,
         errors: s.fast.errors,
-        slow_ok: s.slow.ok,
-        slow_failed: s.slow.failed,
+        slow_ok,
+        slow_failed,
         rcvbuf_granted: s.slow.rcvbuf_granted_bytes,
         level_s: measured.load_s,
         app: usage(&measured.samples, "app"),

@@ -1,7 +1,8 @@
 //! `slowlab check`: does *your* server block on slow clients? Starts it
 //! (`--server-cmd`) or uses one that runs (`--target`), runs the
-//! pre-flight checks, then searches its capacity level by level, directly
-//! and, with `--through`, behind one of the experiment's proxies, through
+//! pre-flight checks, then searches its capacity level by level against
+//! slow clients of one `--direction` (readers, uploaders, slowloris),
+//! directly and, with `--through`, behind one of the experiment's proxies, through
 //! the same lifecycle as `reproduce` ([`crate::stack::run`]): one stack
 //! started per route, one short `slowlab load` per level and per recovery
 //! check.
@@ -29,7 +30,7 @@ use serde_json::json;
 use crate::cgroup::{self, Caps, Mode};
 use crate::envinfo;
 use crate::prepare::{self, Tools};
-use crate::results::{Appender, CHECK_CSV, CheckRow, LevelVerdict};
+use crate::results::{Appender, CHECK_CSV, CheckRow, Direction, LevelVerdict};
 use crate::signals;
 use crate::stack::launch::{Body, Launcher, RunPaths};
 use crate::stack::policy::CapPlan;
@@ -41,7 +42,17 @@ use preflight::{Finding, Status};
 use search::Step;
 
 /// `slowlab check` arguments.
+///
+/// The request direction's flags are `slowlab load`'s own ([`UploadArgs`]);
+/// its counts (`--slow-upload`, `--slow-headers`) are each level's, so they
+/// are hidden here and refused when given.
+///
+/// [`UploadArgs`]: loadgen::upload_args::UploadArgs
 #[derive(Debug, Clone, clap::Args)]
+#[command(
+    mut_arg("slow_upload", |a| a.hide(true)),
+    mut_arg("slow_headers", |a| a.hide(true))
+)]
 pub struct CheckArgs {
     /// URL of a server that already runs, e.g. http://127.0.0.1:8000
     /// (loopback only unless --allow-remote).
@@ -56,21 +67,33 @@ pub struct CheckArgs {
     /// as `reproduce` starts it; its large path is /large.
     #[arg(long, conflicts_with = "server_cmd")]
     pub server: Option<crate::stack::Server>,
-    /// Shell command that starts your server; slowlab fills in {port} (a
-    /// free loopback port) and {host} (127.0.0.1), and stops its whole
-    /// process group afterwards.
+    /// Shell command that starts your server; slowlab fills in {host}, the
+    /// address it must bind, and {port}, a port free there: 127.0.0.1;
+    /// with --netns the command runs in the server namespace, and {host}
+    /// is its 198.18.0.1 on the direct route, its own 127.0.0.1 behind a
+    /// --through proxy. Its whole process group is stopped afterwards.
     #[arg(long, value_name = "CMD")]
     pub server_cmd: Option<String>,
     /// Working directory of --server-cmd.
     #[arg(long, requires = "server_cmd")]
     pub server_dir: Option<PathBuf>,
-    /// A path that answers 200 with a large body of known length.
+    /// A path that answers 200 with a large body of known length (needed
+    /// with --direction download, the default).
     #[arg(long)]
-    pub large_path: String,
+    pub large_path: Option<String>,
+    /// Which way the slow clients are slow: download (slow readers of
+    /// --large-path), upload (slow uploaders that POST --upload-path) or
+    /// headers (slowloris clients that never finish their request head).
+    #[arg(long, default_value = "download", value_parser = direction_arg)]
+    pub direction: Direction,
+    /// The uploaders' and slowloris clients' flags, as `slowlab load`
+    /// takes them.
+    #[command(flatten)]
+    pub upload: loadgen::upload_args::UploadArgs,
     /// A quick path, called open-loop during every level.
     #[arg(long, default_value = "/fast")]
     pub fast_path: String,
-    /// The most slow readers to try (1 to 10000).
+    /// The most slow clients to try (1 to 10000).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub max_slow: u32,
     /// Read rate of each slow reader (1KiB to 1GiB per second).
@@ -100,7 +123,8 @@ pub struct CheckArgs {
     )]
     pub noise_floor: Duration,
     /// Also check behind this proxy, started by slowlab with the
-    /// experiment's config.
+    /// experiment's config; with --direction upload or headers, its
+    /// buffering is request buffering (nginx-on is nginx-reqbuf-on).
     #[arg(long, value_parser = through_arg)]
     pub through: Option<Route>,
     /// Cap the server's and the proxy's cgroups: app=CORES[/MEM],proxy=CORES[/MEM]
@@ -116,9 +140,10 @@ pub struct CheckArgs {
     /// Allow a --target outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
-    /// With --server-cmd or --server: {host} is then the server
-    /// namespace's address (198.18.0.1), the proxy and the app run there
-    /// and the readers in the client namespace.
+    /// With --server-cmd or --server: the proxy and the app run in the
+    /// server namespace, {host} is its 198.18.0.1 on the direct route and
+    /// its 127.0.0.1 behind a proxy, and the slow clients run in the
+    /// client namespace.
     #[command(flatten)]
     pub net: crate::netns::NetnsArgs,
 }
@@ -155,6 +180,10 @@ fn level_duration_arg(s: &str) -> Result<Duration, String> {
     } else {
         Err(format!("{s} is out of range (200ms to 10min)"))
     }
+}
+
+fn direction_arg(s: &str) -> Result<Direction, String> {
+    crate::results::names::parse_known(s, "direction")
 }
 
 fn through_arg(s: &str) -> Result<Route, String> {
@@ -254,11 +283,45 @@ fn check_path(flag: &str, p: &str) -> Result<()> {
     Ok(())
 }
 
+/// The flags of the direction: a large path to download, an upload path
+/// to POST, and no level counts of `slowlab load`'s own.
+fn check_direction(args: &CheckArgs) -> Result<()> {
+    let up = &args.upload;
+    if up.slow_upload > 0 || up.slow_headers > 0 {
+        bail!(BadInput::new(
+            "--slow-upload and --slow-headers are set by each level of check: give --direction upload or headers and --max-slow"
+        ));
+    }
+    match (args.direction, &args.large_path) {
+        (Direction::Download, None) => bail!(BadInput::new(
+            "--large-path is needed with --direction download: a path that answers 200 with a large body"
+        )),
+        (_, Some(p)) => check_path("--large-path", p)?,
+        (_, None) => {}
+    }
+    if args.direction == Direction::Upload && up.upload_bytes.bytes() == 0 {
+        // As a response that fits in the kernel's buffers: it could only
+        // ever be "held".
+        bail!(BadInput::new(
+            "--upload-bytes 0: an empty upload holds no handler, so the upload direction needs a body"
+        ));
+    }
+    check_path("--upload-path", &up.upload_path)
+}
+
+/// The routes of the check: direct, and `--through` as it reads in the
+/// check's direction ([`Route::for_direction`]).
+fn routes_of(args: &CheckArgs) -> Vec<Route> {
+    std::iter::once(Route::Direct)
+        .chain(args.through.map(|r| r.for_direction(args.direction)))
+        .collect()
+}
+
 /// Runs `slowlab check`. Exit status: 0 when every level held or degraded,
 /// 3 ([`common::exit::Denied`]) when some level was denied, 2 for bad
 /// input, 1 when the check itself failed.
 pub fn run(args: CheckArgs) -> Result<()> {
-    check_path("--large-path", &args.large_path)?;
+    check_direction(&args)?;
     check_path("--fast-path", &args.fast_path)?;
     if let Some(dir) = &args.server_dir {
         if !dir.is_dir() {
@@ -301,10 +364,10 @@ pub fn run(args: CheckArgs) -> Result<()> {
         PathBuf::from("results").join(format!("{stamp}-check"))
     });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let nginx = matches!(
-        args.through.and_then(Route::proxy),
-        Some((crate::stack::ProxyKind::Nginx, _))
-    );
+    let routes_checked = routes_of(&args);
+    let nginx = routes_checked
+        .iter()
+        .any(|r| matches!(r.proxy(), Some((crate::stack::ProxyKind::Nginx, _))));
     let tools = match args.server.is_some() || nginx {
         true => prepare::prepare(&prepare::state_dir()),
         false => Tools {
@@ -330,6 +393,14 @@ pub fn run(args: CheckArgs) -> Result<()> {
         serde_json::to_value(caps)?,
         json!({
             "check": what,
+            "direction": args.direction.name(),
+            "upload": (args.direction != Direction::Download).then(|| json!({
+                "upload_path": args.upload.upload_path,
+                "upload_bytes": args.upload.upload_bytes.bytes(),
+                "upload_rate_bytes": args.upload.upload_rate.bytes(),
+                "sndbuf_bytes": args.upload.sndbuf.bytes(),
+                "header_interval_s": args.upload.header_interval.as_secs_f64(),
+            })),
             "large_path": args.large_path,
             "fast_path": args.fast_path,
             "max_slow": args.max_slow,
@@ -340,7 +411,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "level_duration_s": args.level_duration.as_secs_f64(),
             "noise_floor_ms": args.noise_floor.as_secs_f64() * 1000.0,
             "timeout_s": timeout.as_secs_f64(),
-            "through": args.through.map(|r| r.to_string()),
+            "through": routes_checked.get(1).map(|r| r.to_string()),
             "netns": crate::netns::environment(netns.as_ref()),
         }),
     );
@@ -357,7 +428,9 @@ pub fn run(args: CheckArgs) -> Result<()> {
         sample_interval: Duration::from_millis(200),
     };
     let mut plan = Plan {
-        large_path: target.path(&args.large_path),
+        direction: args.direction,
+        // In the request direction no slow reader fetches it.
+        large_path: target.path(args.large_path.as_deref().unwrap_or("/large")),
         fast_path: target.path(&args.fast_path),
         slow_rate: args.slow_rate.bytes(),
         rcvbuf: args.rcvbuf.bytes(),
@@ -369,12 +442,15 @@ pub fn run(args: CheckArgs) -> Result<()> {
         large_bytes: 0,
         max_slow: args.max_slow,
         noise_floor_ms: args.noise_floor.as_secs_f64() * 1000.0,
+        upload: loadgen::upload_args::UploadArgs {
+            upload_path: target.path(&args.upload.upload_path),
+            ..args.upload.clone()
+        },
     };
     let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
     let mut routes = Vec::new();
-    let all = std::iter::once(Route::Direct).chain(args.through);
     let mut result = Ok(());
-    for route in all {
+    for route in routes_checked {
         let spec = StackSpec {
             server: app.clone(),
             route,
@@ -450,48 +526,16 @@ fn check_route(
             App::Running { .. } => &target.parsed.authority,
             _ => &entry.parsed.authority,
         };
-        // Asked from where the readers will be: the client namespace.
-        let client = stack.netlab().map(|n| n.client.path());
-        let large = crate::netns::within(client.as_deref(), || {
-            preflight::large_path(entry.addr, host, &plan.large_path)
-        })
-        .inspect_err(|e| {
-            findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
-        })?;
-        plan.large_bytes = large.bytes;
-        findings.push(Finding::new(
-            "large_path",
-            Status::Ok,
-            format!(
-                "{} answers 200 with {} bytes ({})",
-                plan.large_path,
-                large.bytes,
-                Size(large.bytes)
-            ),
-        ));
-        let buffers =
-            crate::netns::within(client.as_deref(), || preflight::Buffers::read(plan.rcvbuf))?;
-        let fits = preflight::fits(large.bytes, &buffers, &plan.large_path).inspect_err(|e| {
-            findings.push(Finding::new("buffers", Status::Error, format!("{e:#}")))
-        })?;
-        findings.push(fits);
-        let hold = preflight::hold_s(large.bytes, &buffers, plan.slow_rate);
-        let window = (level::FAST_START + plan.level_duration).as_secs_f64();
-        if hold < window {
-            let f = Finding::new(
-                "level_length",
-                Status::Warning,
-                format!(
-                    "a slow reader holds a handler for about {hold:.1} s at {}/s, less than a level ({window:.2} s): lower --slow-rate or --level-duration",
-                    Size(plan.slow_rate)
-                ),
-            );
-            eprintln!("slowlab: warning: {}", f.message);
-            findings.push(f);
-        }
+        preflight_direct(&stack, entry.addr, host, plan, findings)?;
     }
     let dir = spec.paths.logs().to_path_buf();
-    let labels = |n: u32| vec![format!("route={route}"), format!("slow_readers={n}")];
+    let labels = |n: u32| {
+        vec![
+            format!("route={route}"),
+            format!("direction={}", plan.direction),
+            format!("slow_readers={n}"),
+        ]
+    };
     let base = level::measure(
         &stack,
         plan,
@@ -507,7 +551,7 @@ fn check_route(
         },
         (p, errors) => {
             let message = format!(
-                "the fast path {} does not answer quickly without slow readers through {route} (p95 {}, {errors} errors of {} requests)",
+                "the fast path {} does not answer quickly without slow clients through {route} (p95 {}, {errors} errors of {} requests)",
                 plan.fast_path,
                 p.map_or("none".into(), |p| format!("{p:.1} ms")),
                 base.requests
@@ -520,8 +564,9 @@ fn check_route(
         "baseline",
         Status::Ok,
         format!(
-            "{route}: p95 of {} is {:.3} ms with no slow reader (a level is held up to {:.3} ms)",
+            "{route}: p95 of {} is {:.3} ms with no {} (a level is held up to {:.3} ms)",
             plan.fast_path,
+            answer::client(plan.direction),
             judge.baseline_ms,
             judge.held_limit_ms()
         ),
@@ -549,6 +594,7 @@ fn check_route(
         };
         let row = answer::Level {
             route,
+            direction: plan.direction,
             server: what,
             slow: n,
             order: rows.len() as u32 + 1,
@@ -568,14 +614,103 @@ fn check_route(
         }
     })?;
     stack.stop();
+    let (body_bytes, rate) = match plan.direction {
+        Direction::Download => (plan.large_bytes, plan.slow_rate),
+        _ => (
+            plan.upload.upload_bytes.bytes(),
+            plan.upload.upload_rate.bytes(),
+        ),
+    };
     Ok(RouteResult {
         route,
+        direction: plan.direction,
         baseline_ms: judge.baseline_ms,
         outcome,
         rows,
-        large_bytes: plan.large_bytes,
-        slow_rate: plan.slow_rate,
+        body_bytes,
+        rate,
     })
+}
+
+/// The pre-flight checks of the direct route, asked from where the slow
+/// clients will be (the client namespace): in the download direction the
+/// large path and the kernel's buffers, in the upload direction the
+/// upload path; and whether a slow client holds its handler for a whole
+/// level.
+fn preflight_direct(
+    stack: &Stack<'_>,
+    addr: std::net::SocketAddr,
+    host: &str,
+    plan: &mut Plan,
+    findings: &mut Vec<Finding>,
+) -> Result<()> {
+    let client = stack.netlab().map(|n| n.client.path());
+    let hold = match plan.direction {
+        Direction::Download => {
+            let large = crate::netns::within(client.as_deref(), || {
+                preflight::large_path(addr, host, &plan.large_path)
+            })
+            .inspect_err(|e| {
+                findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
+            })?;
+            plan.large_bytes = large.bytes;
+            findings.push(Finding::new(
+                "large_path",
+                Status::Ok,
+                format!(
+                    "{} answers 200 with {} bytes ({})",
+                    plan.large_path,
+                    large.bytes,
+                    Size(large.bytes)
+                ),
+            ));
+            let buffers = preflight::Buffers::read(plan.rcvbuf, stack.netlab())?;
+            let fits =
+                preflight::fits(large.bytes, &buffers, &plan.large_path).inspect_err(|e| {
+                    findings.push(Finding::new("buffers", Status::Error, format!("{e:#}")))
+                })?;
+            findings.push(fits);
+            Some(preflight::hold_s(large.bytes, &buffers, plan.slow_rate))
+        }
+        Direction::Upload => {
+            let path = &plan.upload.upload_path;
+            let f = crate::netns::within(client.as_deref(), || {
+                preflight::upload_path(addr, host, path)
+            })
+            .inspect_err(|e| {
+                findings.push(Finding::new("upload_path", Status::Error, format!("{e:#}")))
+            })?;
+            findings.push(f);
+            // The server reads a body as it arrives: its handler is held
+            // for the whole upload, whatever the kernel buffers.
+            Some(plan.transfer(0).as_secs_f64())
+        }
+        // A slowloris client never lets go before the level ends.
+        Direction::Headers => None,
+    };
+    let window = (level::FAST_START + plan.level_duration).as_secs_f64();
+    if let Some(hold) = hold.filter(|h| *h < window) {
+        let (who, rate) = match plan.direction {
+            Direction::Upload => ("uploader", plan.upload.upload_rate.bytes()),
+            _ => ("reader", plan.slow_rate),
+        };
+        let f = Finding::new(
+            "level_length",
+            Status::Warning,
+            format!(
+                "a slow {who} holds a handler for about {hold:.1} s at {}/s, less than a level ({window:.2} s): lower --{} or --level-duration",
+                Size(rate),
+                if who == "uploader" {
+                    "upload-rate"
+                } else {
+                    "slow-rate"
+                }
+            ),
+        );
+        eprintln!("slowlab: warning: {}", f.message);
+        findings.push(f);
+    }
+    Ok(())
 }
 
 /// Attempts of the recovery check after a level before the search stops.
@@ -628,6 +763,12 @@ mod tests {
             assert!(caps_arg(bad).is_err(), "{bad}");
         }
         assert_eq!(through_arg("pingora-on"), Ok(Route::PingoraOn));
+        assert_eq!(direction_arg("upload"), Ok(Direction::Upload));
+        assert!(
+            direction_arg("sideways")
+                .unwrap_err()
+                .contains("download, upload, headers")
+        );
         assert!(through_arg("direct").is_err());
         assert!(slow_rate_arg("100").is_err());
         assert!(rcvbuf_arg("128MiB").is_err());

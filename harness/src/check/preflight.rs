@@ -1,7 +1,8 @@
 //! The checks before the search: enough file descriptors, a large path
 //! that answers 200 with a known length and too large to fit in the
-//! kernel's buffers, and (per route, in [`super`]) the fast path's
-//! baseline. Each finding is one line, kept for `--json`.
+//! kernel's buffers (the download direction), an upload path that takes a
+//! POST (the upload direction), and (per route, in [`super`]) the fast
+//! path's baseline. Each finding is one line, kept for `--json`.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -12,6 +13,7 @@ use common::units::Size;
 use serde::Serialize;
 
 use crate::envinfo;
+use crate::netns::{NetLab, Side};
 
 /// How a pre-flight check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -25,7 +27,8 @@ pub enum Status {
 /// One pre-flight finding.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
-    /// `descriptors`, `large_path`, `buffers`, `level_length`, `baseline`.
+    /// `descriptors`, `large_path`, `buffers`, `upload_path`, `level_length`,
+    /// `baseline`.
     pub check: &'static str,
     pub status: Status,
     pub message: String,
@@ -99,25 +102,8 @@ pub struct Large {
 
 /// `GET path` on `addr`: the status and `Content-Length` of the head.
 pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .with_context(|| format!("connecting to {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = s
-            .read(&mut buf)
-            .with_context(|| format!("reading the answer to GET {path}"))?;
-        if n == 0 || head.len() > 64 << 10 {
-            bail!("GET {path} got no complete response head");
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    let text = String::from_utf8_lossy(&head);
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    let text = exchange(addr, request.as_bytes(), &format!("GET {path}"))?;
     let (status, length) = parse_head(&text);
     match (status, length) {
         (Some(200), Some(bytes)) => Ok(Large { bytes }),
@@ -129,6 +115,64 @@ pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
         ))),
         (None, _) => bail!("GET {path} got no status line"),
     }
+}
+
+/// The body of the upload path's probe: one pattern block's first bytes.
+const PROBE_BYTES: usize = 64;
+
+/// `POST path` on `addr` with a small body of the documented pattern: an
+/// upload path must answer it with a 2xx. A 404, 405 or 411 (and any other
+/// status) means the target does not take uploads there, so a slow upload
+/// to it would hold nothing and every level would be a false "held".
+pub fn upload_path(addr: SocketAddr, host: &str, path: &str) -> Result<Finding> {
+    let body = &common::pattern::block(loadgen::upload::UPLOAD_BLOCK)[..PROBE_BYTES];
+    let mut request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n\
+         Content-Length: {PROBE_BYTES}\r\nX-Slowlab-Block: {}\r\nConnection: close\r\n\r\n",
+        loadgen::upload::UPLOAD_BLOCK
+    )
+    .into_bytes();
+    request.extend_from_slice(body);
+    let text = exchange(addr, &request, &format!("POST {path}"))?;
+    match parse_head(&text).0 {
+        Some(code) if (200..300).contains(&code) => Ok(Finding::new(
+            "upload_path",
+            Status::Ok,
+            format!("POST {path} with a {PROBE_BYTES}-byte body answers {code}"),
+        )),
+        Some(code) => bail!(common::exit::BadInput::new(format!(
+            "the target does not take uploads at {path}: POST {path} answers {code}{}, so a slow upload would hold nothing there; give --upload-path a path that reads a request body",
+            match code {
+                404 => " (not found)",
+                405 => " (method not allowed)",
+                411 => " (length required)",
+                _ => "",
+            }
+        ))),
+        None => bail!("POST {path} got no status line"),
+    }
+}
+
+/// Sends `request` on a new connection to `addr` and returns the response
+/// head as text (`what` names the request in errors).
+fn exchange(addr: SocketAddr, request: &[u8], what: &str) -> Result<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .with_context(|| format!("connecting to {addr}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(request)
+        .with_context(|| format!("sending {what}"))?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = s
+            .read(&mut buf)
+            .with_context(|| format!("reading the answer to {what}"))?;
+        if n == 0 || head.len() > 64 << 10 {
+            bail!("{what} got no complete response head");
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Ok(String::from_utf8_lossy(&head).into_owned())
 }
 
 /// The status code and `Content-Length` of a response head.
@@ -193,14 +237,58 @@ pub struct Buffers {
     pub rcvbuf_granted: u64,
 }
 
+/// One figure of [`Buffers`], read in the namespace of its side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    WmemMax,
+    RmemMax,
+    RcvbufGranted,
+}
+
+impl Figure {
+    pub const ALL: [Figure; 3] = [Figure::WmemMax, Figure::RmemMax, Figure::RcvbufGranted];
+
+    /// Where the figure is true. `tcp_wmem` and `tcp_rmem` are per network
+    /// namespace, and the sockets that autotune to them are the server's:
+    /// the app's send buffer (and a proxy's upstream receive buffer), so
+    /// with `--netns` (and `--sysctl server:...`) they are read on the
+    /// server side. `SO_RCVBUF` is what the readers are granted in theirs.
+    pub fn side(self) -> Side {
+        match self {
+            Figure::WmemMax | Figure::RmemMax => Side::Server,
+            Figure::RcvbufGranted => Side::Client,
+        }
+    }
+
+    /// The figure in the calling thread's namespace.
+    fn read_here(self, rcvbuf: u64) -> Result<u64> {
+        let max = |key: &str| -> Result<u64> {
+            Ok(envinfo::triple(key).with_context(|| format!("reading {key}"))?[2])
+        };
+        match self {
+            Figure::WmemMax => max("net.ipv4.tcp_wmem"),
+            Figure::RmemMax => max("net.ipv4.tcp_rmem"),
+            Figure::RcvbufGranted => granted_rcvbuf(rcvbuf),
+        }
+    }
+}
+
 impl Buffers {
-    pub fn read(rcvbuf: u64) -> Result<Buffers> {
-        let wmem = envinfo::triple("net.ipv4.tcp_wmem").context("reading net.ipv4.tcp_wmem")?;
-        let rmem = envinfo::triple("net.ipv4.tcp_rmem").context("reading net.ipv4.tcp_rmem")?;
+    /// The figures, each read in its side's namespace of `netlab` (the
+    /// host's without one).
+    pub fn read(rcvbuf: u64, netlab: Option<&NetLab>) -> Result<Buffers> {
+        Buffers::read_with(|f| {
+            let ns = netlab.map(|n| n.side(f.side()).path());
+            crate::netns::within(ns.as_deref(), || f.read_here(rcvbuf))
+        })
+    }
+
+    /// The figures from `read`, which is asked for each one.
+    fn read_with(mut read: impl FnMut(Figure) -> Result<u64>) -> Result<Buffers> {
         Ok(Buffers {
-            wmem_max: wmem[2],
-            rmem_max: rmem[2],
-            rcvbuf_granted: granted_rcvbuf(rcvbuf)?,
+            wmem_max: read(Figure::WmemMax)?,
+            rmem_max: read(Figure::RmemMax)?,
+            rcvbuf_granted: read(Figure::RcvbufGranted)?,
         })
     }
 
@@ -269,6 +357,38 @@ mod tests {
         assert_eq!(
             descriptors_needed(64, 8.0, Duration::from_secs(5)),
             64 + 40 + 64
+        );
+    }
+
+    #[test]
+    fn the_send_buffer_is_read_on_the_server_side_and_the_rcvbuf_on_the_client_side() {
+        assert_eq!(Figure::WmemMax.side(), Side::Server);
+        assert_eq!(Figure::RmemMax.side(), Side::Server);
+        assert_eq!(Figure::RcvbufGranted.side(), Side::Client);
+        // Each figure comes from the namespace of its own side.
+        let mut asked = Vec::new();
+        let b = Buffers::read_with(|f| {
+            asked.push(f);
+            Ok(match f.side() {
+                Side::Server => 4 << 20,
+                Side::Client => 16 << 10,
+            })
+        })
+        .unwrap();
+        assert_eq!(asked, Figure::ALL);
+        assert_eq!(
+            b,
+            Buffers {
+                wmem_max: 4 << 20,
+                rmem_max: 4 << 20,
+                rcvbuf_granted: 16 << 10,
+            }
+        );
+        // Without namespaces, every figure is the host's.
+        let host = Buffers::read(8 << 10, None).unwrap();
+        assert_eq!(
+            host.wmem_max,
+            envinfo::triple("net.ipv4.tcp_wmem").unwrap()[2]
         );
     }
 

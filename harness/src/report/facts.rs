@@ -7,7 +7,7 @@ use common::stats::median;
 use super::data::Results;
 use super::select::{self, Cond};
 use super::whereabouts::{Role, roles};
-use crate::results::{Check, Component, ServerName, SocketRow};
+use crate::results::{Check, Component, Direction, ServerName, SocketRow};
 use crate::stack::{Route, Server};
 
 /// What one route did for the lesson's server.
@@ -140,7 +140,11 @@ fn route_facts(r: &Results, cond: Cond, body: Option<f64>) -> RouteFacts {
         verdict: r
             .crosscheck
             .iter()
-            .find(|c| c.check == Check::Prediction && cond.is(&c.server, &c.route, c.slow_clients))
+            .find(|c| {
+                c.check == Check::Prediction
+                    && select::in_direction(&c.direction, Direction::Download)
+                    && cond.is(&c.server, &c.route, c.slow_clients)
+            })
             .and_then(|c| c.observed.as_ref().map(|v| v.to_string())),
         ..RouteFacts::default()
     };

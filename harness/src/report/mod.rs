@@ -17,6 +17,8 @@
 //! - [`whereabouts`]: where the `/large` bytes are at each sample (chart 5).
 //! - [`tables`]: section 6, the cross-check and the published comparison.
 //! - [`servers`]: section 7, which servers block (the `servers` preset).
+//! - [`request`]: the request direction (slow uploads, slowloris), with
+//!   [`upload_bytes`], where the upload bytes are.
 //! - [`notices`]: what is missing, and the machine the run was made on.
 //! - [`sweep`]: the `slowlab sweep` section and its charts.
 //! - [`check`]: the section of `slowlab check` results.
@@ -36,10 +38,12 @@ pub mod lesson;
 pub mod markdown;
 pub mod notices;
 pub mod open;
+pub mod request;
 pub mod select;
 pub mod servers;
 pub mod sweep;
 pub mod tables;
+pub mod upload_bytes;
 pub mod whereabouts;
 
 use std::fs;
@@ -99,6 +103,13 @@ type SectionFn = fn(&Results, &mut Section) -> Result<()>;
 pub enum Kind {
     /// `slowlab reproduce` output (with or without sweeps).
     Reproduction,
+    /// A reproduction's response direction (slow readers of `/large`):
+    /// drawn unless every condition of the directory is of the request
+    /// direction.
+    Response,
+    /// A reproduction's request direction: drawn only when the directory
+    /// has request-direction conditions (the section itself checks).
+    Request,
     /// `slowlab sweep` output and nothing of a reproduction.
     SweepOnly,
     /// `slowlab check` output.
@@ -117,7 +128,7 @@ pub struct SectionSpec {
 }
 
 /// Every section, in the order of the report.
-pub const SECTIONS: [SectionSpec; 14] = [
+pub const SECTIONS: [SectionSpec; 15] = [
     SectionSpec {
         id: "missing",
         title: "What is missing from this directory",
@@ -133,43 +144,43 @@ pub const SECTIONS: [SectionSpec; 14] = [
     SectionSpec {
         id: "lesson",
         title: "What happened, and why",
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: lesson::section,
     },
     SectionSpec {
         id: "p95",
         title: "1. p95 of /fast by route and number of slow connections",
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: charts::p95::section,
     },
     SectionSpec {
         id: "write-receive",
         title: "2. App write time and client receive time",
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: charts::write_receive::section,
     },
     SectionSpec {
         id: "timeline",
         title: "3. One run over time",
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: charts::timeline::section,
     },
     SectionSpec {
         id: "temp-files",
         title: "4. Proxy temp files over time",
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: charts::temp_files::section,
     },
     SectionSpec {
         id: "bytes",
         title: "5. Where the bytes are",
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: charts::bytes::section,
     },
     SectionSpec {
         id: "model",
         title: "The buffer model: app write time predicted and observed",
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: charts::model::section,
     },
     SectionSpec {
@@ -181,8 +192,14 @@ pub const SECTIONS: [SectionSpec; 14] = [
     SectionSpec {
         id: servers::ID,
         title: servers::TITLE,
-        kind: Kind::Reproduction,
+        kind: Kind::Response,
         build: servers::section,
+    },
+    SectionSpec {
+        id: request::ID,
+        title: request::TITLE,
+        kind: Kind::Request,
+        build: request::section,
     },
     SectionSpec {
         id: "sweep",
@@ -214,9 +231,17 @@ pub fn build(r: &Results) -> Document {
     } else {
         Kind::Reproduction
     };
+    // A directory of request-direction runs only has no response lesson.
+    let response =
+        r.runs.is_empty() && r.conditions.is_empty() || !select::conditions(r).is_empty();
     let sections = SECTIONS
         .iter()
-        .filter(|spec| spec.kind == kind || spec.kind == Kind::Both)
+        .filter(|spec| match spec.kind {
+            Kind::Both => true,
+            Kind::Response => kind == Kind::Reproduction && response,
+            Kind::Request => kind == Kind::Reproduction,
+            k => k == kind,
+        })
         .filter_map(|spec| {
             let mut s = Section::new(spec.id, spec.title);
             if let Err(e) = (spec.build)(r, &mut s) {

@@ -6,7 +6,7 @@
 
 use super::data::Results;
 use crate::reproduce::published;
-use crate::results::{RouteName, RunRow, ServerName};
+use crate::results::{Direction, DirectionName, RouteName, RunRow, ServerName};
 use crate::stack::{ProxyKind, Route, Server};
 
 /// One cell of the matrix.
@@ -109,15 +109,31 @@ fn sort_key(c: &Cond) -> (ServerName, usize, RouteName, u32) {
     )
 }
 
-/// Every condition present in `conditions.csv` or `runs.csv`, in order.
+/// Whether a row of `direction` is in `want` (an empty direction, in
+/// files before the column, is the download direction).
+pub fn in_direction(direction: &DirectionName, want: Direction) -> bool {
+    direction.or_download() == Some(want)
+}
+
+/// Every condition of the response direction (slow readers of `/large`)
+/// present in `conditions.csv` or `runs.csv`, in order: the cells the
+/// response sections draw.
 pub fn conditions(r: &Results) -> Vec<Cond> {
+    conditions_in(r, Direction::Download)
+}
+
+/// Every condition of `direction` present in `conditions.csv` or
+/// `runs.csv`, in order.
+pub fn conditions_in(r: &Results, direction: Direction) -> Vec<Cond> {
     let mut out: Vec<Cond> = r
         .conditions
         .iter()
+        .filter(|c| in_direction(&c.direction, direction))
         .map(|c| Cond::new(&c.server, &c.route, c.slow_clients))
         .chain(
             r.runs
                 .iter()
+                .filter(|x| in_direction(&x.direction, direction))
                 .map(|x| Cond::new(&x.server, &x.route, x.slow_clients)),
         )
         .collect();
@@ -134,31 +150,54 @@ pub fn at_slow(r: &Results, slow: u32) -> Vec<Cond> {
         .collect()
 }
 
-/// The completed runs of a condition.
+/// The completed runs of a condition of the response direction.
 pub fn ok_runs<'a>(r: &'a Results, c: &Cond) -> Vec<&'a RunRow> {
+    ok_runs_in(r, c, Direction::Download)
+}
+
+/// The completed runs of a condition of `direction`.
+pub fn ok_runs_in<'a>(r: &'a Results, c: &Cond, direction: Direction) -> Vec<&'a RunRow> {
     r.runs
         .iter()
-        .filter(|x| x.ok() && c.is(&x.server, &x.route, x.slow_clients))
+        .filter(|x| {
+            x.ok()
+                && in_direction(&x.direction, direction)
+                && c.is(&x.server, &x.route, x.slow_clients)
+        })
         .collect()
 }
 
-/// The row of `conditions.csv` of a condition.
+/// The row of `conditions.csv` of a condition of the response direction.
 pub fn condition_row<'a>(r: &'a Results, c: &Cond) -> Option<&'a crate::results::ConditionRow> {
-    r.conditions
-        .iter()
-        .find(|x| c.is(&x.server, &x.route, x.slow_clients))
+    condition_row_in(r, c, Direction::Download)
+}
+
+/// The row of `conditions.csv` of a condition of `direction`.
+pub fn condition_row_in<'a>(
+    r: &'a Results,
+    c: &Cond,
+    direction: Direction,
+) -> Option<&'a crate::results::ConditionRow> {
+    r.conditions.iter().find(|x| {
+        in_direction(&x.direction, direction) && c.is(&x.server, &x.route, x.slow_clients)
+    })
 }
 
 /// The run with the median p95 of its condition (the lower middle for an
 /// even count, so that it is always a run that happened).
 pub fn median_run<'a>(r: &'a Results, c: &Cond) -> Option<&'a RunRow> {
-    let mut runs: Vec<&RunRow> = ok_runs(r, c)
+    median_run_in(r, c, Direction::Download)
+}
+
+/// [`median_run`] of a condition of `direction`.
+pub fn median_run_in<'a>(r: &'a Results, c: &Cond, direction: Direction) -> Option<&'a RunRow> {
+    let mut runs: Vec<&RunRow> = ok_runs_in(r, c, direction)
         .into_iter()
         .filter(|x| x.p95_ms.is_some())
         .collect();
     if runs.is_empty() {
         // A run whose p95 fell on a failed request still shows what happened.
-        return ok_runs(r, c).into_iter().next();
+        return ok_runs_in(r, c, direction).into_iter().next();
     }
     runs.sort_by(|a, b| {
         let (pa, pb) = (a.p95_ms.unwrap_or(f64::MAX), b.p95_ms.unwrap_or(f64::MAX));
@@ -178,7 +217,12 @@ pub fn shown_runs(r: &Results, slow: u32) -> Vec<(Cond, &RunRow)> {
 /// The slow-client count the comparisons use: 2 as in the original, else
 /// the largest present.
 pub fn comparison_slow(r: &Results) -> Option<u32> {
-    let all = conditions(r);
+    comparison_slow_in(r, Direction::Download)
+}
+
+/// [`comparison_slow`] among the conditions of `direction`.
+pub fn comparison_slow_in(r: &Results, direction: Direction) -> Option<u32> {
+    let all = conditions_in(r, direction);
     if all.iter().any(|c| c.slow == 2) {
         return Some(2);
     }

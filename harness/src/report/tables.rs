@@ -9,7 +9,7 @@ use super::doc::{Block, Section, Table};
 use super::fmt;
 use super::select::{self, Cond};
 use crate::reproduce::published::{MAX_SCHEDULE_LAG_MS, TEMP_PEAK_MIB};
-use crate::results::{Check, ConditionRow, CrossRow};
+use crate::results::{Check, ConditionRow, CrossRow, Direction};
 
 /// `✓ yes`, `✗ no`, or a dash.
 fn mark(agree: Option<bool>) -> String {
@@ -178,7 +178,12 @@ fn published_table(r: &Results, sec: &mut Section) {
             &c.dims(),
         )
     };
-    let mut conditions: Vec<&ConditionRow> = r.conditions.iter().collect();
+    // The original measured the response direction only.
+    let mut conditions: Vec<&ConditionRow> = r
+        .conditions
+        .iter()
+        .filter(|c| select::in_direction(&c.direction, Direction::Download))
+        .collect();
     conditions.sort_by_key(|c| {
         (
             c.server.clone(),

@@ -69,9 +69,11 @@ pub fn absorbs(server: Server, route: Route, body_bytes: u64, proxy_capacity: u6
 
 /// Whether something in front of the handler takes what a slow client in
 /// `direction` would hold it with: a whole response ([`absorbs`]), a
-/// whole upload (a request-buffering proxy within its body limit), or an
-/// unfinished head (any proxy: it waits for the whole head before it
-/// connects upstream).
+/// whole upload (a request-buffering proxy within its body limit, or the
+/// server's own reading of the body before a handler gets the request:
+/// Waitress, [`Server::absorbs_request`]), or an unfinished head (any
+/// proxy: it waits for the whole head before it connects upstream; or a
+/// server that parses heads outside its handlers, [`Server::absorbs_head`]).
 pub fn absorbs_in(
     direction: Direction,
     server: Server,
@@ -81,8 +83,10 @@ pub fn absorbs_in(
 ) -> bool {
     match direction {
         Direction::Download => absorbs(server, route, body_bytes, proxy_capacity),
-        Direction::Upload => route.absorbs_request(body_bytes),
-        Direction::Headers => route.proxy().is_some(),
+        Direction::Upload => {
+            route.absorbs_request(body_bytes) || server.absorbs_request(body_bytes)
+        }
+        Direction::Headers => route.proxy().is_some() || server.absorbs_head(),
     }
 }
 
@@ -384,6 +388,42 @@ mod tests {
             1 << 40,
             cap
         ));
+    }
+
+    #[test]
+    fn waitress_reads_the_whole_request_before_a_thread_gets_it() {
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        let p = |d, s, slow, body| predict_in(d, s, Route::Direct, slow, body, cap);
+        use Direction::{Headers, Upload};
+        // 8 slow uploaders outnumber its 4 threads, yet hold none of them.
+        assert_eq!(p(Upload, Server::Waitress4, 8, MIB16), Verdict::Relieved);
+        assert_eq!(p(Headers, Server::Waitress4, 8, MIB16), Verdict::Relieved);
+        // A body at max_request_body_size is refused, not read.
+        assert!(!absorbs_in(
+            Upload,
+            Server::Waitress4,
+            Route::Direct,
+            crate::stack::WAITRESS_MAX_REQUEST_BODY,
+            cap
+        ));
+        // Gunicorn's threads read the body (and the head) themselves.
+        assert_eq!(
+            p(Upload, Server::GunicornGthread4, 8, MIB16),
+            Verdict::Blocked
+        );
+        assert_eq!(
+            p(Headers, Server::GunicornGthread4, 8, MIB16),
+            Verdict::Blocked
+        );
+        // Event loops, greenlet pools and Granian's 512 threads outnumber 8.
+        for s in [
+            Server::Uvicorn,
+            Server::GunicornUvicorn2,
+            Server::GunicornGevent2,
+            Server::Granian,
+        ] {
+            assert_eq!(p(Upload, s, 8, MIB16), Verdict::Relieved, "{s}");
+        }
     }
 
     #[test]

@@ -168,14 +168,10 @@ fn run_inner(
     }
     let measured = lifecycle::run(&ctx.lab, &stack, limit, |target| {
         let mut args = load_args(spec, dir, target);
-        args.slow_reader.slow_rate = Size(crate::netns::reader_rate(
-            net.as_ref(),
-            profile.slow_rate,
-        ));
-        args.upload.upload_rate = Size(crate::netns::reader_rate(
-            net.as_ref(),
-            profile.upload.rate,
-        ));
+        args.slow_reader.slow_rate =
+            Size(crate::netns::reader_rate(net.as_ref(), profile.slow_rate));
+        args.upload.upload_rate =
+            Size(crate::netns::reader_rate(net.as_ref(), profile.upload.rate));
         LoadCommand::Load(args)
     })?;
     data.load_s = Some(measured.load_s);

@@ -1,14 +1,14 @@
 //! `check.csv`, the file of `slowlab check`: one row per level measured
-//! (a number of slow readers holding their downloads while an open-loop
-//! client calls the fast path) and route, in the order measured, with the
-//! level's verdict.
+//! (a number of slow clients, readers holding their downloads, uploaders
+//! or slowloris clients, while an open-loop client calls the fast path)
+//! and route, in the order measured, with the level's verdict.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use super::names::{Name, Named, RouteName};
+use super::names::{DirectionName, Name, Named, RouteName};
 
 /// A level's verdict, judged on the fast path against the route's baseline
 /// (its p95 with no slow reader).
@@ -122,6 +122,11 @@ pub struct CheckRow {
     /// max(10x the baseline, the baseline plus the noise floor).
     #[serde(default, serialize_with = "cell::d3")]
     pub held_limit_ms: Option<f64>,
+    /// What the level's slow clients did (`--direction`): `download`,
+    /// `upload` or `headers`; empty in files before the column, which
+    /// means `download`.
+    #[serde(default)]
+    pub direction: DirectionName,
 }
 
 #[cfg(test)]
@@ -140,6 +145,7 @@ mod tests {
             recovered: Some(true),
             level_s: 2.5,
             dir: "pingora-on/level-3".into(),
+            direction: crate::results::Direction::Upload.into(),
             ..CheckRow::default()
         };
         let dir = tempfile::tempdir().unwrap();
@@ -149,6 +155,7 @@ mod tests {
         assert_eq!(back, vec![row]);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(",denied,"), "{text}");
+        assert!(text.lines().nth(1).unwrap().ends_with(",upload"), "{text}");
         assert_eq!(LevelVerdictName::parse("held"), LevelVerdict::Held);
         assert!(LevelVerdictName::parse("maybe").known().is_none());
     }

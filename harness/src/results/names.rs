@@ -50,6 +50,22 @@ impl<T: Name> Named<T> {
     }
 }
 
+/// The known name `s` of a `T`, or the one-line error a flag gives for
+/// another: "unknown WHAT `s` (expected one of ...)".
+pub fn parse_known<T: Name>(s: &str, what: &str) -> Result<T, String> {
+    T::ALL
+        .iter()
+        .copied()
+        .find(|v| v.name() == s)
+        .ok_or_else(|| {
+            let names: Vec<&str> = T::ALL.iter().map(|v| v.name()).collect();
+            format!(
+                "unknown {what} `{s}` (expected one of {})",
+                names.join(", ")
+            )
+        })
+}
+
 impl<T: Name> Default for Named<T> {
     fn default() -> Self {
         Named::Unknown(String::new())

@@ -143,6 +143,26 @@ impl Server {
         }
     }
 
+    /// Whether the server itself reads a whole request body of
+    /// `body_bytes` before a handler gets the request, so that a slow
+    /// uploader holds no handler: only Waitress ([`PyServer::request_buffers`]).
+    pub fn absorbs_request(self, body_bytes: u64) -> bool {
+        match self.recipe() {
+            Recipe::Python(py) => py.request_buffers().is_some_and(|max| body_bytes < max),
+            _ => false,
+        }
+    }
+
+    /// Whether the server reads a request head outside its handlers, so
+    /// that a client that never finishes its head holds none
+    /// ([`PyServer::takes_head`]).
+    pub fn absorbs_head(self) -> bool {
+        match self.recipe() {
+            Recipe::Python(py) => py.takes_head(),
+            _ => false,
+        }
+    }
+
     pub fn is_gunicorn(self) -> bool {
         matches!(self.recipe(), Recipe::Gunicorn { .. })
     }
@@ -210,6 +230,11 @@ pub const GRANIAN_BLOCKING_THREADS: u32 = 512;
 /// the connection's output buffer until more than this waits to be sent.
 pub const WAITRESS_HIGH_WATERMARK: u64 = 16 << 20;
 
+/// Waitress's `max_request_body_size` default (1 GiB): a request whose
+/// `Content-Length` is at least this is answered 413 by the channel
+/// (`waitress/parser.py` 153-162), so only a smaller body is read whole.
+pub const WAITRESS_MAX_REQUEST_BODY: u64 = 1 << 30;
+
 /// The Python servers beyond Gunicorn's own worker classes; each is a
 /// pinned package set that `slowlab prepare` installs into the venv.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,6 +293,41 @@ impl PyServer {
             PyServer::Waitress { .. } => Some(WAITRESS_HIGH_WATERMARK),
             _ => None,
         }
+    }
+
+    /// The request direction: the bodies (smaller than the value) the
+    /// server reads whole before any handler gets the request. Only
+    /// Waitress (3.0.2): its main thread's asyncore loop reads every
+    /// connection (`channel.py` 154-166 `handle_read` -> `received`), the
+    /// parser appends the body to an `OverflowableBuffer(inbuf_overflow)`
+    /// (`parser.py` 330-332, `receiver.py` 33-53: in memory up to 512 KiB,
+    /// then a temp file, `adjustments.py` 217-220), and the channel hands
+    /// the request to a thread (`server.add_task`) only once
+    /// `request.completed`, body included (`channel.py` 224-236); a
+    /// `Content-Length` of `max_request_body_size` (1 GiB) or more is a 413
+    /// instead. Uvicorn starts the app's task at the head and feeds it the
+    /// body through `receive()` (`h11_impl.py` 199-268, 522-533), Granian
+    /// runs the WSGI callable on a blocking thread at the head and
+    /// `wsgi.input` reads the body from that thread (`src/wsgi/callbacks.rs`
+    /// `call_http`, `src/wsgi/types.rs` `WSGIBody`), and gevent's greenlet
+    /// reads it as the app asks: each of those handlers is held for the
+    /// whole upload.
+    pub fn request_buffers(self) -> Option<u64> {
+        match self {
+            PyServer::Waitress { .. } => Some(WAITRESS_MAX_REQUEST_BODY),
+            _ => None,
+        }
+    }
+
+    /// Whether the server parses a request head before (and apart from)
+    /// the handler its `handlers` counts, so that a slowloris client holds
+    /// none of them: Waitress's channel (above; `parser.py` 94-170 keeps an
+    /// unfinished head in `header_plus`), Uvicorn's h11 in the event loop
+    /// (a task only at the `h11.Request` event), and Granian's hyper, which
+    /// reads the head on its runtime before `spawn_blocking`. A gevent
+    /// worker's greenlet reads the head itself.
+    pub fn takes_head(self) -> bool {
+        !matches!(self, PyServer::GunicornGevent { .. })
     }
 }
 
@@ -520,6 +580,24 @@ impl Route {
             .is_some_and(|r| r.buffering && body_bytes <= r.max_body_bytes)
     }
 
+    /// The route `--through NAME` means for slow clients in `direction`:
+    /// in the request direction the response routes' names stand for the
+    /// same proxy with request buffering on or off (`nginx-on` is
+    /// `nginx-reqbuf-on`), so that "buffering" is the buffering that
+    /// direction needs; every other name, and every name in the download
+    /// direction, is itself.
+    pub fn for_direction(self, direction: crate::results::Direction) -> Route {
+        use crate::results::Direction;
+        match (direction, self) {
+            (Direction::Download, r) => r,
+            (_, Route::NginxOn) => Route::NginxReqbufOn,
+            (_, Route::NginxOff) => Route::NginxReqbufOff,
+            (_, Route::PingoraOn) => Route::PingoraReqbufOn,
+            (_, Route::PingoraOff) => Route::PingoraReqbufOff,
+            (_, r) => r,
+        }
+    }
+
     /// Whether the route parks a whole `/large` response of `body_bytes`
     /// between the app and the client: only a buffering proxy whose memory
     /// buffers plus temp-file cap hold it (the experiment's 64 KiB + 16 KiB
@@ -563,18 +641,7 @@ macro_rules! name_impls {
             type Err = String;
 
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.name() == s)
-                    .ok_or_else(|| {
-                        let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                        format!(
-                            "unknown {} `{s}` (expected one of {})",
-                            $what,
-                            names.join(", ")
-                        )
-                    })
+                crate::results::names::parse_known(s, $what)
             }
         }
     };
@@ -743,6 +810,54 @@ mod tests {
         assert!(!Route::Direct.absorbs(16 << 20, cap));
         assert!(!Route::NginxOn.absorbs(64 << 20, cap));
         assert!(Route::REQUEST.iter().all(|r| r.absorbs(16 << 20, cap)));
+    }
+
+    #[test]
+    fn through_names_the_request_buffering_of_the_request_direction() {
+        use crate::results::Direction;
+        for r in Route::ALL {
+            assert_eq!(r.for_direction(Direction::Download), r);
+        }
+        for d in [Direction::Upload, Direction::Headers] {
+            let mapped: Vec<Route> = Route::RESPONSE.iter().map(|r| r.for_direction(d)).collect();
+            assert_eq!(
+                mapped,
+                [
+                    Route::Direct,
+                    Route::NginxReqbufOff,
+                    Route::NginxReqbufOn,
+                    Route::PingoraReqbufOff,
+                    Route::PingoraReqbufOn
+                ]
+            );
+            for r in Route::REQUEST {
+                assert_eq!(r.for_direction(d), r);
+            }
+        }
+    }
+
+    #[test]
+    fn only_waitress_reads_a_whole_upload_before_its_threads() {
+        let upload = 16 << 20;
+        let whole: Vec<Server> = Server::ALL
+            .into_iter()
+            .filter(|s| s.absorbs_request(upload))
+            .collect();
+        assert_eq!(whole, [Server::Waitress4]);
+        assert!(!Server::Waitress4.absorbs_request(WAITRESS_MAX_REQUEST_BODY));
+        let heads: Vec<Server> = Server::ALL
+            .into_iter()
+            .filter(|s| s.absorbs_head())
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                Server::Uvicorn,
+                Server::GunicornUvicorn2,
+                Server::Waitress4,
+                Server::Granian
+            ]
+        );
     }
 
     #[test]

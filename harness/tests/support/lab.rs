@@ -44,9 +44,20 @@ pub fn launcher<'a>(tools: &'a Tools, dir: &Path) -> Launcher<'a> {
 
 /// Starts `server` on the host with [`BODY`], its logs in `logs`.
 pub fn start(launcher: &Launcher, server: Server, logs: &Path) -> Running {
+    start_at(launcher, server, logs, &harness::netns::Place::host())
+}
+
+/// Starts `server` at `place` (a namespace and an address) with [`BODY`],
+/// its logs in `logs`.
+pub fn start_at(
+    launcher: &Launcher,
+    server: Server,
+    logs: &Path,
+    place: &harness::netns::Place,
+) -> Running {
     let paths = RunPaths::new(logs, logs).expect("run paths");
     launcher
-        .start_server(server, BODY, &paths, None, &harness::netns::Place::host())
+        .start_server(server, BODY, &paths, None, place)
         .unwrap_or_else(|e| panic!("{server} starts (run `slowlab prepare`): {e:#}"))
 }
 

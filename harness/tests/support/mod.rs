@@ -4,6 +4,7 @@
 pub mod child;
 pub mod lab;
 pub mod netns;
+pub mod request_report;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -205,6 +206,29 @@ pub fn assert_documented(file: &str, header: &[String]) {
         undocumented.is_empty(),
         "README.md does not document these columns of {file}: {undocumented:?}"
     );
+}
+
+/// `CAP_SYS_RESOURCE` of `linux/capability.h` (the libc crate lacks it).
+const CAP_SYS_RESOURCE: libc::c_ulong = 24;
+
+/// For `pre_exec`: sets the open-files limit to `soft`/`hard` and drops
+/// `CAP_SYS_RESOURCE` from the bounding set, so that the program run, even
+/// as root, cannot raise its hard limit (as an unprivileged user could
+/// not). Plain system calls, safe between fork and exec.
+pub fn limit_open_files(soft: u64, hard: u64) -> std::io::Result<()> {
+    let lim = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit and prctl are plain system calls with live arguments.
+    unsafe {
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Without CAP_SETPCAP (not root) the capability is not ours anyway.
+        let _ = libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0);
+    }
+    Ok(())
 }
 
 /// Asserts that exactly one line of `text` (a child's stderr) contains

@@ -507,23 +507,26 @@ impl Drop for SyncUpstream {
 }
 
 /// Writes `body` to `stream` in `piece`-byte writes paced to `rate`
-/// bytes per second against absolute deadlines; returns when the last
-/// byte was accepted by the kernel.
+/// bytes per second against absolute deadlines; returns when the write
+/// of the last piece began (the peer may act on the last byte before this
+/// thread runs again after that write, so its end is no bound).
 pub fn paced_write(stream: &mut TcpStream, body: &[u8], piece: usize, rate: f64) -> Instant {
     let start = Instant::now();
     let mut sent = 0usize;
+    let mut last_write = start;
     while sent < body.len() {
         let due = start + Duration::from_secs_f64(sent as f64 / rate);
         if let Some(wait) = due.checked_duration_since(Instant::now()) {
             std::thread::sleep(wait);
         }
         let n = piece.min(body.len() - sent);
+        last_write = Instant::now();
         stream
             .write_all(&body[sent..sent + n])
             .expect("upload piece");
         sent += n;
     }
-    Instant::now()
+    last_write
 }
 
 /// `len` bytes of the `/large` pattern (64 KiB blocks).

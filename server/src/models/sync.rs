@@ -22,9 +22,8 @@
 //! is off. Not modelled: the arbiter checks about once a second (Gunicorn's
 //! cut comes 0 to 1 s later), and the replacement worker's boot.
 
-use std::io::Write as _;
-use std::net::{TcpListener as StdListener, TcpStream as StdStream};
-use std::os::fd::AsFd as _;
+use std::net::TcpListener as StdListener;
+use std::os::fd::{AsRawFd as _, RawFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -96,23 +95,37 @@ async fn serve_or_abort(stream: TcpStream, app: &Arc<App>, cancel: &Cancellation
     let Some(limit) = app.worker_timeout else {
         return conn::serve(stream, app.clone(), cancel, None).await;
     };
-    // A second descriptor of the socket: hyper's is gone once its future is
-    // dropped, and this one still writes the 500 and then closes.
-    let spare = stream.as_fd().try_clone_to_owned().map(StdStream::from);
+    // The 500 is written through hyper's own descriptor while the timed-out
+    // future still holds it (no spare descriptor: that was a dup(2) and a
+    // close(2) on every connection); dropping the future then closes it.
+    let fd = stream.as_raw_fd();
     let served = conn::serve(stream, app.clone(), cancel, None);
-    if tokio::time::timeout(limit, served).await.is_ok() {
+    tokio::pin!(served);
+    if tokio::time::timeout(limit, served.as_mut()).await.is_ok() {
         return;
     }
     tracing::warn!(?limit, "worker timeout: connection aborted");
-    match spare {
-        // Without blocking, as `write_nonblock` does: a full send buffer
-        // takes a part of it or none, and the close follows either way.
-        Ok(mut s) => {
-            let _ = s
-                .set_nonblocking(true)
-                .and_then(|()| s.write(ABORT_RESPONSE));
-        }
-        Err(err) => tracing::debug!(cause = %err, "no spare descriptor for the 500"),
+    write_abort(fd);
+}
+
+/// Writes [`ABORT_RESPONSE`] to `fd` without blocking, as `write_nonblock`
+/// does: a full send buffer takes a part of it or none, and the close
+/// follows either way.
+fn write_abort(fd: RawFd) {
+    // SAFETY: `fd` is the socket of the connection future the caller still
+    // holds (it is dropped, and the descriptor closed, only after this
+    // returns); the buffer is a static slice of the length given.
+    let sent = unsafe {
+        libc::send(
+            fd,
+            ABORT_RESPONSE.as_ptr().cast(),
+            ABORT_RESPONSE.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if sent < 0 {
+        let err = std::io::Error::last_os_error();
+        tracing::debug!(cause = %err, "the 500 was not written");
     }
 }
 

@@ -9,8 +9,10 @@ use super::{Csv, FONT, INK, Key, cell, legend, plot_err, quiet_mesh, route_color
 use crate::model;
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
+use crate::report::fmt;
+use crate::reproduce::published;
 use crate::results::{ModelRow, Verdict};
-use crate::stack::ProxyBuffers;
+use crate::stack::{ProxyBuffers, Route};
 
 /// How far from the diagonal a condition may be and still count as held.
 const HOLDS_WITHIN: f64 = 0.15;
@@ -38,6 +40,9 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
         return Ok(());
     }
     s.para(&words(&rows));
+    if let Some(gap) = published_gap(&rows) {
+        s.para(&gap);
+    }
     let mut csv = Csv::new(&[
         "server",
         "route",
@@ -135,6 +140,97 @@ fn words(rows: &[ModelRow]) -> String {
     out
 }
 
+/// The published gap: which sysctls, if any, reproduce the original's
+/// figures of a route with buffering off (NGINX's first, then pingora's),
+/// and how close the other routes stay under the same sysctls. None when
+/// no such condition has a published counterpart.
+fn published_gap(rows: &[ModelRow]) -> Option<String> {
+    let reference = |m: &ModelRow| {
+        published::reference(m.server.known()?, m.route.known()?, m.slow_clients).map(|(p, _)| p)
+    };
+    let off = [Route::NginxOff, Route::PingoraOff]
+        .into_iter()
+        .find_map(|route| {
+            let cands: Vec<&ModelRow> = rows
+                .iter()
+                .filter(|m| m.route.known() == Some(route) && m.p95_ms.is_some())
+                .filter(|m| reference(m).is_some())
+                .collect();
+            (!cands.is_empty()).then_some(cands)
+        })?;
+    // Closest on a log scale: 2x over and 2x under are as far.
+    let dist = |m: &ModelRow| {
+        let published = reference(m).map_or(1.0, |p| p.p95);
+        (m.p95_ms.unwrap_or(0.0).max(0.01) / published).ln().abs()
+    };
+    let best = off
+        .iter()
+        .copied()
+        .min_by(|a, b| dist(a).total_cmp(&dist(b)))?;
+    let p = reference(best)?;
+    let ratio = best.p95_ms? / p.p95;
+    let sys = |m: &ModelRow| {
+        m.sysctls
+            .clone()
+            .map_or("the host's sysctls".to_string(), |s| format!("`{s}`"))
+    };
+    let mut out = format!(
+        "The published gap: the original measured {}/{} with {} slow clients at a p95 of {}{}. Of the {} \
+         sysctl setting(s) here, the closest is {}: p95 {} ({:.2}x), the app's write {}.",
+        best.server,
+        best.route,
+        best.slow_clients,
+        fmt::ms_published(p.p95),
+        p.app_send_s
+            .map(|a| format!(" and an app write of {}", fmt::secs(a)))
+            .unwrap_or_default(),
+        off.len(),
+        sys(best),
+        fmt::ms(best.p95_ms?),
+        ratio,
+        fmt::or_dash(best.observed_app_send_s, fmt::secs),
+    );
+    if (1.0 - HOLDS_WITHIN..=1.0 + HOLDS_WITHIN).contains(&ratio) {
+        out.push_str(&format!(
+            " It reproduces the published p95 within {:.0}%.",
+            HOLDS_WITHIN * 100.0
+        ));
+    } else {
+        out.push_str(&format!(
+            " No setting here reproduces it within {:.0}%.",
+            HOLDS_WITHIN * 100.0
+        ));
+    }
+    if let (Some(a), Some(rate)) = (p.app_send_s, best.slow_rate_bytes_per_s) {
+        // What B the published app write needs: size - B = a x rate.
+        let needed = (best.body_bytes as f64 - a * rate).max(0.0);
+        out.push_str(&format!(
+            " The model says an app write of {} needs {} between the app and each client; this setting \
+             predicts {} from its sysctls, and the measured peak queues held {}.",
+            fmt::secs(a),
+            fmt::bytes(needed),
+            fmt::or_dash(best.predicted_b_bytes.map(|b| b as f64), fmt::bytes),
+            fmt::or_dash(best.explained_b_bytes.map(|b| b as f64), fmt::bytes),
+        ));
+    }
+    for m in rows.iter().filter(|m| {
+        m.sysctls == best.sysctls
+            && m.server == best.server
+            && m.slow_clients == best.slow_clients
+            && m.route != best.route
+    }) {
+        if let (Some(p), Some(v)) = (reference(m), m.p95_ms) {
+            out.push_str(&format!(
+                " Under the same sysctls {} measured {} against the published {}.",
+                m.route,
+                fmt::ms(v),
+                fmt::ms_published(p.p95)
+            ));
+        }
+    }
+    Some(out)
+}
+
 fn draw(rows: &[ModelRow]) -> Result<String> {
     let top = rows
         .iter()
@@ -179,4 +275,94 @@ fn draw(rows: &[ModelRow]) -> Result<String> {
             .map_err(plot_err)?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Named;
+    use crate::stack::Server;
+
+    fn row(
+        route: Route,
+        sysctls: Option<&str>,
+        p95: f64,
+        predicted: f64,
+        observed: f64,
+    ) -> ModelRow {
+        ModelRow {
+            server: Named::Known(Server::GunicornSync2),
+            route: Named::Known(route),
+            slow_clients: 2,
+            sysctls: sysctls.map(String::from),
+            body_bytes: 16 << 20,
+            slow_rate_bytes_per_s: Some((2 << 20) as f64),
+            predicted_b_bytes: Some(4 << 20),
+            explained_b_bytes: Some(900 << 10),
+            predicted_app_send_s: Some(predicted),
+            observed_app_send_s: Some(observed),
+            p95_ms: Some(p95),
+            ..ModelRow::default()
+        }
+    }
+
+    #[test]
+    fn the_words_say_where_the_model_holds_from_the_rows() {
+        let rows = [
+            row(Route::Direct, None, 5_950.0, 5.99, 6.59),
+            row(
+                Route::Direct,
+                Some("net.ipv4.tcp_wmem=4096 16384 16777216"),
+                6_900.0,
+                0.0,
+                7.61,
+            ),
+        ];
+        let w = words(&rows);
+        assert!(
+            w.starts_with("The model holds within 15% (or 0.1 s) for 1 of 2 conditions."),
+            "{w}"
+        );
+        assert!(w.contains("predicted 0.00 s, measured 7.61 s"), "{w}");
+    }
+
+    #[test]
+    fn the_published_gap_names_the_closest_setting_and_the_other_routes() {
+        let m16 = "net.ipv4.tcp_wmem=4096 16384 16777216";
+        let mut rows = vec![
+            row(
+                Route::NginxOff,
+                Some("net.ipv4.tcp_wmem=4096 16384 4194304"),
+                4_973.0,
+                0.0,
+                5.67,
+            ),
+            row(Route::NginxOff, Some(m16), 3_597.0, 0.0, 4.38),
+            row(Route::Direct, Some(m16), 6_950.0, 0.0, 7.67),
+        ];
+        let g = published_gap(&rows).expect("a gap");
+        assert!(g.contains("Of the 2 sysctl setting(s) here, the closest is `net.ipv4.tcp_wmem=4096 16384 16777216`: p95 3,597 ms (3.36x)"), "{g}");
+        assert!(
+            g.contains("No setting here reproduces it within 15%."),
+            "{g}"
+        );
+        // 16 MiB - 1.970 s x 2 MiB/s.
+        assert!(
+            g.contains("needs 12.1 MiB between the app and each client"),
+            "{g}"
+        );
+        assert!(
+            g.contains(
+                "Under the same sysctls direct measured 6,950 ms against the published 5,945.11 ms."
+            ),
+            "{g}"
+        );
+        rows.push(row(Route::NginxOff, Some("x"), 1_100.0, 0.0, 2.0));
+        let g = published_gap(&rows).expect("a gap");
+        assert!(
+            g.contains("It reproduces the published p95 within 15%."),
+            "{g}"
+        );
+        assert!(published_gap(&rows[2..3]).is_none());
+    }
 }

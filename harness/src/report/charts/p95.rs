@@ -14,7 +14,7 @@ use super::{
 use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
 use crate::report::select::{self, Cond};
-use crate::results::{RouteName, ServerName};
+use crate::results::{Direction, RouteName, ServerName};
 
 /// One condition's figures.
 #[derive(Debug, Clone)]
@@ -27,13 +27,18 @@ struct Point {
     published: Option<(f64, String)>,
 }
 
-fn points(r: &Results) -> Vec<Point> {
+/// The conditions of `direction`; only the response direction has
+/// published figures (the original measured nothing else).
+fn points(r: &Results, direction: Direction) -> Vec<Point> {
     let mut out: Vec<Point> = r
         .conditions
         .iter()
+        .filter(|c| select::in_direction(&c.direction, direction))
         .map(|c| {
             let cond = Cond::new(&c.server, &c.route, c.slow_clients);
-            let published = select::published(&cond).map(|(p, from)| (p.p95, from));
+            let published = (direction == Direction::Download)
+                .then(|| select::published(&cond).map(|(p, from)| (p.p95, from)))
+                .flatten();
             Point {
                 cond,
                 runs: c.runs,
@@ -54,17 +59,12 @@ fn points(r: &Results) -> Vec<Point> {
     out
 }
 
-/// Builds section 1.
-pub fn section(r: &Results, s: &mut Section) -> Result<()> {
-    s.para(
-        "How long an unrelated 12-byte API call (`/fast`) waits while slow clients download `/large`. \
-         One panel per server, so the Gunicorn server and its Rust replica sit side by side; \
-         within a panel, one colour per route at each number of slow connections.",
-    );
-    let pts = points(r);
+/// The p95 chart of the conditions of `direction`, saved as `file`, with
+/// its data; `None` when no condition has a p95.
+pub fn chart(r: &Results, direction: Direction, file: &str, alt: &str) -> Result<Option<Figure>> {
+    let pts = points(r, direction);
     if pts.iter().all(|p| p.p95.is_none() && p.min.is_none()) {
-        s.note("No condition has a p95 yet (`conditions.csv` is missing or empty), so there is nothing to draw.");
-        return Ok(());
+        return Ok(None);
     }
     let svg = draw(&pts)?;
     let mut csv = Csv::new(&[
@@ -104,22 +104,47 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
     } else {
         format!("{lo} to {hi}")
     };
-    s.push(Block::Figure(Figure {
-        file: "report-p95.svg".into(),
+    let published = if direction == Direction::Download {
+        "; black dash: the published figure of the original, or of its Gunicorn/NGINX counterpart \
+         for a Rust replica or pingora"
+    } else {
+        " (the original did not measure this direction, so there is no published figure)"
+    };
+    Ok(Some(Figure {
+        file: file.into(),
         svg,
-        alt: "p95 of /fast by route and number of slow connections, one panel per server".into(),
+        alt: alt.into(),
         caption: text(&format!(
             "Unit: the condition ({per} runs each). Point: the median over the runs of each run's p95 \
-             (nearest rank over its `/fast` requests); bar: the smallest to the largest run's p95; \
-             black dash: the published figure of the original, or of its Gunicorn/NGINX counterpart \
-             for a Rust replica or pingora. Log axis: each gridline is ten times the one below."
+             (nearest rank over its `/fast` requests); bar: the smallest to the largest run's p95{published}. \
+             Log axis: each gridline is ten times the one below."
         )),
         data_csv: csv.finish(),
-    }));
+    }))
+}
+
+/// Builds section 1.
+pub fn section(r: &Results, s: &mut Section) -> Result<()> {
+    s.para(
+        "How long an unrelated 12-byte API call (`/fast`) waits while slow clients download `/large`. \
+         One panel per server, so the Gunicorn server and its Rust replica sit side by side; \
+         within a panel, one colour per route at each number of slow connections.",
+    );
+    let Some(figure) = chart(
+        r,
+        Direction::Download,
+        "report-p95.svg",
+        "p95 of /fast by route and number of slow connections, one panel per server",
+    )?
+    else {
+        s.note("No condition has a p95 yet (`conditions.csv` is missing or empty), so there is nothing to draw.");
+        return Ok(());
+    };
+    s.push(Block::Figure(figure));
     if let Some(d) = crate::report::notices::profile_difference(r) {
         s.note(&d);
     }
-    let blank: Vec<String> = pts
+    let blank: Vec<String> = points(r, Direction::Download)
         .iter()
         .filter(|p| p.p95.is_none() && p.runs > 0)
         .map(|p| format!("{} {} slow", p.cond.label(), p.cond.slow))

@@ -1,0 +1,53 @@
+# Sourced by scripts/bench-proxy.sh and scripts/bench-syscalls.sh (after
+# scripts/bench-nginx.sh): the processes a bench starts, and their end.
+#
+# Sets `work` (a temp dir) and `pids`; every pid pushed to `pids` is killed,
+# and `work` removed, on exit.
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# start_slowlab NAME CPU ARGS...: starts a slowlab verb ($SLOWLAB) on CPU,
+# waits for its ready line, sets PID and ADDR.
+start_slowlab() {
+    local name=$1 cpu=$2
+    shift 2
+    taskset -c "$cpu" "$SLOWLAB" "$@" >"$work/$name.out" 2>"$work/$name.err" &
+    PID=$!
+    pids+=("$PID")
+    for _ in $(seq 200); do
+        if grep -q '^listening on ' "$work/$name.out" 2>/dev/null; then
+            ADDR=$(sed -n 's/^listening on \([^ ]*\).*/\1/p' "$work/$name.out")
+            return
+        fi
+        sleep 0.05
+    done
+    echo "$(basename "$0" .sh): $name did not start" >&2
+    cat "$work/$name.err" >&2
+    exit 1
+}
+
+# start_nginx NAME LOCATIONS: NGINX ($NGINX) on CPU 1 with LOCATIONS (see
+# nginx_conf) on a free port; sets PID and ADDR once it answers /fast.
+start_nginx() {
+    local dir="$work/$1" port
+    port=$(free_port)
+    mkdir -p "$dir"
+    nginx_conf "$dir" "$port" "$2"
+    env -u NGINX taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
+    PID=$!
+    pids+=("$PID")
+    ADDR=127.0.0.1:$port
+    for _ in $(seq 200); do
+        curl -sf -o /dev/null "http://$ADDR/fast" && return
+        sleep 0.05
+    done
+    echo "$(basename "$0" .sh): nginx $1 did not start" >&2
+    cat "$dir/error.log" >&2
+    exit 1
+}

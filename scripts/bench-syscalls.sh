@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Counts system calls per request, under the same wrk load as
+# scripts/bench-serve.sh and scripts/bench-proxy.sh (GET /fast,
+# `Connection: close`, a new connection per request), for NGINX's static
+# `return 200`, `slowlab serve` (async 1 worker, sync 2 workers), NGINX's
+# proxy and `slowlab proxy --threads 1` (buffering off and on) in front of
+# `slowlab serve --model async --workers 1`.
+#
+# Each server is traced with `strace -f -c` (every thread) while wrk runs;
+# each count is divided by the requests wrk completed. strace slows the
+# traced process a great deal, so the req/s here mean nothing; the counts
+# per request do not depend on speed, except those of calls made per
+# wake-up rather than per connection (epoll_wait, and a read that finds
+# EAGAIN), which a slower server batches more.
+#
+# Usage: scripts/bench-syscalls.sh     (WRK_DURATION=4s WRK_CONNS=8)
+# Environment: SLOWLAB, NGINX as for scripts/bench-proxy.sh.
+# Prints one table: a row per system call, a column per server; CALLS/ERRS
+# where some calls failed (EAGAIN and the like), both per request.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-nginx.sh
+source scripts/bench-nginx.sh
+
+WRK_DURATION=${WRK_DURATION:-4s}
+WRK_CONNS=${WRK_CONNS:-8}
+TARGET_DIR=${CARGO_TARGET_DIR:-target}
+if [[ -z "${SLOWLAB:-}" ]]; then
+    cargo build --release -q -p harness --bin slowlab
+    SLOWLAB=$TARGET_DIR/release/slowlab
+fi
+NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
+[[ -x "$NGINX" ]] || { echo "bench-syscalls: no nginx at $NGINX" >&2; exit 1; }
+for tool in wrk strace; do
+    command -v "$tool" >/dev/null || { echo "bench-syscalls: $tool not found" >&2; exit 1; }
+done
+
+# shellcheck source=scripts/bench-procs.sh
+source scripts/bench-procs.sh
+
+names=()
+# trace NAME PID ADDR: strace -c of PID under wrk; writes $work/NAME.per
+# ("syscall per_request" lines).
+trace() {
+    local name=$1 pid=$2 addr=$3 out n
+    strace -f -c -q -o "$work/$name.strace" -p "$pid" &
+    local st=$!
+    sleep 0.5
+    out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" -H 'Connection: close' "http://$addr/fast")
+    kill -INT "$st"
+    wait "$st" 2>/dev/null || true
+    n=$(awk '/requests in/ { print $1 }' <<<"$out")
+    # strace -c rows: % time, seconds, usecs/call, calls, [errors], syscall.
+    awk -v n="$n" '$1 ~ /^[0-9.]+$/ && $NF != "total" {
+        printf "%s %.2f", $NF, $4 / n
+        if (NF == 6) printf "/%.2f", $5 / n
+        printf "\n" }' "$work/$name.strace" >"$work/$name.per"
+    echo "  $name: $n requests traced" >&2
+    names+=("$name")
+}
+
+start_nginx nginx-static "        location = /fast {
+            default_type application/json;
+            return 200 '{\"ok\": true}';
+        }"
+trace nginx-static "$PID" "$ADDR"
+kill "$PID"
+
+start_slowlab serve-async1 1 serve --model async --workers 1 --listen 127.0.0.1:0
+trace serve-async1 "$PID" "$ADDR"
+kill "$PID"
+start_slowlab serve-sync2 1 serve --model sync --workers 2 --listen 127.0.0.1:0
+trace serve-sync2 "$PID" "$ADDR"
+kill "$PID"
+
+# The origin stays on CPU 0 beside wrk, as in bench-proxy.sh.
+start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0
+ORIGIN=$ADDR
+for mode in off on; do
+    start_nginx "nginx-$mode" "$(proxy_location "$ORIGIN" "$mode")"
+    trace "nginx-proxy-$mode" "$PID" "$ADDR"
+    kill "$PID"
+    mkdir -p "$work/tmp-$mode"
+    start_slowlab "pingora-$mode" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
+        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
+    trace "pingora-$mode" "$PID" "$ADDR"
+    kill "$PID"
+done
+
+echo "# system calls per request (strace -f -c under wrk -t1 -c$WRK_CONNS -d$WRK_DURATION -H 'Connection: close' /fast)"
+header="syscall"
+for name in "${names[@]}"; do header+=" $name"; done
+{
+    echo "$header"
+    for name in "${names[@]}"; do awk '{ print $1 }' "$work/$name.per"; done | sort -u | while read -r call; do
+        line=$call
+        for name in "${names[@]}"; do
+            line+=" $(awk -v c="$call" '$1 == c { v = $2 } END { print (v == "" ? "-" : v) }' "$work/$name.per")"
+        done
+        echo "$line"
+    done
+    line=total
+    for name in "${names[@]}"; do
+        line+=" $(awk '{ s += $2 } END { printf "%.2f", s }' "$work/$name.per")"  # a/b sums a
+    done
+    echo "$line"
+} | column -t
