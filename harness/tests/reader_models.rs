@@ -23,7 +23,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use harness::netns::{NetLab, NetSpec, Place, Side, parse_sysctl};
+use harness::netns::{NetLab, NetSpec, Place, parse_sysctl};
 use harness::prepare::{self, Tools};
 use harness::process;
 use harness::sample::Sampler;
@@ -341,29 +341,23 @@ fn across_the_veth_pair_the_send_buffer_grows_with_the_mtu() {
     let dir = tempfile::tempdir().expect("tempdir");
     let launcher = lab::launcher(&tools, dir.path());
     let mut peaks = vec![];
-    for mtu in [None, Some("65535")] {
+    for mtu in [None, Some(65535)] {
         let spec = NetSpec {
             sysctls: vec![
                 parse_sysctl(&format!("net.ipv4.tcp_wmem={WMEM_16_MIB}")).expect("a sysctl"),
             ],
+            mtu,
             ..NetSpec::default()
         };
         let netlab = NetLab::create(&spec).expect("the lab's namespaces");
-        if let Some(mtu) = mtu {
-            for side in [Side::Server, Side::Client] {
-                let veth = netlab.side(side).veth.clone();
-                netlab
-                    .ip(side, &["link", "set", "dev", &veth, "mtu", mtu])
-                    .expect("the veth takes loopback's MTU");
-            }
-        }
+        let mtu = mtu.unwrap_or(harness::netns::VETH_DEFAULT_MTU);
         let at = Where {
-            name: format!("veth pair, MTU {}", mtu.unwrap_or("1500")),
+            name: format!("veth pair, MTU {mtu}"),
             server: netlab.entry(),
             client: netlab.client_place(),
             _lab: Some(netlab),
         };
-        let out = dir.path().join(format!("mtu{}", mtu.unwrap_or("1500")));
+        let out = dir.path().join(format!("mtu{mtu}"));
         std::fs::create_dir_all(&out).expect("dir");
         let m = run_slowlab(&launcher, &at, "streamreader", &out);
         print(&at, &m);
