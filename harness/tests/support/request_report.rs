@@ -172,7 +172,12 @@ fn sentence<'a>(text: &'a str, lead: &str, server: &str, route: &str) -> &'a str
         .find(&start)
         .unwrap_or_else(|| panic!("no sentence starting {start:?} in:\n{text}"));
     let rest = &text[i..];
-    let end = rest.find(". ").map_or(rest.len(), |e| e + 1);
+    // A sentence ends at a full stop before a space or the paragraph's end.
+    let end = [". ", ".\n"]
+        .iter()
+        .filter_map(|stop| rest.find(stop))
+        .min()
+        .map_or(rest.len(), |e| e + 1);
     &rest[..end]
 }
 
@@ -230,7 +235,10 @@ pub fn check_upload_section(dir: &Path) {
             "{said}"
         );
         let v = observed(dir, "upload", &row[0], &row[1], "2");
-        assert!(said.ends_with(&format!("(observed: {v}).")), "{said}");
+        assert!(
+            said.ends_with(&format!("(observed: {v}).")),
+            "crosscheck says {v}: {said}"
+        );
         // What the run showed: request buffering on frees the handler.
         let buffering = row[1].ends_with("reqbuf-on");
         assert_eq!(held, !buffering, "{row:?}");
