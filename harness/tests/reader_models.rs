@@ -206,8 +206,9 @@ fn print(at: &Where, m: &Measured) {
 }
 
 /// Runs the asyncio client and `--reader streamreader` back to back
-/// `reps` times (alternating), then `--reader strict` once, at `at`, and
-/// judges the model on the medians of the p95s.
+/// `reps` times (alternating; `2 x reps` when the first medians are more
+/// than 15% apart), then `--reader strict` once, at `at`, and judges the
+/// model on the medians of the p95s.
 fn compare(launcher: &Launcher, at: &Where, python: &Path, reps: usize) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let sub = |name: String| -> PathBuf {
@@ -216,42 +217,53 @@ fn compare(launcher: &Launcher, at: &Where, python: &Path, reps: usize) {
         d
     };
     let (mut pythons, mut streams) = (vec![], vec![]);
-    for i in 0..reps {
-        pythons.push(run_python(launcher, at, python, &sub(format!("python{i}"))));
-        streams.push(run_slowlab(
-            launcher,
-            at,
-            "streamreader",
-            &sub(format!("stream{i}")),
-        ));
-    }
-    let strict = run_slowlab(launcher, at, "strict", &sub("strict".into()));
-    for m in pythons.iter().chain(&streams).chain([&strict]) {
-        print(at, m);
-    }
-    for m in pythons.iter().chain(&streams) {
-        assert_eq!(m.fast_ok, 72, "{}: every /fast request answered", m.who);
-        // The pacing is the client's: 16 MiB at 2 MiB/s is 8 s.
-        assert!(
-            (m.receive_s - 8.0).abs() < 0.2,
-            "{}: receive_s {}",
-            m.who,
-            m.receive_s
+    // A second round of `reps` pairs when the first's medians are apart:
+    // single runs here spread by 2x, so the judgement is on more runs, never
+    // on a wider tolerance.
+    for round in 0..2 {
+        for i in round * reps..(round + 1) * reps {
+            pythons.push(run_python(launcher, at, python, &sub(format!("python{i}"))));
+            streams.push(run_slowlab(
+                launcher,
+                at,
+                "streamreader",
+                &sub(format!("stream{i}")),
+            ));
+        }
+        for m in pythons.iter().chain(&streams) {
+            assert_eq!(m.fast_ok, 72, "{}: every /fast request answered", m.who);
+            // The pacing is the client's: 16 MiB at 2 MiB/s is 8 s.
+            assert!(
+                (m.receive_s - 8.0).abs() < 0.2,
+                "{}: receive_s {}",
+                m.who,
+                m.receive_s
+            );
+        }
+        let p95 = |ms: &[Measured]| median(ms.iter().map(|m| m.p95_ms).collect());
+        let (python, stream) = (p95(&pythons), p95(&streams));
+        let ratio = stream / python;
+        eprintln!(
+            "{}: median /fast p95 over {}: asyncio {python:.1} ms, streamreader {stream:.1} ms ({ratio:.3}x)",
+            at.name,
+            pythons.len()
         );
+        let close = (0.85..=1.15).contains(&ratio);
+        if close || round == 1 {
+            let strict = run_slowlab(launcher, at, "strict", &sub("strict".into()));
+            for m in pythons.iter().chain(&streams).chain([&strict]) {
+                print(at, m);
+            }
+            eprintln!("{}: strict (one run) {:.1} ms", at.name, strict.p95_ms);
+            assert!(
+                close,
+                "{}: streamreader p95 {stream:.1} ms against the asyncio client's {python:.1} ms ({ratio:.3}x) over {} runs each",
+                at.name,
+                pythons.len()
+            );
+            return;
+        }
     }
-    let p95 = |ms: &[Measured]| median(ms.iter().map(|m| m.p95_ms).collect());
-    let (python, stream) = (p95(&pythons), p95(&streams));
-    let ratio = stream / python;
-    eprintln!(
-        "{}: median /fast p95 over {reps}: asyncio {python:.1} ms, streamreader {stream:.1} ms ({ratio:.3}x); \
-         strict (one run) {:.1} ms",
-        at.name, strict.p95_ms
-    );
-    assert!(
-        (0.85..=1.15).contains(&ratio),
-        "{}: streamreader p95 {stream:.1} ms against the asyncio client's {python:.1} ms ({ratio:.3}x)",
-        at.name,
-    );
 }
 
 fn tools() -> Tools {
