@@ -174,14 +174,19 @@ fn bad_flags_give_one_line() {
     );
 }
 
-#[test]
-fn a_sweep_without_one_success_fails_after_writing_its_steps() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+/// The URL of a port nothing listens on (a port that was free a moment ago).
+fn closed_target() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let target = format!("http://127.0.0.1:{port}");
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn a_sweep_without_one_success_fails_after_writing_its_steps() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let target = closed_target();
     let out = tmp.path().to_string_lossy().to_string();
     let o = run(&[
         "sweep-load",
@@ -212,11 +217,7 @@ fn the_json_summary_counts_the_uploads_of_the_sweep() {
     // Against a closed port every upload is refused at once; its slot
     // starts another after a pause, each a row of uploads.csv.
     let tmp = tempfile::tempdir().expect("tempdir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let target = format!("http://127.0.0.1:{port}");
+    let target = closed_target();
     let out = tmp.path().to_string_lossy().to_string();
     let o = run(&[
         "sweep-load",

@@ -37,18 +37,20 @@ fn sweep(url: &str, out: &Path, extra: &[&str]) -> sweep::SweepOutcome {
 
 /// `steps.csv` as maps from column to cell, after checking its header.
 fn steps(out: &Path) -> Vec<HashMap<String, String>> {
-    let mut r = csv::Reader::from_path(out.join("steps.csv")).expect("steps.csv");
+    csv_rows(&out.join("steps.csv"), &HEADER)
+}
+
+/// A CSV file as maps from column to cell, after checking that its header
+/// is `columns` (the contract's, in order).
+fn csv_rows(path: &Path, columns: &[&str]) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let header: Vec<String> = r
         .headers()
         .expect("header")
         .iter()
         .map(String::from)
         .collect();
-    assert_eq!(
-        header,
-        HEADER.to_vec(),
-        "the columns of the contract, in order"
-    );
+    assert_eq!(header, columns, "the columns of the contract, in order");
     r.records()
         .map(|rec| {
             let rec = rec.expect("row");
@@ -281,17 +283,6 @@ fn a_refused_target_counts_refusals() {
     assert_eq!(num(row, "err_ports_exhausted"), 0.0);
 }
 
-/// `uploads.csv` or `slow-headers.csv` of a sweep as maps from column to
-/// cell, after checking that its header is `load`'s.
-fn request_rows(path: &Path, columns: &[&str]) -> Vec<HashMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let header: Vec<String> = r.headers().expect("header").iter().map(String::from).collect();
-    assert_eq!(header, columns, "load's columns, in order");
-    r.records()
-        .map(|rec| header.iter().cloned().zip(rec.expect("row").iter().map(String::from)).collect())
-        .collect()
-}
-
 /// Two uploaders of 192 KiB at 128 KiB/s (1.5 s each) through two steps of
 /// 1 s: the first uploads end during the second step, and their slots
 /// start the next ones at once.
@@ -319,7 +310,7 @@ fn slow_uploaders_hold_sync_workers_through_the_sweep_and_not_async_ones() {
         let dir = tempfile::tempdir().expect("tempdir");
         let url = format!("http://{}", server.local_addr());
         let outcome = sweep(&url, dir.path(), UPLOADERS);
-        let rows = request_rows(
+        let rows = csv_rows(
             &dir.path().join("uploads.csv"),
             loadgen::output::UPLOADS_COLUMNS,
         );
@@ -377,7 +368,7 @@ fn slowloris_clients_are_held_for_the_whole_sweep() {
             "100ms",
         ],
     );
-    let rows = request_rows(
+    let rows = csv_rows(
         &dir.path().join("slow-headers.csv"),
         loadgen::output::SLOW_HEADERS_COLUMNS,
     );
