@@ -234,8 +234,8 @@ fn the_json_summary_counts_the_uploads_of_the_sweep() {
         &out,
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
-    let summary: serde_json::Value = serde_json::from_str(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    let summary: serde_json::Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
     let uploads = &summary["uploads"];
     let count = uploads["count"].as_u64().expect("uploads.count");
     assert!(count >= 2, "restarted after each refusal: {summary}");
@@ -245,7 +245,10 @@ fn the_json_summary_counts_the_uploads_of_the_sweep() {
     let (header, rows) = csv(&tmp.path().join("uploads.csv"));
     assert_eq!(header, loadgen::output::UPLOADS_COLUMNS, "load's columns");
     assert_eq!(rows.len() as u64, count);
-    assert!(rows.iter().all(|r| r["error"] == "connect_refused"), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r["error"] == "connect_refused"),
+        "{rows:?}"
+    );
 }
 
 #[test]

@@ -332,11 +332,17 @@ fn slow_uploaders_hold_sync_workers_through_the_sweep_and_not_async_ones() {
         for row in steps(dir.path()) {
             let (errors, requests) = (num(&row, "errors"), num(&row, "requests"));
             let p95 = row["p95_ms"].parse::<f64>().unwrap_or(f64::INFINITY);
-            eprintln!("{model:?}: step {}: {errors} of {requests} failed, p95 {p95} ms", row["step"]);
+            eprintln!(
+                "{model:?}: step {}: {errors} of {requests} failed, p95 {p95} ms",
+                row["step"]
+            );
             assert!(requests >= 4.0, "{row:?}");
             if blocked {
                 // Both workers read an upload: /fast waits in the backlog.
-                assert!(errors > 0.0 || p95 > 150.0, "{model:?} not blocked: {row:?}");
+                assert!(
+                    errors > 0.0 || p95 > 150.0,
+                    "{model:?} not blocked: {row:?}"
+                );
             } else {
                 assert_eq!(errors, 0.0, "{model:?} blocked: {row:?}");
                 assert!(p95 < 150.0, "{model:?}: p95 {p95} ms");

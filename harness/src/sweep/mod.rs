@@ -366,3 +366,65 @@ fn load_args(
         json: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: SweepArgs,
+    }
+
+    fn parse(extra: &[&str]) -> SweepArgs {
+        let words = ["sweep", "--server", "rust-sync2"];
+        Cmd::try_parse_from(words.iter().chain(extra))
+            .expect("parses")
+            .args
+    }
+
+    #[test]
+    fn the_upload_flags_go_to_sweep_load_as_they_are() {
+        let plain = parse(&[]);
+        assert_eq!(plain.sweep_id(), "rust-sync2-direct-s0-capped");
+        let up = parse(&[
+            "--slow-upload",
+            "2",
+            "--upload-bytes",
+            "4MiB",
+            "--upload-rate",
+            "1MiB",
+            "--slow-headers",
+            "3",
+            "--header-interval",
+            "250ms",
+            "--no-caps",
+        ]);
+        assert_eq!(up.sweep_id(), "rust-sync2-direct-s0-u2-h3-uncapped");
+        let load = load_args(
+            &up,
+            &[10],
+            Path::new("/tmp/x"),
+            "http://127.0.0.1:1",
+            &LoadProfile::experiment(),
+        );
+        assert_eq!(load.upload, up.upload);
+        assert_eq!(
+            (load.upload.upload_bytes.bytes(), load.upload.slow_headers),
+            (4 << 20, 3)
+        );
+        // Checked by sweep-load's own rules before any stack starts.
+        let bad = parse(&["--upload-path", "up"]);
+        let probe = load_args(
+            &bad,
+            &[10],
+            Path::new("."),
+            "http://127.0.0.1:1",
+            &LoadProfile::experiment(),
+        );
+        let err = loadgen::sweep::SweepConfig::from_args(&probe).expect_err("refused");
+        assert!(err.to_string().contains("--upload-path"), "{err}");
+    }
+}

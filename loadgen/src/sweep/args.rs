@@ -409,7 +409,10 @@ mod tests {
         }
         let bad_path = with(&["--rates", "10", "--upload-path", "up"]).expect("parses");
         let err = SweepConfig::from_args(&bad_path).expect_err("refused");
-        assert!(err.is::<BadInput>() && err.to_string().contains("--upload-path"), "{err}");
+        assert!(
+            err.is::<BadInput>() && err.to_string().contains("--upload-path"),
+            "{err}"
+        );
         let remote = parse(&[
             "--target",
             "http://192.0.2.1",

@@ -48,8 +48,8 @@
 
 pub mod args;
 pub mod host;
-pub mod row;
 pub mod pool;
+pub mod row;
 pub mod schedule;
 pub mod session;
 pub mod step;

@@ -6,7 +6,7 @@
 use anyhow::Context;
 use serde::Serialize;
 
-use super::{SweepConfig, SweepOutcome, StepRow};
+use super::{StepRow, SweepConfig, SweepOutcome};
 use crate::summary::{HeadersSummary, UploadSummary};
 
 /// The `--json` summary.
@@ -71,7 +71,8 @@ fn clean_step(o: &SweepOutcome) -> Option<&StepRow> {
 
 /// The `--json` summary, one line.
 pub fn json(config: &SweepConfig, o: &SweepOutcome) -> anyhow::Result<String> {
-    let s = serde_json::to_string(&SweepSummary::of(config, o)).context("serializing the summary")?;
+    let s =
+        serde_json::to_string(&SweepSummary::of(config, o)).context("serializing the summary")?;
     Ok(s + "\n")
 }
 
