@@ -216,6 +216,8 @@ fn sweep_checks_its_flags_before_it_starts_a_stack() {
             "steps",
         ),
         (&["--slow", "100000"][..], "--slow"),
+        (&["--slow-upload", "1025"][..], "--slow-upload"),
+        (&["--upload-path", "up"][..], "--upload-path"),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();
         assert_refused(&args, needle);
@@ -237,6 +239,8 @@ fn sweep_checks_its_flags_before_it_starts_a_stack() {
         (["--timeout", "0s"], "--timeout"),
         (["--step-duration", "0s"], "--step-duration"),
         (["--slow", "100000"], "--slow"),
+        (["--upload-bytes", "65GiB"], "--upload-bytes"),
+        (["--header-interval", "0s"], "--header-interval"),
     ] {
         let args: Vec<&str> = base.iter().chain(&extra).copied().collect();
         assert_refused(&args, needle);

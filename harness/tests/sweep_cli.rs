@@ -51,7 +51,7 @@ fn csv(path: &Path) -> (Vec<String>, Vec<std::collections::HashMap<String, Strin
 fn bad_flags_give_one_line() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = tmp.path().join("load").to_string_lossy().to_string();
-    let cases: [(&[&str], i32, &str); 5] = [
+    let cases: [(&[&str], i32, &str); 8] = [
         (
             &[
                 "--target",
@@ -107,6 +107,53 @@ fn bad_flags_give_one_line() {
             2,
             "--allow-remote",
         ),
+        // The request direction's flags: `load`'s ranges and checks.
+        (
+            &[
+                "--target",
+                "http://127.0.0.1:1",
+                "--rates",
+                "10",
+                "--slow-upload",
+                "2",
+                "--upload-rate",
+                "0",
+                "--out",
+                &out,
+            ],
+            2,
+            "--upload-rate",
+        ),
+        (
+            &[
+                "--target",
+                "http://127.0.0.1:1",
+                "--rates",
+                "10",
+                "--slow-upload",
+                "2",
+                "--upload-path",
+                "upload",
+                "--out",
+                &out,
+            ],
+            2,
+            "--upload-path",
+        ),
+        (
+            &[
+                "--target",
+                "http://127.0.0.1:1",
+                "--rates",
+                "10",
+                "--slow-headers",
+                "1025",
+                "--out",
+                &out,
+            ],
+            2,
+            "--slow-headers",
+        ),
     ];
     for (args, code, says) in cases {
         let mut words = vec!["sweep-load"];
@@ -127,14 +174,19 @@ fn bad_flags_give_one_line() {
     );
 }
 
-#[test]
-fn a_sweep_without_one_success_fails_after_writing_its_steps() {
-    let tmp = tempfile::tempdir().expect("tempdir");
+/// The URL of a port nothing listens on (a port that was free a moment ago).
+fn closed_target() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let target = format!("http://127.0.0.1:{port}");
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn a_sweep_without_one_success_fails_after_writing_its_steps() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let target = closed_target();
     let out = tmp.path().to_string_lossy().to_string();
     let o = run(&[
         "sweep-load",
@@ -158,6 +210,45 @@ fn a_sweep_without_one_success_fails_after_writing_its_steps() {
     let (_, rows) = csv(&tmp.path().join("steps.csv"));
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["err_connect_refused"], rows[0]["requests"]);
+}
+
+#[test]
+fn the_json_summary_counts_the_uploads_of_the_sweep() {
+    // Against a closed port every upload is refused at once; its slot
+    // starts another after a pause, each a row of uploads.csv.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let target = closed_target();
+    let out = tmp.path().to_string_lossy().to_string();
+    let o = run(&[
+        "sweep-load",
+        "--target",
+        &target,
+        "--rates",
+        "10",
+        "--step-duration",
+        "300ms",
+        "--slow-upload",
+        "1",
+        "--json",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
+    let summary: serde_json::Value =
+        serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout));
+    let uploads = &summary["uploads"];
+    let count = uploads["count"].as_u64().expect("uploads.count");
+    assert!(count >= 2, "restarted after each refusal: {summary}");
+    assert_eq!(uploads["ok"], 0, "{summary}");
+    assert_eq!(uploads["errors"]["connect_refused"], count, "{summary}");
+    assert_eq!(summary["steps"], 1, "{summary}");
+    let (header, rows) = csv(&tmp.path().join("uploads.csv"));
+    assert_eq!(header, loadgen::output::UPLOADS_COLUMNS, "load's columns");
+    assert_eq!(rows.len() as u64, count);
+    assert!(
+        rows.iter().all(|r| r["error"] == "connect_refused"),
+        "{rows:?}"
+    );
 }
 
 #[test]

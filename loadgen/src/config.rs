@@ -159,7 +159,7 @@ impl LoadConfig {
         check_path("--large-path", &reader.large_path)?;
         check_path("--fast-path", &args.fast_path)?;
         let rcvbuf = reader.check(args.slow)?;
-        let sndbuf = args.upload.check()?;
+        let upload = args.upload.config(&target)?;
         if !args.fast_rate.is_finite() || args.fast_rate < 0.0 {
             bail!("--fast-rate must be a number of requests per second, 0 or more");
         }
@@ -185,7 +185,6 @@ impl LoadConfig {
             }
             labels.push((k, v));
         }
-        let upload_path = target.path(&args.upload.upload_path);
         let fast_bind = fast_bind(
             std::env::var(FAST_BIND_ENV).ok(),
             &target,
@@ -206,15 +205,7 @@ impl LoadConfig {
             fast_start: args.fast_start,
             timeout: args.timeout,
             verify: args.verify,
-            upload: UploadConfig {
-                uploaders: args.upload.slow_upload,
-                path: upload_path,
-                bytes: args.upload.upload_bytes.bytes(),
-                rate: args.upload.upload_rate.bytes(),
-                sndbuf,
-                slow_headers: args.upload.slow_headers,
-                header_interval: args.upload.header_interval,
-            },
+            upload,
             timing: TimingOptions {
                 realtime: args.realtime,
                 spin: args.spin,

@@ -143,30 +143,41 @@ pub fn write_all(dir: &Path, report: &Report, summary: &Summary) -> anyhow::Resu
         PROGRESS_COLUMNS,
         report.progress.iter().map(progress_row),
     )?;
-    // Written only by runs that have such clients, so the files of a run of
-    // the experiment stay what they were.
-    if !report.uploads.is_empty() {
-        write_csv(
-            &dir.join(UPLOADS_CSV),
-            labels,
-            UPLOADS_COLUMNS,
-            report.uploads.iter().map(upload_row),
-        )?;
-    }
-    if !report.slow_headers.is_empty() {
-        write_csv(
-            &dir.join(SLOW_HEADERS_CSV),
-            labels,
-            SLOW_HEADERS_COLUMNS,
-            report.slow_headers.iter().map(slow_header_row),
-        )?;
-    }
+    write_request_direction(dir, labels, &report.uploads, &report.slow_headers)?;
     let path = dir.join(LATENCY_HGRM);
     fs::write(&path, hgrm::render(&report.fast)?)
         .with_context(|| format!("writing {}", path.display()))?;
     let path = dir.join(SUMMARY_JSON);
     let json = serde_json::to_string_pretty(summary).context("serializing the summary")?;
     fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Writes `uploads.csv` and `slow-headers.csv` into `dir` (the rows of
+/// `load` and of `sweep-load`), each only when it has rows, so that the
+/// files of a run of the experiment stay what they were.
+pub fn write_request_direction(
+    dir: &Path,
+    labels: &[(String, String)],
+    uploads: &[UploadRecord],
+    slow_headers: &[SlowHeaderRecord],
+) -> anyhow::Result<()> {
+    if !uploads.is_empty() {
+        write_csv(
+            &dir.join(UPLOADS_CSV),
+            labels,
+            UPLOADS_COLUMNS,
+            uploads.iter().map(upload_row),
+        )?;
+    }
+    if !slow_headers.is_empty() {
+        write_csv(
+            &dir.join(SLOW_HEADERS_CSV),
+            labels,
+            SLOW_HEADERS_COLUMNS,
+            slow_headers.iter().map(slow_header_row),
+        )?;
+    }
     Ok(())
 }
 

@@ -81,25 +81,11 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         .collect::<anyhow::Result<Vec<SlowReader>>>()?;
     let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
     let up = &config.upload;
-    let upload_ctx = Arc::new(UploadContext {
-        addr: config.target.addr,
-        authority: authority.clone(),
-        path: up.path.clone(),
-        bytes: up.bytes,
-        rate: up.rate,
-        sndbuf: up.sndbuf,
-        timeout: config.timeout,
-    });
+    let upload_ctx = Arc::new(UploadContext::new(up, &config.target, config.timeout));
     let uploaders = (0..up.uploaders)
         .map(|i| upload::spawn_uploader(i, upload_ctx.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let headers_ctx = Arc::new(HeadersContext {
-        addr: config.target.addr,
-        authority: authority.clone(),
-        path: up.path.clone(),
-        interval: up.header_interval,
-        timeout: config.timeout,
-    });
+    let headers_ctx = Arc::new(HeadersContext::new(up, &config.target, config.timeout));
     let slowloris = (0..up.slow_headers)
         .map(|i| upload::spawn_slow_headers(i, headers_ctx.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;

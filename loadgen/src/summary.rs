@@ -17,6 +17,7 @@ use serde::ser::SerializeMap;
 
 use crate::error::ErrorKind;
 use crate::latency::Tuning;
+use crate::record::{SlowHeaderRecord, UploadRecord};
 use crate::runner::Report;
 use crate::sys::HostInfo;
 use crate::upload::HeadersEnd;
@@ -95,6 +96,27 @@ pub struct UploadSummary {
     pub sndbuf_granted_bytes: Option<usize>,
 }
 
+impl UploadSummary {
+    /// Of the uploads' records (`load` and `sweep-load`).
+    pub fn of(uploads: &[UploadRecord]) -> UploadSummary {
+        let mut errors = BTreeMap::new();
+        for f in uploads.iter().filter_map(|r| r.error.as_ref()) {
+            *errors.entry(f.kind).or_insert(0) += 1;
+        }
+        let sent: Vec<f64> = uploads.iter().filter_map(|r| r.send_s).collect();
+        let ok = uploads.iter().filter(|r| r.error.is_none()).count();
+        UploadSummary {
+            count: uploads.len(),
+            ok,
+            failed: uploads.len() - ok,
+            errors,
+            send_s_median: median(&sent).map(s6),
+            sndbuf_requested_bytes: uploads.first().map(|r| r.sndbuf_requested_bytes),
+            sndbuf_granted_bytes: uploads.iter().find_map(|r| r.sndbuf_granted_bytes),
+        }
+    }
+}
+
 /// The slowloris clients (`--slow-headers`).
 #[derive(Debug, Clone, Serialize)]
 pub struct HeadersSummary {
@@ -104,6 +126,23 @@ pub struct HeadersSummary {
     /// Answered or closed by the server before the run ended.
     pub closed_by_server: usize,
     pub errors: BTreeMap<ErrorKind, usize>,
+}
+
+impl HeadersSummary {
+    /// Of the slowloris clients' records (`load` and `sweep-load`).
+    pub fn of(clients: &[SlowHeaderRecord]) -> HeadersSummary {
+        let mut errors = BTreeMap::new();
+        for f in clients.iter().filter_map(|r| r.error.as_ref()) {
+            *errors.entry(f.kind).or_insert(0) += 1;
+        }
+        let ended = |e: HeadersEnd| clients.iter().filter(|r| r.ended == e).count();
+        HeadersSummary {
+            clients: clients.len(),
+            held_to_end: ended(HeadersEnd::RunEnd),
+            closed_by_server: ended(HeadersEnd::ServerClosed),
+            errors,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -155,21 +194,12 @@ impl Summary {
                 .entry(f.kind)
                 .or_insert_with(|| f.detail.clone());
         }
-        let mut upload_errors = BTreeMap::new();
         for f in report.uploads.iter().filter_map(|r| r.error.as_ref()) {
-            *upload_errors.entry(f.kind).or_insert(0) += 1;
             *errors.entry(f.kind).or_insert(0) += 1;
             error_examples
                 .entry(f.kind)
                 .or_insert_with(|| f.detail.clone());
         }
-        let mut header_errors = BTreeMap::new();
-        for f in report.slow_headers.iter().filter_map(|r| r.error.as_ref()) {
-            *header_errors.entry(f.kind).or_insert(0) += 1;
-        }
-        let sent: Vec<f64> = report.uploads.iter().filter_map(|r| r.send_s).collect();
-        let upload_ok = report.uploads.iter().filter(|r| r.error.is_none()).count();
-        let ended = |e: HeadersEnd| report.slow_headers.iter().filter(|r| r.ended == e).count();
         let comparable = !errors.contains_key(&ErrorKind::FdExhausted);
         let latencies: Vec<f64> = report
             .fast
@@ -213,21 +243,8 @@ impl Summary {
                 rcvbuf_requested_bytes: report.large.first().map(|r| r.rcvbuf_requested_bytes),
                 rcvbuf_granted_bytes: report.large.iter().find_map(|r| r.rcvbuf_granted_bytes),
             },
-            uploads: UploadSummary {
-                count: report.uploads.len(),
-                ok: upload_ok,
-                failed: report.uploads.len() - upload_ok,
-                errors: upload_errors,
-                send_s_median: median(&sent).map(s6),
-                sndbuf_requested_bytes: report.uploads.first().map(|r| r.sndbuf_requested_bytes),
-                sndbuf_granted_bytes: report.uploads.iter().find_map(|r| r.sndbuf_granted_bytes),
-            },
-            slow_headers: HeadersSummary {
-                clients: report.slow_headers.len(),
-                held_to_end: ended(HeadersEnd::RunEnd),
-                closed_by_server: ended(HeadersEnd::ServerClosed),
-                errors: header_errors,
-            },
+            uploads: UploadSummary::of(&report.uploads),
+            slow_headers: HeadersSummary::of(&report.slow_headers),
             errors,
             cpu: CpuSummary {
                 user_s: s6(cpu.user_s),

@@ -22,12 +22,14 @@ use anyhow::Context;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::oneshot;
 
+use crate::config::UploadConfig;
 use crate::error::{ErrorKind, Failure};
 use crate::fast::{ms, secs};
 use crate::latency;
 use crate::pacing;
 use crate::record::{SlowHeaderRecord, UploadRecord};
 use crate::response::{self, BodySink, Discard, ResponseHead, ResponseReader};
+use crate::target::Target;
 
 /// The largest single write of an uploader: 16 KiB, the slow readers'
 /// default read, so a paced body is some 1,000 writes of 16 MiB.
@@ -51,6 +53,19 @@ pub struct UploadContext {
 }
 
 impl UploadContext {
+    /// The uploaders' context of a run's checked flags.
+    pub fn new(up: &UploadConfig, target: &Target, timeout: Duration) -> Self {
+        UploadContext {
+            addr: target.addr,
+            authority: target.parsed.authority.clone(),
+            path: up.path.clone(),
+            bytes: up.bytes,
+            rate: up.rate,
+            sndbuf: up.sndbuf,
+            timeout,
+        }
+    }
+
     /// The request head of an upload.
     pub fn head(&self) -> Vec<u8> {
         format!(
@@ -72,6 +87,19 @@ pub struct HeadersContext {
     /// One header line per interval.
     pub interval: Duration,
     pub timeout: Duration,
+}
+
+impl HeadersContext {
+    /// The slowloris clients' context of a run's checked flags.
+    pub fn new(up: &UploadConfig, target: &Target, timeout: Duration) -> Self {
+        HeadersContext {
+            addr: target.addr,
+            authority: target.parsed.authority.clone(),
+            path: up.path.clone(),
+            interval: up.header_interval,
+            timeout,
+        }
+    }
 }
 
 /// A client thread started before t0: it waits for t0 (and, for slowloris,
@@ -117,12 +145,22 @@ impl<R: Send + 'static> ClientThread<R> {
     }
 
     /// Tells the client the run is over, then waits for its record.
-    pub async fn record(mut self) -> anyhow::Result<R> {
-        drop(self.stop.take());
-        let record = self
-            .record
-            .await
-            .context("an upload client thread stopped early")?;
+    pub async fn record(self) -> anyhow::Result<R> {
+        self.record_when(std::future::ready(())).await
+    }
+
+    /// Waits for the record of a client that ends by itself, telling it the
+    /// run is over once `stop` resolves (a slowloris client then ends within
+    /// a wake-up; an uploader finishes its upload first).
+    pub async fn record_when(mut self, stop: impl Future<Output = ()>) -> anyhow::Result<R> {
+        let received = tokio::select! {
+            r = &mut self.record => r,
+            () = stop => {
+                drop(self.stop.take());
+                (&mut self.record).await
+            }
+        };
+        let record = received.context("an upload client thread stopped early")?;
         self.thread
             .join()
             .map_err(|_| anyhow::anyhow!("an upload client thread panicked"))?;

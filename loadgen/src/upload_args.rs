@@ -10,7 +10,8 @@ use anyhow::{Context, bail};
 use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in, size_in};
 use common::units::{Size, format_duration};
 
-use crate::config::{MAX_RCVBUF, MAX_SLOW_RATE, check_path};
+use crate::config::{MAX_RCVBUF, MAX_SLOW_RATE, UploadConfig, check_path};
+use crate::target::Target;
 
 /// The largest `--upload-bytes`: the body is generated block by block and
 /// never held, so this only keeps a typo from an upload of years.
@@ -77,6 +78,22 @@ impl UploadArgs {
             .ok()
             .filter(|v| i32::try_from(*v).is_ok())
             .context("--sndbuf is too large")
+    }
+
+    /// Checks the flags ([`Self::check`]) and resolves them against the
+    /// target: the one place `load` and `sweep-load` build their
+    /// [`UploadConfig`].
+    pub(crate) fn config(&self, target: &Target) -> anyhow::Result<UploadConfig> {
+        let sndbuf = self.check()?;
+        Ok(UploadConfig {
+            uploaders: self.slow_upload,
+            path: target.path(&self.upload_path),
+            bytes: self.upload_bytes.bytes(),
+            rate: self.upload_rate.bytes(),
+            sndbuf,
+            slow_headers: self.slow_headers,
+            header_interval: self.header_interval,
+        })
     }
 
     /// The flags that parse back into these arguments.

@@ -1,7 +1,7 @@
 //! `slowlab sweep-load` against in-process servers: one row per step with
 //! every column of the contract, achieved rates that follow the demanded
 //! ones below saturation, timeouts counted as such, the early stop, and
-//! slow readers that keep running.
+//! slow readers, uploaders and slowloris clients that keep running.
 //!
 //! Margins are wide: these run on a busy 2-core machine beside other tests.
 
@@ -37,18 +37,20 @@ fn sweep(url: &str, out: &Path, extra: &[&str]) -> sweep::SweepOutcome {
 
 /// `steps.csv` as maps from column to cell, after checking its header.
 fn steps(out: &Path) -> Vec<HashMap<String, String>> {
-    let mut r = csv::Reader::from_path(out.join("steps.csv")).expect("steps.csv");
+    csv_rows(&out.join("steps.csv"), &HEADER)
+}
+
+/// A CSV file as maps from column to cell, after checking that its header
+/// is `columns` (the contract's, in order).
+fn csv_rows(path: &Path, columns: &[&str]) -> Vec<HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let header: Vec<String> = r
         .headers()
         .expect("header")
         .iter()
         .map(String::from)
         .collect();
-    assert_eq!(
-        header,
-        HEADER.to_vec(),
-        "the columns of the contract, in order"
-    );
+    assert_eq!(header, columns, "the columns of the contract, in order");
     r.records()
         .map(|rec| {
             let rec = rec.expect("row");
@@ -279,4 +281,113 @@ fn a_refused_target_counts_refusals() {
     assert!(num(row, "requests") >= 2.0);
     assert_eq!(num(row, "err_connect_refused"), num(row, "requests"));
     assert_eq!(num(row, "err_ports_exhausted"), 0.0);
+}
+
+/// Two uploaders of 192 KiB at 128 KiB/s (1.5 s each) through two steps of
+/// 1 s: the first uploads end during the second step, and their slots
+/// start the next ones at once.
+const UPLOADERS: &[&str] = &[
+    "--rates",
+    "5,10",
+    "--step-duration",
+    "1s",
+    "--calls-per-conn",
+    "1",
+    "--timeout",
+    "300ms",
+    "--slow-upload",
+    "2",
+    "--upload-bytes",
+    "192KiB",
+    "--upload-rate",
+    "128KiB",
+];
+
+#[test]
+fn slow_uploaders_hold_sync_workers_through_the_sweep_and_not_async_ones() {
+    for (model, blocked) in [(Model::Sync, true), (Model::Async, false)] {
+        let server = server::spawn(ServerConfig::new(model, Some(2))).expect("server starts");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let url = format!("http://{}", server.local_addr());
+        let outcome = sweep(&url, dir.path(), UPLOADERS);
+        let rows = csv_rows(
+            &dir.path().join("uploads.csv"),
+            loadgen::output::UPLOADS_COLUMNS,
+        );
+        assert_eq!(rows.len(), outcome.uploads.len());
+        // The two first uploads end inside the sweep; every one that ended
+        // was whole and verified by the server.
+        assert!(rows.len() >= 2, "{model:?}: {rows:?}");
+        for r in &rows {
+            assert_eq!(r["status"], "200", "{model:?}: {r:?}");
+            assert_eq!(r["server_bytes"], (192 << 10).to_string(), "{r:?}");
+            assert_eq!(r["pattern_ok"], "true", "{r:?}");
+            assert_eq!(r["error"], "", "{r:?}");
+            let send_s: f64 = r["send_s"].parse().expect("send_s");
+            assert!((1.3..3.0).contains(&send_s), "{model:?}: send_s {send_s}");
+        }
+        let slots: std::collections::BTreeSet<&str> =
+            rows.iter().map(|r| r["client"].as_str()).collect();
+        assert_eq!(slots.len(), 2, "both slots uploaded: {rows:?}");
+        for row in steps(dir.path()) {
+            let (errors, requests) = (num(&row, "errors"), num(&row, "requests"));
+            let p95 = row["p95_ms"].parse::<f64>().unwrap_or(f64::INFINITY);
+            eprintln!(
+                "{model:?}: step {}: {errors} of {requests} failed, p95 {p95} ms",
+                row["step"]
+            );
+            assert!(requests >= 4.0, "{row:?}");
+            if blocked {
+                // Both workers read an upload: /fast waits in the backlog.
+                assert!(
+                    errors > 0.0 || p95 > 150.0,
+                    "{model:?} not blocked: {row:?}"
+                );
+            } else {
+                assert_eq!(errors, 0.0, "{model:?} blocked: {row:?}");
+                assert!(p95 < 150.0, "{model:?}: p95 {p95} ms");
+            }
+        }
+    }
+}
+
+#[test]
+fn slowloris_clients_are_held_for_the_whole_sweep() {
+    let server = server::spawn(ServerConfig::new(Model::Sync, Some(2))).expect("server starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("http://{}", server.local_addr());
+    let outcome = sweep(
+        &url,
+        dir.path(),
+        &[
+            "--rates",
+            "5,5",
+            "--step-duration",
+            "1s",
+            "--calls-per-conn",
+            "1",
+            "--timeout",
+            "300ms",
+            "--slow-headers",
+            "2",
+            "--header-interval",
+            "100ms",
+        ],
+    );
+    let rows = csv_rows(
+        &dir.path().join("slow-headers.csv"),
+        loadgen::output::SLOW_HEADERS_COLUMNS,
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["ended"], "run_end", "{r:?}");
+        let held: f64 = r["held_s"].parse().expect("held_s");
+        assert!(held > 2.0, "held for the whole sweep: {r:?}");
+    }
+    for row in steps(dir.path()) {
+        // Both sync workers wait for a head that never ends.
+        assert_eq!(num(&row, "err_timeout"), num(&row, "requests"), "{row:?}");
+    }
+    assert_eq!(outcome.replies(), 0);
+    assert!(!dir.path().join("uploads.csv").exists());
 }

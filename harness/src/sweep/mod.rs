@@ -32,6 +32,7 @@ use common::units::Size;
 use loadgen::config::SlowReaderArgs;
 use loadgen::sweep::SweepLoadArgs;
 use loadgen::sweep::args::Rates;
+use loadgen::upload_args::UploadArgs;
 use serde_json::json;
 
 use crate::cgroup::{self, Mode};
@@ -86,6 +87,11 @@ pub struct SweepArgs {
     /// 1024).
     #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS as u32))]
     pub slow: u32,
+    /// Slow uploaders (--slow-upload) and slowloris clients (--slow-headers)
+    /// kept running during the whole sweep: `slowlab load`'s flags, passed
+    /// to `sweep-load` as they are.
+    #[command(flatten)]
+    pub upload: UploadArgs,
     /// Run the server and proxy without CPU and memory caps.
     #[arg(long)]
     pub no_caps: bool,
@@ -124,15 +130,32 @@ impl SweepArgs {
         Ok((self.low..=self.high).step_by(self.step as usize).collect())
     }
 
-    /// The name of this sweep inside its results directory.
+    /// The name of this sweep inside its results directory: `-u N` and
+    /// `-h N` after the slow readers only with uploaders or slowloris
+    /// clients, so that the names of the other sweeps stay what they were.
     pub fn sweep_id(&self) -> String {
+        let mut request = String::new();
+        if self.upload.slow_upload > 0 {
+            request += &format!("-u{}", self.upload.slow_upload);
+        }
+        if self.upload.slow_headers > 0 {
+            request += &format!("-h{}", self.upload.slow_headers);
+        }
         format!(
-            "{}-{}-s{}-{}",
+            "{}-{}-s{}{request}-{}",
             self.server,
             self.route,
             self.slow,
             if self.no_caps { "uncapped" } else { "capped" }
         )
+    }
+
+    /// The namespaces of the sweep, their client side shaped too when it
+    /// uploads over a `--link`.
+    fn net(&self) -> Option<crate::netns::NetSpec> {
+        self.net
+            .spec()
+            .map(|n| n.with_uploads(self.upload.slow_upload > 0))
     }
 }
 
@@ -151,7 +174,7 @@ pub fn run(args: SweepArgs) -> Result<()> {
         &LoadProfile::experiment(),
     );
     loadgen::sweep::SweepConfig::from_args(&probe)?.ensure_descriptors()?;
-    if let Some(why) = args.net.spec().and_then(|_| crate::netns::unavailable()) {
+    if let Some(why) = args.net().and_then(|_| crate::netns::unavailable()) {
         eprintln!("slowlab: {why}; the --netns sweep is skipped");
         return Ok(());
     }
@@ -242,8 +265,10 @@ fn sweep(
             "step_duration_s": args.step_duration.as_secs_f64(),
             "timeout_s": args.timeout.as_secs_f64(),
             "slow": args.slow,
+            "slow_upload": args.upload.slow_upload,
+            "slow_headers": args.upload.slow_headers,
             "loadgen_capped": false,
-            "netns": crate::netns::environment(args.net.spec().as_ref()),
+            "netns": crate::netns::environment(args.net().as_ref()),
         }),
     );
     envinfo::write(dir, &env)?;
@@ -259,7 +284,7 @@ fn sweep(
         caps,
         cgroup_prefix: "sweep".into(),
         paths: RunPaths::new(dir, scratch.path())?,
-        netns: args.net.spec(),
+        netns: args.net(),
     };
     let lab = Lab {
         launcher: &launcher,
@@ -319,7 +344,7 @@ fn load_args(
         slow: args.slow as usize,
         slow_reader: SlowReaderArgs {
             slow_rate: Size(crate::netns::reader_rate(
-                args.net.spec().as_ref(),
+                args.net().as_ref(),
                 profile.slow_rate,
             )),
             rcvbuf: Size(profile.rcvbuf),
@@ -327,9 +352,79 @@ fn load_args(
             large_path: "/large".into(),
             reader: profile.reader,
         },
+        upload: UploadArgs {
+            upload_rate: Size(crate::netns::reader_rate(
+                args.net().as_ref(),
+                args.upload.upload_rate.bytes(),
+            )),
+            ..args.upload.clone()
+        },
         out: dir.join("load"),
         stop_when_saturated: !args.keep_going,
         fast_path: "/fast".into(),
         allow_remote: false,
+        json: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: SweepArgs,
+    }
+
+    fn parse(extra: &[&str]) -> SweepArgs {
+        let words = ["sweep", "--server", "rust-sync2"];
+        Cmd::try_parse_from(words.iter().chain(extra))
+            .expect("parses")
+            .args
+    }
+
+    #[test]
+    fn the_upload_flags_go_to_sweep_load_as_they_are() {
+        let plain = parse(&[]);
+        assert_eq!(plain.sweep_id(), "rust-sync2-direct-s0-capped");
+        let up = parse(&[
+            "--slow-upload",
+            "2",
+            "--upload-bytes",
+            "4MiB",
+            "--upload-rate",
+            "1MiB",
+            "--slow-headers",
+            "3",
+            "--header-interval",
+            "250ms",
+            "--no-caps",
+        ]);
+        assert_eq!(up.sweep_id(), "rust-sync2-direct-s0-u2-h3-uncapped");
+        let load = load_args(
+            &up,
+            &[10],
+            Path::new("/tmp/x"),
+            "http://127.0.0.1:1",
+            &LoadProfile::experiment(),
+        );
+        assert_eq!(load.upload, up.upload);
+        assert_eq!(
+            (load.upload.upload_bytes.bytes(), load.upload.slow_headers),
+            (4 << 20, 3)
+        );
+        // Checked by sweep-load's own rules before any stack starts.
+        let bad = parse(&["--upload-path", "up"]);
+        let probe = load_args(
+            &bad,
+            &[10],
+            Path::new("."),
+            "http://127.0.0.1:1",
+            &LoadProfile::experiment(),
+        );
+        let err = loadgen::sweep::SweepConfig::from_args(&probe).expect_err("refused");
+        assert!(err.to_string().contains("--upload-path"), "{err}");
     }
 }

@@ -10,8 +10,9 @@ use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in};
 use common::exit::BadInput;
 use common::units::format_duration;
 
-use crate::config::{SlowReaderArgs, check_path};
+use crate::config::{SlowReaderArgs, UploadConfig, check_path};
 use crate::target::Target;
+use crate::upload_args::UploadArgs;
 
 /// The load generator of one rate sweep: steps of open-loop sessions at
 /// rising connection rates, one row of `steps.csv` per step.
@@ -44,7 +45,12 @@ pub struct SweepLoadArgs {
     pub slow: usize,
     #[command(flatten)]
     pub slow_reader: SlowReaderArgs,
-    /// Directory for steps.csv (created if missing).
+    /// Slow uploaders (--slow-upload) and slowloris clients (--slow-headers)
+    /// kept running during the whole sweep, with `slowlab load`'s flags.
+    #[command(flatten)]
+    pub upload: UploadArgs,
+    /// Directory for steps.csv, and uploads.csv and slow-headers.csv with
+    /// such clients (created if missing).
     #[arg(long)]
     pub out: PathBuf,
     /// Stop after two consecutive steps with more than 10% failed requests
@@ -57,6 +63,9 @@ pub struct SweepLoadArgs {
     /// Allow targets outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl SweepLoadArgs {
@@ -72,10 +81,12 @@ impl SweepLoadArgs {
             timeout,
             slow,
             slow_reader,
+            upload,
             out,
             stop_when_saturated,
             fast_path,
             allow_remote,
+            json,
         } = self;
         let rates: Vec<String> = rates.0.iter().map(f64::to_string).collect();
         let mut a: Vec<OsString> = vec![
@@ -93,6 +104,7 @@ impl SweepLoadArgs {
             slow.to_string().into(),
         ];
         a.extend(slow_reader.to_args());
+        a.extend(upload.to_args());
         a.extend([
             "--out".into(),
             out.into(),
@@ -104,6 +116,9 @@ impl SweepLoadArgs {
         }
         if *allow_remote {
             a.push("--allow-remote".into());
+        }
+        if *json {
+            a.push("--json".into());
         }
         a
     }
@@ -162,6 +177,8 @@ pub struct SweepConfig {
     pub rcvbuf: usize,
     pub read_chunk: usize,
     pub reader: crate::config::ReaderModel,
+    /// Slow uploaders and slowloris clients.
+    pub upload: UploadConfig,
     pub out: PathBuf,
     pub stop_when_saturated: bool,
     /// Full request paths (base path of the URL included).
@@ -191,6 +208,7 @@ impl SweepConfig {
             bail!("--timeout must be more than 0");
         }
         let rcvbuf = reader.check(args.slow)?;
+        let upload = args.upload.config(&target)?;
         Ok(SweepConfig {
             fast_path: target.path(&args.fast_path),
             large_path: target.path(&reader.large_path),
@@ -204,6 +222,7 @@ impl SweepConfig {
             rcvbuf,
             read_chunk: reader.read_chunk.as_usize(),
             reader: reader.reader,
+            upload,
             out: args.out.clone(),
             stop_when_saturated: args.stop_when_saturated,
         })
@@ -212,7 +231,7 @@ impl SweepConfig {
 
 impl SweepConfig {
     /// The most descriptors the sweep's connections hold at once: one per
-    /// slow reader, and per step the sessions still open, each with one
+    /// slow reader, uploader and slowloris client, and per step the sessions still open, each with one
     /// connection at a time and ended within `calls x timeout` (so at most
     /// rate x calls x timeout of them), never more than the step starts.
     pub fn connections_at_most(&self) -> u64 {
@@ -226,7 +245,7 @@ impl SweepConfig {
             })
             .max()
             .unwrap_or(0);
-        self.slow as u64 + sessions
+        (self.slow + self.upload.uploaders + self.upload.slow_headers) as u64 + sessions
     }
 
     /// Makes sure the open-files limit allows [`Self::connections_at_most`]
@@ -234,8 +253,10 @@ impl SweepConfig {
     /// [`crate::fds::ensure`]).
     pub fn ensure_descriptors(&self) -> anyhow::Result<crate::fds::Limit> {
         let what = format!(
-            "--slow {} with --rates up to {} for {} (--calls-per-conn {}, --timeout {})",
+            "--slow {} --slow-upload {} --slow-headers {} with --rates up to {} for {} (--calls-per-conn {}, --timeout {})",
             self.slow,
+            self.upload.uploaders,
+            self.upload.slow_headers,
             self.rates.iter().copied().fold(0.0, f64::max),
             format_duration(self.step_duration),
             self.calls_per_conn,
@@ -332,10 +353,20 @@ mod tests {
                 large_path: "/big".into(),
                 reader: crate::config::ReaderModel::Streamreader,
             },
+            upload: UploadArgs {
+                slow_upload: 2,
+                upload_path: "/up".into(),
+                upload_bytes: common::units::Size(1 << 20),
+                upload_rate: common::units::Size(256 << 10),
+                sndbuf: common::units::Size(4096),
+                slow_headers: 3,
+                header_interval: Duration::from_millis(250),
+            },
             out: PathBuf::from("/tmp/sweep dir/load"),
             stop_when_saturated: true,
             fast_path: "/quick".into(),
             allow_remote: true,
+            json: true,
         };
         for args in [defaults, all] {
             let words = args.to_args();
@@ -363,6 +394,25 @@ mod tests {
         assert!(with(&["--rates", "10", "--timeout", "0s"]).is_err());
         assert!(with(&["--rates", "10", "--slow", "1025"]).is_err());
         assert!(with(&["--rates", "10", "--slow", "1024"]).is_ok());
+        // The request direction's flags keep `load`'s ranges.
+        for (flag, ok, bad) in [
+            ("--slow-upload", "1024", "1025"),
+            ("--upload-bytes", "64GiB", "65GiB"),
+            ("--upload-rate", "1", "0"),
+            ("--sndbuf", "1GiB", "2GiB"),
+            ("--slow-headers", "1024", "1025"),
+            ("--header-interval", "1ms", "0s"),
+        ] {
+            assert!(with(&["--rates", "10", flag, ok]).is_ok(), "{flag} {ok}");
+            let err = with(&["--rates", "10", flag, bad]).expect_err(flag);
+            assert!(err.to_string().contains(flag), "{err}");
+        }
+        let bad_path = with(&["--rates", "10", "--upload-path", "up"]).expect("parses");
+        let err = SweepConfig::from_args(&bad_path).expect_err("refused");
+        assert!(
+            err.is::<BadInput>() && err.to_string().contains("--upload-path"),
+            "{err}"
+        );
         let remote = parse(&[
             "--target",
             "http://192.0.2.1",

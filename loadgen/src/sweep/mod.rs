@@ -16,7 +16,11 @@
 //! After its sending window a step waits for its sessions to end before the
 //! next step starts, so steps never overlap; every request is bounded by
 //! the timeout, so this wait is too. `--slow N` keeps N slow readers of
-//! `/large` downloading during the whole sweep.
+//! `/large` downloading during the whole sweep, `--slow-upload N` N slow
+//! uploaders uploading and `--slow-headers N` N slowloris clients holding
+//! their connections ([`pool`]: the clients of `slowlab load`, restarted as
+//! they end); the uploads and the slowloris connections are written to
+//! `uploads.csv` and `slow-headers.csv` beside `steps.csv` at the end.
 //!
 //! What a row counts: a request is *issued* when its call begins (its
 //! connect, or its write on a kept connection), so after the wait
@@ -37,21 +41,24 @@
 //! - [`step`]: a step's live counters (errors by `err_*` column), replies per second
 //!   and the saturation rule.
 //! - [`row`]: the `steps.csv` row (the contract with `slowlab sweep`).
-//! - [`slow`]: slow readers that restart for the whole sweep.
+//! - [`pool`]: slow readers, uploaders and slowloris clients that restart
+//!   for the whole sweep.
+//! - [`summary`]: the summary on stdout (text or `--json`).
 //! - [`host`]: the TIME_WAIT count and the open-files limit.
 
 pub mod args;
 pub mod host;
+pub mod pool;
 pub mod row;
 pub mod schedule;
 pub mod session;
-pub mod slow;
 pub mod step;
+pub mod summary;
 
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 
@@ -59,16 +66,20 @@ pub use args::{SweepConfig, SweepLoadArgs};
 pub use row::{HEADER, StepRow};
 
 use crate::config::VerifyMode;
-use crate::slow::SlowContext;
+use crate::record::{LargeRecord, SlowHeaderRecord, UploadRecord};
+use crate::slow::{SlowContext, SlowReader};
 use crate::sys;
+use crate::upload::{self, HeadersContext, UploadContext};
+use pool::Pool;
 use schedule::{Scheduler, Window, sessions_in};
 use session::SessionContext;
-use slow::SlowPool;
 use step::{Saturation, StepStats};
 
-/// How long before the first step the slow readers start, so they hold
+/// How long before the first step the slow clients start, so they hold
 /// their workers when it begins (the experiment's `/fast` start, 250 ms).
 pub const SLOW_HEAD_START: Duration = Duration::from_millis(250);
+/// How long the end of a sweep waits for its slowloris clients to end.
+const POOL_STOP: Duration = Duration::from_secs(1);
 /// How far ahead of its start a step is scheduled, so the scheduler thread
 /// is asleep on time when it begins.
 const LEAD: Duration = Duration::from_millis(5);
@@ -82,8 +93,15 @@ pub struct SweepOutcome {
     /// Stopped by `--stop-when-saturated` before the last rate.
     pub stopped_saturated: bool,
     pub open_files_limit: Option<u64>,
+    /// Wall clock of the slow clients' start: time zero of `started_s` in
+    /// `uploads.csv` and `slow-headers.csv`.
+    pub t0_unix_s: f64,
     pub slow_completed: u64,
     pub slow_failed: u64,
+    /// Every upload that ended during the sweep.
+    pub uploads: Vec<UploadRecord>,
+    /// Every slowloris connection, those held to the end included.
+    pub slow_headers: Vec<SlowHeaderRecord>,
     /// Requests that failed because the load generator ran out of file
     /// descriptors (counted in `err_other`); any makes the exit status 1.
     pub fd_exhausted: u64,
@@ -112,9 +130,14 @@ pub fn run(args: SweepLoadArgs) -> anyhow::Result<()> {
     let config = SweepConfig::from_args(&args)?;
     config.ensure_descriptors()?;
     let outcome = run_sweep(&config)?;
+    let text = if args.json {
+        summary::json(&config, &outcome)?
+    } else {
+        summary::text(&config, &outcome)
+    };
     let mut stdout = std::io::stdout().lock();
     stdout
-        .write_all(summary(&config, &outcome).as_bytes())
+        .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .context("writing the summary")?;
     if outcome.fd_exhausted > 0 {
@@ -167,6 +190,11 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
         timeout: config.timeout,
     });
     let scheduler = Scheduler::spawn(ctx, runtime.handle().clone())?;
+    let t0 = Instant::now();
+    outcome.t0_unix_s = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let rt = runtime.handle();
     let slow = (config.slow > 0).then(|| {
         let ctx = Arc::new(SlowContext {
             addr: config.target.addr,
@@ -177,9 +205,25 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
             verify: VerifyMode::Auto,
             reader: config.reader,
         });
-        SlowPool::start(config.slow, ctx, config.read_chunk, runtime.handle())
+        let chunk = config.read_chunk;
+        Pool::<LargeRecord>::start(config.slow, t0, rt, move |slot| {
+            SlowReader::spawn(slot, ctx.clone(), chunk)
+        })
     });
-    if slow.is_some() {
+    let up = &config.upload;
+    let uploads = (up.uploaders > 0).then(|| {
+        let ctx = Arc::new(UploadContext::new(up, &config.target, config.timeout));
+        Pool::<UploadRecord>::start(up.uploaders, t0, rt, move |slot| {
+            upload::spawn_uploader(slot, ctx.clone())
+        })
+    });
+    let slowloris = (up.slow_headers > 0).then(|| {
+        let ctx = Arc::new(HeadersContext::new(up, &config.target, config.timeout));
+        Pool::<SlowHeaderRecord>::start(up.slow_headers, t0, rt, move |slot| {
+            upload::spawn_slow_headers(slot, ctx.clone())
+        })
+    });
+    if slow.is_some() || uploads.is_some() || slowloris.is_some() {
         std::thread::sleep(SLOW_HEAD_START);
     }
     let mut saturation = Saturation::default();
@@ -201,13 +245,27 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
         }
     }
     if let Some(pool) = &slow {
-        pool.stop();
+        pool.stop(POOL_STOP);
         outcome.slow_completed = pool.completed.load(Ordering::Relaxed);
         outcome.slow_failed = pool.failed.load(Ordering::Relaxed);
     }
+    if let Some(pool) = &uploads {
+        pool.stop(POOL_STOP);
+        outcome.uploads = pool.take_records();
+    }
+    if let Some(pool) = &slowloris {
+        pool.stop(POOL_STOP);
+        outcome.slow_headers = pool.take_records();
+    }
+    crate::output::write_request_direction(
+        &config.out,
+        &[],
+        &outcome.uploads,
+        &outcome.slow_headers,
+    )?;
     scheduler.stop()?;
-    // Sessions have all ended; what is left are slow-reader slots waiting
-    // for downloads that are abandoned (see `slow`).
+    // Sessions have all ended; what is left are threads of downloads and
+    // uploads that are abandoned (see `pool`).
     runtime.shutdown_timeout(Duration::from_secs(1));
     Ok(outcome)
 }
@@ -218,7 +276,7 @@ fn step(
     scheduler: &Scheduler,
     n: usize,
     rate: f64,
-    slow: Option<&SlowPool>,
+    slow: Option<&Pool<LargeRecord>>,
 ) -> anyhow::Result<(StepRow, u64)> {
     let cpu_before = sys::cpu_time();
     let calls = config.calls_per_conn;
@@ -251,50 +309,6 @@ fn step(
     let mut row = StepRow::of(n, rate, calls, &facts, &stats, &replies);
     row.loadgen_cpu_s = (sys::cpu_time().total_s() - cpu_before.total_s()).max(0.0);
     row.time_wait_sockets = host::time_wait_sockets();
-    row.slow_active = slow.map_or(0, SlowPool::active);
+    row.slow_active = slow.map_or(0, Pool::active);
     Ok((row, stats.fd_exhausted()))
-}
-
-/// The summary printed on stdout at the end.
-pub fn summary(config: &SweepConfig, o: &SweepOutcome) -> String {
-    let mut s = format!(
-        "sweep-load: {} of {} steps{}; {} requests, {} replies, {} errors\n",
-        o.rows.len(),
-        config.rates.len(),
-        if o.stopped_saturated {
-            " (stopped: saturated)"
-        } else {
-            ""
-        },
-        o.requests(),
-        o.replies(),
-        o.rows.iter().map(StepRow::errors).sum::<u64>(),
-    );
-    let clean = o.rows.iter().take_while(|r| r.errors() == 0).last();
-    s += &match clean {
-        Some(r) => format!(
-            "highest error-free step: {} conn/s ({} req/s demanded), {:.1} replies/s\n",
-            r.conn_rate_demanded,
-            r.req_rate_demanded(),
-            r.replies_per_s.1
-        ),
-        None => "highest error-free step: none (the first step had errors)\n".into(),
-    };
-    if let Some(c) = o.cpu_s_per_1000() {
-        s += &format!("load generator CPU: {c:.3} s per 1000 requests\n");
-    }
-    if config.slow > 0 {
-        s += &format!(
-            "slow readers: {} kept running; {} downloads complete, {} failed\n",
-            config.slow, o.slow_completed, o.slow_failed
-        );
-    }
-    let ports: usize = o.rows.iter().filter(|r| r.err_ports_exhausted > 0).count();
-    if ports > 0 {
-        s += &format!(
-            "WARNING: ephemeral ports ran out in {ports} step(s) (EADDRNOTAVAIL, TIME_WAIT): those errors are the client's, not the server's\n"
-        );
-    }
-    s += &format!("steps: {}\n", config.out.join("steps.csv").display());
-    s
 }
