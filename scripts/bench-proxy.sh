@@ -16,7 +16,8 @@
 # or target/), NGINX (default: nginx on PATH, else
 # .slowlab/nginx/usr/sbin/nginx as `slowlab prepare` installs it),
 # WRK_DURATION (8s), WRK_CONNS (8), SLOW_RATE (2MiB), ROUNDS (2: every proxy
-# is started afresh and measured once per round).
+# is started afresh and measured once per round). After the rows of every
+# round, a summary per component: the median over the rounds and the range.
 #
 # CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
 # wrk and the slow readers share CPU 0. Every proxy gets the same treatment.
@@ -42,6 +43,8 @@ command -v wrk >/dev/null || { echo "bench-proxy: wrk not found" >&2; exit 1; }
 
 # shellcheck source=scripts/bench-procs.sh
 source scripts/bench-procs.sh
+# shellcheck source=scripts/bench-median.sh
+source scripts/bench-median.sh
 
 status_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 
@@ -151,3 +154,5 @@ echo "# cpu_us_per_req: the proxy's utime+stime over the wrk run / requests (dir
 # shellcheck disable=SC2059 # the format is ours
 printf "$ROW_FORMAT\n" proxy p50_ms p99_ms req_per_s rss_idle rss_peak cpu_us_per_req vs_nginx round
 printf '%s\n' "${results[@]}"
+echo "# median over $ROUNDS rounds (the rows above), with the lowest-highest CPU per request and ratio"
+printf '%s\n' "${results[@]}" | median_table 1 4 7 8

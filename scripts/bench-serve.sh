@@ -19,13 +19,17 @@
 # stabler than requests/s on a noisy machine, but a neighbour's load still
 # moves it, so NGINX runs through each round and is measured before the
 # first server and after each one; `vs_nginx` divides a server's figure by
-# the mean of the NGINX figures just before and after it.
+# the mean of the NGINX figures just before and after it. After the rows of
+# every round, a summary per server: the median over the rounds and the
+# range, which shows how much the figures move between rounds.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 # shellcheck source=scripts/bench-nginx.sh
 source scripts/bench-nginx.sh
+# shellcheck source=scripts/bench-median.sh
+source scripts/bench-median.sh
 WRK_THREADS=${WRK_THREADS:-1}
 WRK_CONNS=${WRK_CONNS:-8}
 WRK_DURATION=${WRK_DURATION:-8s}
@@ -237,3 +241,6 @@ echo "cpu_us_per_req: the server's utime+stime over the run / requests; vs_nginx
 printf "$ROW_FORMAT$TAIL_FORMAT\n" server "requests/s" p50 p99 "sock err" "non-2xx" \
     cpu_us_per_req vs_nginx round
 printf '%s\n' "${ROWS[@]}"
+echo
+echo "median over $ROUNDS rounds (the rows above), with the lowest-highest CPU per request and ratio"
+printf '%s\n' "${ROWS[@]}" | median_table 1 2 7 8

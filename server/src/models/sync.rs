@@ -2,9 +2,14 @@
 //! close, like Gunicorn's sync worker processes.
 //!
 //! Each worker is a thread with its own current-thread runtime and its own
-//! tokio listener on a clone of the one listening socket. A worker calls
-//! `accept` only between connections, and awaits the whole connection
-//! (including every block of a `/large` body) before accepting again. While
+//! clone of the one listening socket. A worker calls `accept` only between
+//! connections, and awaits the whole connection (including every block of a
+//! `/large` body) on its runtime before accepting again. The accept is a
+//! blocking `accept4(2)`, outside the runtime: the kernel hands each new
+//! connection to one waiting worker and wakes only that one, where every
+//! worker's epoll would wake on it (and all but one find the queue empty).
+//! The socket's receive timeout ([`ACCEPT_POLL`]) lets an idle worker see
+//! that the server stops. While
 //! the kernel does not take the next block, the only future of that runtime
 //! is pending, so the worker is blocked just as a `sendall` would block it.
 //! With every worker busy nobody accepts, and new connections wait in the
@@ -22,17 +27,19 @@
 //! is off. Not modelled: the arbiter checks about once a second (Gunicorn's
 //! cut comes 0 to 1 s later), and the replacement worker's boot.
 
+use std::io;
 use std::net::TcpListener as StdListener;
-use std::os::fd::{AsRawFd as _, RawFd};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, RawFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::net::{TcpListener, TcpStream};
+use socket2::SockRef;
+use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use super::{current_thread_runtime, spawn_thread};
+use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
 use crate::{conn, listener};
 
@@ -49,6 +56,10 @@ Content-Length: 141\r\n\
 <html>\n  <head>\n    <title>Internal Server Error</title>\n  </head>\n  <body>\n    \
 <h1><p>Internal Server Error</p></h1>\n    \n  </body>\n</html>\n";
 
+/// How long a blocked `accept` waits before its worker checks whether the
+/// server stops: the most a stop waits for an idle worker.
+pub const ACCEPT_POLL: Duration = Duration::from_millis(50);
+
 /// Starts `workers` worker threads on `listener`, pushing them to `threads`.
 pub fn start(
     listener: &StdListener,
@@ -57,35 +68,67 @@ pub fn start(
     cancel: &CancellationToken,
     threads: &mut Vec<JoinHandle<()>>,
 ) -> anyhow::Result<()> {
+    // The clones share one open socket, so this holds for every worker's.
+    let sock = SockRef::from(listener);
+    sock.set_nonblocking(false)
+        .and_then(|()| sock.set_read_timeout(Some(ACCEPT_POLL)))
+        .context("cannot make the listener's accept blocking")?;
     for i in 0..workers {
         let runtime = current_thread_runtime()?;
         let own = listener.try_clone().context("cannot clone the listener")?;
-        let own = {
-            // Registers the socket with this worker's runtime, not the caller's.
-            let _enter = runtime.get().enter();
-            TcpListener::from_std(own).context("cannot register the listener")?
-        };
         let (app, cancel) = (app.clone(), cancel.clone());
         threads.push(spawn_thread(format!("sync-{i}"), move || {
-            runtime.block_on(worker(own, app, cancel));
+            worker(&own, &runtime, &app, &cancel);
             runtime.finish(Duration::from_millis(100));
         })?);
     }
     Ok(())
 }
 
-async fn worker(listener: TcpListener, app: Arc<App>, cancel: CancellationToken) {
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
+fn worker(
+    listener: &StdListener,
+    runtime: &OwnRuntime,
+    app: &Arc<App>,
+    cancel: &CancellationToken,
+) {
+    while !cancel.is_cancelled() {
+        match accept(listener) {
             // Not spawned: the worker does nothing else until it is closed.
-            Ok((stream, _)) => serve_or_abort(stream, &app, &cancel).await,
-            Err(err) => listener::after_accept_error(&err).await,
+            Ok(Some(stream)) => runtime.block_on(async {
+                // Registered with this worker's runtime, not the caller's.
+                match TcpStream::from_std(stream) {
+                    Ok(stream) => serve_or_abort(stream, app, cancel).await,
+                    Err(err) => tracing::warn!(cause = %err, "cannot register a connection"),
+                }
+            }),
+            // The receive timeout: look at `cancel` again.
+            Ok(None) => {}
+            Err(err) => runtime.block_on(listener::after_accept_error(&err)),
         }
+    }
+}
+
+/// Waits at most [`ACCEPT_POLL`] for the next connection; it comes
+/// non-blocking, as tokio wants it, without a further system call.
+fn accept(listener: &StdListener) -> io::Result<Option<std::net::TcpStream>> {
+    // SAFETY: `accept4` on a listening socket this worker owns, without an
+    // address buffer; a descriptor it returns is new and ours alone.
+    let fd = unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: see above; the stream takes over closing it.
+        return Ok(Some(unsafe { std::net::TcpStream::from_raw_fd(fd) }));
+    }
+    let err = io::Error::last_os_error();
+    match err.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+        _ => Err(err),
     }
 }
 
