@@ -9,7 +9,9 @@
 //! handler is held by: a slow upload (absorbed by a request-buffering
 //! proxy within its body limit) or a request head never finished
 //! (absorbed by either proxy: it holds the head and opens no upstream
-//! connection).
+//! connection). A server that stops accepting at a number of open
+//! connections (Waitress's `connection_limit`) is blocked once the slow
+//! clients keep that many open at it, whatever they hold of its handlers.
 //!
 //! The observation: *blocked* when p95 >= 1 s and >= 100x the same stack's
 //! 0-slow p95; *relieved* when p95 <= 10x that baseline; *partial* otherwise.
@@ -53,11 +55,34 @@ pub fn predict_in(
     proxy_capacity: u64,
 ) -> Verdict {
     let saturated = server.handlers().is_some_and(|h| h <= slow);
-    if saturated && !absorbs_in(direction, server, route, body_bytes, proxy_capacity) {
+    if saturated && !absorbs_in(direction, server, route, body_bytes, proxy_capacity)
+        || shut_out(direction, server, route, slow, body_bytes, proxy_capacity)
+    {
         Verdict::Blocked
     } else {
         Verdict::Relieved
     }
+}
+
+/// Whether the slow clients keep enough connections open at the server
+/// that it accepts no other, whatever they hold of its handlers
+/// ([`Server::connection_room`]: Waitress's `connection_limit`). A route
+/// whose proxy takes what a slow client holds keeps no connection to the
+/// server open for it.
+pub fn shut_out(
+    direction: Direction,
+    server: Server,
+    route: Route,
+    slow: u32,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> bool {
+    let held = if route_absorbs_in(direction, route, body_bytes, proxy_capacity) {
+        0
+    } else {
+        slow
+    };
+    server.connection_room().is_some_and(|room| held >= room)
 }
 
 /// Whether something between the handler and the slow reader takes a whole
@@ -81,12 +106,26 @@ pub fn absorbs_in(
     body_bytes: u64,
     proxy_capacity: u64,
 ) -> bool {
-    match direction {
-        Direction::Download => absorbs(server, route, body_bytes, proxy_capacity),
-        Direction::Upload => {
-            route.absorbs_request(body_bytes) || server.absorbs_request(body_bytes)
+    route_absorbs_in(direction, route, body_bytes, proxy_capacity)
+        || match direction {
+            Direction::Download => server.absorbs(body_bytes),
+            Direction::Upload => server.absorbs_request(body_bytes),
+            Direction::Headers => server.absorbs_head(),
         }
-        Direction::Headers => route.proxy().is_some() || server.absorbs_head(),
+}
+
+/// The route's part of [`absorbs_in`]: its proxy takes a whole response, a
+/// whole upload, or an unfinished head.
+pub fn route_absorbs_in(
+    direction: Direction,
+    route: Route,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> bool {
+    match direction {
+        Direction::Download => route.absorbs(body_bytes, proxy_capacity),
+        Direction::Upload => route.absorbs_request(body_bytes),
+        Direction::Headers => route.proxy().is_some(),
     }
 }
 
@@ -406,6 +445,31 @@ mod tests {
             crate::stack::WAITRESS_MAX_REQUEST_BODY,
             cap
         ));
+        // Its connection_limit: from 98 held connections (100 with the
+        // listener and the trigger) it accepts no /fast connection.
+        for d in [Upload, Headers, Direction::Download] {
+            assert_eq!(p(d, Server::Waitress4, 97, MIB16), Verdict::Relieved);
+            assert_eq!(p(d, Server::Waitress4, 98, MIB16), Verdict::Blocked);
+            assert_eq!(p(d, Server::Waitress4, 200, MIB16), Verdict::Blocked);
+            assert!(absorbs_in(d, Server::Waitress4, Route::Direct, MIB16, cap));
+        }
+        // Behind a proxy that takes what they hold, none stay open there.
+        for (d, r) in [
+            (Upload, Route::NginxReqbufOn),
+            (Headers, Route::PingoraReqbufOff),
+        ] {
+            let behind = predict_in(d, Server::Waitress4, r, 200, MIB16, cap);
+            assert_eq!(behind, Verdict::Relieved, "{d} {r}");
+        }
+        let streamed = predict_in(
+            Upload,
+            Server::Waitress4,
+            Route::PingoraReqbufOff,
+            98,
+            MIB16,
+            cap,
+        );
+        assert_eq!(streamed, Verdict::Blocked);
         // Gunicorn's threads read the body (and the head) themselves.
         assert_eq!(
             p(Upload, Server::GunicornGthread4, 8, MIB16),
