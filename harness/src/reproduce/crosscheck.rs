@@ -161,6 +161,9 @@ pub struct Row {
     pub predicted: Option<Verdict>,
     pub observed: Option<Verdict>,
     pub p95_ms: Option<f64>,
+    /// Where `p95_ms` is empty because the condition's p95 fell among
+    /// failed requests: their error kinds (`conditions.csv` `p95_error`).
+    pub p95_error: Option<String>,
     pub baseline_p95_ms: Option<f64>,
     /// Whose 0-slow p95 served as the baseline (`server/route`).
     pub baseline_from: String,
@@ -215,6 +218,7 @@ impl Row {
             p95_ratio: self.p95_ratio,
             agree: self.agree,
             direction: self.direction.into(),
+            p95_error: self.p95_error.clone(),
             ..CrossRow::default()
         };
         row.set_dims(self.dims.clone());
@@ -264,17 +268,32 @@ pub fn baseline(
         })
 }
 
+/// What was observed of a condition: its verdict, p95, the error kinds its
+/// p95 fell among, and its baseline. A p95 among failed requests (every
+/// `/fast` request timed out while slowloris clients held the workers) is
+/// slower than any success, as failures rank last: **blocked**, against a
+/// measured baseline.
 fn observed(
     figures: &BTreeMap<Condition, ConditionFigures>,
     c: Condition,
-) -> (Option<Verdict>, Option<f64>, Option<(f64, String)>) {
+) -> (
+    Option<Verdict>,
+    Option<f64>,
+    Option<String>,
+    Option<(f64, String)>,
+) {
     let p95 = figures.get(&c).and_then(|f| f.p95);
+    let failed = figures
+        .get(&c)
+        .and_then(|f| f.p95_error.clone())
+        .filter(|_| p95.is_none());
     let base = baseline(figures, c);
-    let verdict = match (p95, &base) {
-        (Some(p), Some((b, _))) => Some(observe(p, *b)),
+    let verdict = match (p95, &failed, &base) {
+        (Some(p), _, Some((b, _))) => Some(observe(p, *b)),
+        (None, Some(_), Some(_)) => Some(Verdict::Blocked),
         _ => None,
     };
-    (verdict, p95, base)
+    (verdict, p95, failed, base)
 }
 
 /// Builds every row for the conditions at `slow` slow clients.
@@ -287,7 +306,7 @@ pub fn rows(
     let mut out = Vec::new();
     let at_slow: Vec<Condition> = figures.keys().copied().filter(|c| c.slow == slow).collect();
     for &c in &at_slow {
-        let (obs, p95, base) = observed(figures, c);
+        let (obs, p95, p95_error, base) = observed(figures, c);
         let predicted = predict_in(
             c.direction,
             c.server,
@@ -307,6 +326,7 @@ pub fn rows(
             predicted: Some(predicted),
             observed: obs,
             p95_ms: p95,
+            p95_error,
             baseline_p95_ms: base.as_ref().map(|b| b.0),
             baseline_from: base.map(|b| b.1).unwrap_or_default(),
             reference: String::new(),
@@ -334,8 +354,8 @@ pub fn rows(
             if rc == c || !figures.contains_key(&rc) {
                 continue;
             }
-            let (obs, p95, base) = observed(figures, c);
-            let (ref_obs, ref_p95, _) = observed(figures, rc);
+            let (obs, p95, p95_error, base) = observed(figures, c);
+            let (ref_obs, ref_p95, _, _) = observed(figures, rc);
             out.push(Row {
                 check: Check::Replica.name(),
                 server: c.server,
@@ -347,6 +367,7 @@ pub fn rows(
                 predicted: None,
                 observed: obs,
                 p95_ms: p95,
+                p95_error,
                 baseline_p95_ms: base.as_ref().map(|b| b.0),
                 baseline_from: base.map(|b| b.1).unwrap_or_default(),
                 reference: format!("{s}/{r}"),
@@ -525,6 +546,36 @@ mod tests {
         assert_eq!(observe(2.34, 1.93), Verdict::Relieved);
         assert_eq!(observe(900.0, 2.0), Verdict::Partial);
         assert_eq!(observe(1500.0, 20.0), Verdict::Partial);
+    }
+
+    #[test]
+    fn a_p95_among_timed_out_requests_is_observed_blocked() {
+        let mut f = BTreeMap::new();
+        let c = |s, slow| Condition::new(s, Route::Direct, slow, Direction::Headers);
+        let timed_out = ConditionFigures {
+            p95_error: Some("timeout".into()),
+            ..ConditionFigures::default()
+        };
+        f.insert(c(Server::GunicornSync2, 2), timed_out.clone());
+        // No baseline yet: nothing to judge against.
+        let rows_at = |f: &BTreeMap<_, _>| rows(f, 2, MIB16, ProxyBuffers::EXPERIMENT.capacity());
+        assert_eq!(rows_at(&f)[0].observed, None);
+        let base = ConditionFigures {
+            p95: Some(1.5),
+            ..ConditionFigures::default()
+        };
+        f.insert(c(Server::GunicornSync2, 0), base);
+        let row = rows_at(&f).remove(0);
+        assert_eq!(row.observed, Some(Verdict::Blocked));
+        assert_eq!(row.predicted, Some(Verdict::Blocked));
+        assert_eq!(row.agree, Some(true));
+        assert_eq!(row.p95_ms, None, "never an invented figure");
+        assert_eq!(row.p95_error.as_deref(), Some("timeout"));
+        let csv = row.to_row();
+        assert_eq!(csv.p95_error.as_deref(), Some("timeout"));
+        // A condition with neither p95 nor failures has no verdict.
+        f.insert(c(Server::GunicornSync2, 2), ConditionFigures::default());
+        assert_eq!(rows_at(&f)[0].observed, None);
     }
 
     #[test]

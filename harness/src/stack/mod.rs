@@ -18,6 +18,7 @@
 //!   keeps a stack up for several loads, as `check` does).
 
 pub mod launch;
+pub mod load_end;
 pub mod nginx;
 pub mod policy;
 pub mod run;
