@@ -56,15 +56,9 @@ fn verdict(r: &Results, direction: Direction, c: &Cond) -> Option<Verdict> {
         .and_then(|x| x.observed.as_ref().and_then(|v| v.known()))
 }
 
-/// A condition's p95 as a table cell: the figure, or what it fell among
-/// when every run's rank landed on failed requests (`p95_error`: `timed
-/// out`, else `failed (kinds)`), never a figure made up for them.
+/// A condition's p95 as a table cell ([`fmt::p95_or_failed`]).
 pub fn p95_cell(c: &ConditionRow) -> String {
-    match (c.p95, c.p95_error.as_deref()) {
-        (None, Some("timeout")) => "timed out".into(),
-        (None, Some(kinds)) => format!("failed ({})", kinds.replace(';', ", ")),
-        (p, _) => fmt::or_dash(p, fmt::ms),
-    }
+    fmt::p95_or_failed(c.p95, c.p95_error.as_deref())
 }
 
 fn cond(c: &ConditionRow) -> Cond {

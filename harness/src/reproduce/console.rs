@@ -113,7 +113,9 @@ pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> S
         "recv s",
     );
     for (c, f) in conditions {
-        let publ = published::reference(c.server, c.route, c.slow);
+        // The original measured slow readers only.
+        let publ = published::reference(c.server, c.route, c.slow)
+            .filter(|_| c.direction == crate::results::Direction::Download);
         let range = match (f.p95_min, f.p95_max) {
             (Some(a), Some(b)) => format!("{}-{}", ms(Some(a)), ms(Some(b))),
             _ => "-".into(),
