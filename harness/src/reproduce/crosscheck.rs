@@ -268,32 +268,37 @@ pub fn baseline(
         })
 }
 
-/// What was observed of a condition: its verdict, p95, the error kinds its
-/// p95 fell among, and its baseline. A p95 among failed requests (every
-/// `/fast` request timed out while slowloris clients held the workers) is
-/// slower than any success, as failures rank last: **blocked**, against a
-/// measured baseline.
-fn observed(
-    figures: &BTreeMap<Condition, ConditionFigures>,
-    c: Condition,
-) -> (
-    Option<Verdict>,
-    Option<f64>,
-    Option<String>,
-    Option<(f64, String)>,
-) {
+/// What was observed of a condition.
+struct Observed {
+    verdict: Option<Verdict>,
+    p95: Option<f64>,
+    /// The error kinds its p95 fell among, when it has no figure.
+    p95_error: Option<String>,
+    /// Its baseline p95 and whose it is.
+    base: Option<(f64, String)>,
+}
+
+/// A p95 among failed requests (every `/fast` request timed out while
+/// slowloris clients held the workers) is slower than any success, as
+/// failures rank last: **blocked**, against a measured baseline.
+fn observed(figures: &BTreeMap<Condition, ConditionFigures>, c: Condition) -> Observed {
     let p95 = figures.get(&c).and_then(|f| f.p95);
-    let failed = figures
+    let p95_error = figures
         .get(&c)
         .and_then(|f| f.p95_error.clone())
         .filter(|_| p95.is_none());
     let base = baseline(figures, c);
-    let verdict = match (p95, &failed, &base) {
+    let verdict = match (p95, &p95_error, &base) {
         (Some(p), _, Some((b, _))) => Some(observe(p, *b)),
         (None, Some(_), Some(_)) => Some(Verdict::Blocked),
         _ => None,
     };
-    (verdict, p95, failed, base)
+    Observed {
+        verdict,
+        p95,
+        p95_error,
+        base,
+    }
 }
 
 /// Builds every row for the conditions at `slow` slow clients.
@@ -306,7 +311,12 @@ pub fn rows(
     let mut out = Vec::new();
     let at_slow: Vec<Condition> = figures.keys().copied().filter(|c| c.slow == slow).collect();
     for &c in &at_slow {
-        let (obs, p95, p95_error, base) = observed(figures, c);
+        let Observed {
+            verdict: obs,
+            p95,
+            p95_error,
+            base,
+        } = observed(figures, c);
         let predicted = predict_in(
             c.direction,
             c.server,
@@ -354,8 +364,14 @@ pub fn rows(
             if rc == c || !figures.contains_key(&rc) {
                 continue;
             }
-            let (obs, p95, p95_error, base) = observed(figures, c);
-            let (ref_obs, ref_p95, _, _) = observed(figures, rc);
+            let Observed {
+                verdict: obs,
+                p95,
+                p95_error,
+                base,
+            } = observed(figures, c);
+            let reference = observed(figures, rc);
+            let (ref_obs, ref_p95) = (reference.verdict, reference.p95);
             out.push(Row {
                 check: Check::Replica.name(),
                 server: c.server,
