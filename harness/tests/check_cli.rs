@@ -111,8 +111,18 @@ fn measure_with(what: &[&str], max_slow: &str, through: Option<&str>) -> (Outcom
             .is_file()
     );
     let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+    // The section names the slow clients of the check's direction.
+    let direction = what
+        .iter()
+        .position(|a| *a == "--direction")
+        .and_then(|i| what.get(i + 1).copied());
+    let who = match direction {
+        Some("upload") => "slow uploaders",
+        Some("headers") => "slowloris clients",
+        _ => "slow readers",
+    };
     assert!(
-        md.contains("## slowlab check: slow readers against the fast path"),
+        md.contains(&format!("## slowlab check: {who} against the fast path")),
         "{md}"
     );
     assert!(md.contains("report-check.svg") && dir.path().join("report-check.svg").is_file());

@@ -1,6 +1,8 @@
 //! The `slowlab check` section: p95 of the fast path against the number of
-//! slow readers (log y), one line per route, each level marked with its
-//! verdict, and a table of each route's answer.
+//! slow clients (log y), one line per route, each level marked with its
+//! verdict, and a table of each route's answer. The slow clients are named
+//! by `check.csv`'s `direction`: slow readers, slow uploaders or slowloris
+//! clients.
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -10,21 +12,55 @@ use super::charts::{
 };
 use super::data::Results;
 use super::doc::{Block, Figure, Section, Table, text};
-use crate::results::{CHECK_CSV, CheckRow, LevelVerdict, RouteName};
+use crate::results::{CHECK_CSV, CheckRow, Direction, LevelVerdict, RouteName};
 
 pub const ID: &str = "check";
+/// The section's title for a directory without levels yet; a check's own
+/// follows its direction ([`title`]).
 pub const TITLE: &str = "slowlab check: slow readers against the fast path";
+
+/// The direction of the check's levels (`check.csv` `direction`; empty, or
+/// no level yet, is `download`).
+pub fn direction(rows: &[CheckRow]) -> Direction {
+    rows.iter()
+        .find_map(|r| r.direction.or_download())
+        .unwrap_or(Direction::Download)
+}
+
+/// What the slow clients of `direction` are called.
+pub fn clients(direction: Direction) -> &'static str {
+    match direction {
+        Direction::Download => "slow readers",
+        Direction::Upload => "slow uploaders",
+        Direction::Headers => "slowloris clients",
+    }
+}
+
+/// The section's title for a check in `direction`.
+pub fn title(direction: Direction) -> String {
+    format!(
+        "slowlab check: {} against the fast path",
+        clients(direction)
+    )
+}
 
 /// The section of a `slowlab check` directory, from its `check.csv`.
 pub fn section(r: &Results, s: &mut Section) -> anyhow::Result<()> {
-    s.para(
-        "Each level holds a number of slow readers on the large path while an open-loop client calls the fast \
-         path. A level is **held** when its p95 is at most 10x the route's baseline (no slow reader), or at \
+    let direction = direction(&r.check);
+    s.title = title(direction);
+    let what = match direction {
+        Direction::Download => "slow readers on the large path",
+        Direction::Upload => "slow uploaders on the upload path",
+        Direction::Headers => "slowloris clients (request heads never finished)",
+    };
+    s.para(&format!(
+        "Each level holds a number of {what} while an open-loop client calls the fast \
+         path. A level is **held** when its p95 is at most 10x the route's baseline (no slow client), or at \
          most the baseline plus the noise floor (`--noise-floor`; `held_limit_ms` in `check.csv`) if that is \
          larger, and no call failed, **denied** when its p95 is 1 s or more, or 100x the baseline or more, or any call failed \
          or timed out, and **degraded** in between. After the first denied level the search bisects down to \
-         the last level that was not.",
-    );
+         the last level that was not."
+    ));
     if let Some(m) = r.missing.iter().find(|m| m.file == CHECK_CSV) {
         match &m.error {
             Some(e) => s.note(&format!("`{CHECK_CSV}` could not be read: {e}")),
@@ -36,10 +72,10 @@ pub fn section(r: &Results, s: &mut Section) -> anyhow::Result<()> {
         s.note(&format!("`{CHECK_CSV}` has no levels yet."));
         return Ok(());
     }
-    if let Err(e) = draw(&r.check, s) {
+    if let Err(e) = draw(&r.check, clients(direction), s) {
         s.note(&format!("The chart could not be drawn: {e:#}"));
     }
-    table(&r.check, s);
+    table(&r.check, clients(direction), s);
     Ok(())
 }
 
@@ -60,7 +96,7 @@ fn sorted<'a>(rows: &'a [CheckRow], route: &RouteName) -> Vec<&'a CheckRow> {
     mine
 }
 
-fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
+fn draw(rows: &[CheckRow], who: &str, s: &mut Section) -> Result<()> {
     let x_max = rows
         .iter()
         .map(|r| r.slow_readers)
@@ -90,7 +126,7 @@ fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
             .map_err(plot_err)?;
         chart
             .configure_mesh()
-            .x_desc("slow readers")
+            .x_desc(who)
             .y_desc("p95 of the fast path (ms, log)")
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| decade_label(*v))
@@ -146,7 +182,7 @@ fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
     s.push(Block::Figure(Figure {
         file: "report-check.svg".into(),
         svg: chart_svg,
-        alt: "p95 of the fast path against the number of slow readers, one line per route".into(),
+        alt: format!("p95 of the fast path against the number of {who}, one line per route"),
         caption: text(
             "Unit: the level (one short load). Point: the p95 (nearest rank) of the level's fast calls; filled: \
              held, ring: degraded, cross: denied (a level where every call failed sits at the top). Log axis: \
@@ -157,7 +193,7 @@ fn draw(rows: &[CheckRow], s: &mut Section) -> Result<()> {
     Ok(())
 }
 
-fn table(rows: &[CheckRow], s: &mut Section) {
+fn table(rows: &[CheckRow], who: &str, s: &mut Section) {
     let body = routes(rows)
         .iter()
         .map(|route| {
@@ -178,7 +214,7 @@ fn table(rows: &[CheckRow], s: &mut Section) {
                 .collect();
             vec![
                 route.to_string(),
-                denied.map_or("never".into(), |d| format!("{d} slow readers")),
+                denied.map_or("never".into(), |d| format!("{d} {who}")),
                 held.map_or("–".into(), |h| h.to_string()),
                 cell(mine.first().and_then(|x| x.baseline_p95_ms), 3),
                 levels.join(", "),
@@ -198,4 +234,63 @@ fn table(rows: &[CheckRow], s: &mut Section) {
         rows: body,
         numeric: vec![2, 3],
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Named;
+
+    fn level(direction: &str, slow: u32, verdict: LevelVerdict) -> CheckRow {
+        CheckRow {
+            route: crate::stack::Route::Direct.into(),
+            slow_readers: slow,
+            p95_ms: Some(1.0 + f64::from(slow)),
+            baseline_p95_ms: Some(1.0),
+            verdict: Named::Known(verdict),
+            direction: Named::parse(direction),
+            ..CheckRow::default()
+        }
+    }
+
+    fn build(direction: &str) -> Section {
+        let r = Results {
+            check: vec![
+                level(direction, 0, LevelVerdict::Held),
+                level(direction, 2, LevelVerdict::Denied),
+            ],
+            ..Results::default()
+        };
+        let mut s = Section::new(ID, TITLE);
+        section(&r, &mut s).expect("the section builds");
+        s
+    }
+
+    #[test]
+    fn the_title_and_the_table_name_the_checks_slow_clients() {
+        for (direction, who) in [
+            ("", "slow readers"),
+            ("download", "slow readers"),
+            ("upload", "slow uploaders"),
+            ("headers", "slowloris clients"),
+        ] {
+            let s = build(direction);
+            assert_eq!(
+                s.title,
+                format!("slowlab check: {who} against the fast path"),
+                "{direction:?}"
+            );
+            let Some(Block::Table(t)) = s.blocks.iter().find(|b| matches!(b, Block::Table(_)))
+            else {
+                panic!("no table for {direction:?}");
+            };
+            assert_eq!(t.rows[0][1], format!("2 {who}"), "{direction:?}");
+            for other in ["slow readers", "slow uploaders", "slowloris clients"] {
+                if other != who {
+                    assert!(!s.title.contains(other), "{direction:?}: {}", s.title);
+                }
+            }
+        }
+        assert_eq!(title(Direction::Download), TITLE);
+    }
 }

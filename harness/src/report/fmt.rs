@@ -119,9 +119,33 @@ pub fn or_dash(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "–".into())
 }
 
+/// A p95 cell: the figure in ms, or, where the p95 fell among failed
+/// requests (`p95_error` of the results files), what they were: `timed
+/// out`, else `failed (kinds)`; never a figure made up for them.
+pub fn p95_or_failed(p95: Option<f64>, failed: Option<&str>) -> String {
+    match (p95, failed) {
+        (None, Some("timeout")) => "timed out".into(),
+        (None, Some(kinds)) if !kinds.is_empty() => {
+            format!("failed ({})", kinds.replace(';', ", "))
+        }
+        (p, _) => or_dash(p, ms),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_p95_among_failures_is_named_not_a_figure() {
+        assert_eq!(p95_or_failed(None, Some("timeout")), "timed out");
+        assert_eq!(
+            p95_or_failed(None, Some("reset;timeout")),
+            "failed (reset, timeout)"
+        );
+        assert_eq!(p95_or_failed(Some(2.5), None), "2.50 ms");
+        assert_eq!(p95_or_failed(None, None), "–");
+    }
 
     #[test]
     fn numbers() {

@@ -56,6 +56,11 @@ fn verdict(r: &Results, direction: Direction, c: &Cond) -> Option<Verdict> {
         .and_then(|x| x.observed.as_ref().and_then(|v| v.known()))
 }
 
+/// A condition's p95 as a table cell ([`fmt::p95_or_failed`]).
+pub fn p95_cell(c: &ConditionRow) -> String {
+    fmt::p95_or_failed(c.p95, c.p95_error.as_deref())
+}
+
 fn cond(c: &ConditionRow) -> Cond {
     Cond::new(&c.server, &c.route, c.slow_clients)
 }
@@ -87,7 +92,7 @@ fn p95_table(r: &Results, direction: Direction, what: &str) -> Table {
             c.route.to_string(),
             c.slow_clients.to_string(),
             c.runs.to_string(),
-            fmt::or_dash(c.p95, fmt::ms),
+            p95_cell(c),
             range,
             verdict(r, direction, &cond(c))
                 .map(|v| v.to_string())
@@ -500,9 +505,17 @@ fn headers(r: &Results, s: &mut Section) {
         .into_iter()
         .filter(|c| c.slow == slow && slow > 0)
     {
-        let row = select::condition_row_in(r, &c, Direction::Headers);
-        let Some(p) = row.and_then(|x| x.p95) else {
+        let Some(row) = select::condition_row_in(r, &c, Direction::Headers) else {
             continue;
+        };
+        let p95 = match (row.p95, row.p95_error.as_deref()) {
+            (Some(p), _) => fmt::ms(p),
+            (None, Some("timeout")) => match r.profile_f64(&["timeout"]) {
+                Some(t) => format!("timed out (after {})", fmt::secs1(t)),
+                None => "timed out".into(),
+            },
+            (None, Some(_)) => p95_cell(row),
+            (None, None) => continue,
         };
         let base = select::condition_row_in(
             r,
@@ -537,12 +550,11 @@ fn headers(r: &Results, s: &mut Section) {
             .map(|v| format!(" (observed: {v})"))
             .unwrap_or_default();
         said.push(format!(
-            "`{}` {}: p95 {}{base}{held}{v}.",
+            "`{}` {}: p95 {p95}{base}{held}{v}.",
             c.server,
             route_words(&c)
                 .replace(" (request buffering on)", "")
                 .replace(" (request buffering off)", ""),
-            fmt::ms(p)
         ));
     }
     if !said.is_empty() {

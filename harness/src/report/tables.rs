@@ -43,9 +43,11 @@ fn crosscheck(r: &Results, sec: &mut Section) {
     sec.para(
         "The rule (from the harness): a server is predicted **blocked** when its concurrent handlers are no more \
          than the slow clients and nothing in front of it absorbs a whole `/large` response (only a buffering-on \
-         proxy, whose memory buffers and temp-file cap hold it, does); otherwise **relieved**. Observed: \
+         proxy, whose memory buffers and temp-file cap hold it, does), or when the slow clients keep as many \
+         connections open at it as it accepts (Waitress: 98); otherwise **relieved**. Observed: \
          **blocked** when the p95 is at least 1 s and at least 100 times the same stack's 0-slow p95 (its \
-         baseline), **relieved** when at most 10 times the baseline, **partial** in between.",
+         baseline), or when it fell among failed requests (`timed out`: failures rank last), **relieved** \
+         when at most 10 times the baseline, **partial** in between.",
     );
     let pred = Table {
         header: [
@@ -76,7 +78,7 @@ fn crosscheck(r: &Results, sec: &mut Section) {
                     c.absorbs_whole_response.to_string(),
                     s(&c.predicted),
                     s(&c.observed),
-                    fmt::or_dash(c.p95_ms, fmt::ms),
+                    fmt::p95_or_failed(c.p95_ms, c.p95_error.as_deref()),
                     times_baseline(c),
                     s(&c.baseline_from),
                     mark(c.agree),

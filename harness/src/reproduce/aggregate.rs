@@ -37,6 +37,19 @@ pub fn percentile_with_failures(ok_values: &[f64], total: usize, p: f64) -> Opti
     sorted.get(rank_index(total, p)).copied()
 }
 
+/// Error kinds in name order, `;` between them; `None` for none.
+fn kinds<'a>(all: impl Iterator<Item = &'a str>) -> Option<String> {
+    let set: std::collections::BTreeSet<&str> = all.flat_map(|k| k.split(';')).collect();
+    (!set.is_empty()).then(|| set.into_iter().collect::<Vec<_>>().join(";"))
+}
+
+/// Whether the median of `runs`' p95, the runs whose p95 fell among failed
+/// requests ranking last, is one of those: when at least half are.
+fn median_p95_failed(runs: &[&RunRow]) -> bool {
+    let failed = runs.iter().filter(|r| r.p95_error.is_some()).count();
+    failed > 0 && 2 * failed >= runs.len()
+}
+
 /// Computes a run's figures from its rows: the figure columns of its
 /// `runs.csv` row (identity, status and caps are the caller's).
 pub fn run_figures(
@@ -58,6 +71,16 @@ pub fn run_figures(
     f.p50_ms = percentile_with_failures(&ok, n, 50.0);
     f.p95_ms = percentile_with_failures(&ok, n, 95.0);
     f.p99_ms = percentile_with_failures(&ok, n, 99.0);
+    if n > 0 && f.p95_ms.is_none() {
+        // The rank fell among the failures: say what they were.
+        f.p95_error = kinds(
+            requests
+                .iter()
+                .filter(|r| !r.ok())
+                .map(|r| r.error.as_deref().map_or("", str::trim))
+                .map(|e| if e.is_empty() { "failed" } else { e }),
+        );
+    }
     f.max_ms = if ok.len() == n {
         ok.iter().copied().reduce(f64::max)
     } else {
@@ -151,6 +174,11 @@ pub fn condition_figures(runs: &[&RunRow]) -> ConditionRow {
             .sum(),
         max_schedule_lag_ms: vals(|r| r.max_schedule_lag_ms).into_iter().reduce(f64::max),
         app_cpu_cores: median(&vals(|r| r.app_cpu_cores)),
+        p95_error: if all_p95 || !median_p95_failed(runs) {
+            None
+        } else {
+            kinds(runs.iter().filter_map(|r| r.p95_error.as_deref()))
+        },
         ..ConditionRow::default()
     }
 }
@@ -286,6 +314,54 @@ mod tests {
         assert_eq!(f.app_send_s, Some(6.6));
         assert_eq!(f.max_schedule_lag_ms, Some(0.1));
         assert_eq!(f.large_ok, 2);
+    }
+
+    #[test]
+    fn a_p95_among_failures_says_what_they_were() {
+        let req = |ok: u64, failed: &[&str]| -> Vec<RequestRow> {
+            let good = (1..=ok).map(|i| RequestRow {
+                seq: i,
+                latency_ms: Some(i as f64),
+                status: Some(200),
+                ..RequestRow::default()
+            });
+            let bad = failed.iter().map(|e| RequestRow {
+                error: Some(e.to_string()),
+                ..RequestRow::default()
+            });
+            good.chain(bad).collect()
+        };
+        // Every request timed out (slowloris holding both workers).
+        let all = run_figures(&req(0, &["timeout"; 24]), &[], &[], &[]);
+        assert_eq!((all.p95_ms, all.fast_ok), (None, 0));
+        assert_eq!(all.p95_error.as_deref(), Some("timeout"));
+        // Two failures of 72 leave p95 on a success: nothing to say.
+        let few = run_figures(&req(70, &["timeout", "reset"]), &[], &[], &[]);
+        assert_eq!((few.p95_ms, few.p95_error), (Some(69.0), None));
+        let mixed = run_figures(&req(10, &["timeout", "reset", "timeout"]), &[], &[], &[]);
+        assert_eq!(mixed.p95_error.as_deref(), Some("reset;timeout"));
+        assert_eq!(run_figures(&[], &[], &[], &[]).p95_error, None);
+
+        // A condition: the median of its runs, failures ranking last.
+        let timed_out = RunRow {
+            p95_error: Some("timeout".into()),
+            ..RunRow::default()
+        };
+        let fast = |p: f64| RunRow {
+            p95_ms: Some(p),
+            ..RunRow::default()
+        };
+        let c = condition_figures(&[&timed_out]);
+        assert_eq!((c.p95, c.p95_error.as_deref()), (None, Some("timeout")));
+        let c = condition_figures(&[&fast(3.0), &timed_out, &timed_out]);
+        assert_eq!((c.p95, c.p95_error.as_deref()), (None, Some("timeout")));
+        assert_eq!(c.p95_min, Some(3.0));
+        // One of three: the median is a success, though p95 stays empty.
+        let c = condition_figures(&[&fast(3.0), &fast(4.0), &timed_out]);
+        assert_eq!((c.p95, c.p95_error), (None, None));
+        let c = condition_figures(&[&fast(3.0), &timed_out]);
+        assert_eq!(c.p95_error.as_deref(), Some("timeout"));
+        assert_eq!(condition_figures(&[&fast(3.0)]).p95_error, None);
     }
 
     #[test]

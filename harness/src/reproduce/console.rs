@@ -85,6 +85,15 @@ fn s3(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
 }
 
+/// A p95, or the error kinds it fell among (`timeout`), never a number
+/// made up for them.
+fn p95_cell(p95: Option<f64>, failed: Option<&str>) -> String {
+    match (p95, failed) {
+        (None, Some(kinds)) => kinds.into(),
+        _ => ms(p95),
+    }
+}
+
 /// The conditions table with the published figures beside them.
 pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> String {
     let mut out = String::new();
@@ -104,7 +113,9 @@ pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> S
         "recv s",
     );
     for (c, f) in conditions {
-        let publ = published::reference(c.server, c.route, c.slow);
+        // The original measured slow readers only.
+        let publ = published::reference(c.server, c.route, c.slow)
+            .filter(|_| c.direction == crate::results::Direction::Download);
         let range = match (f.p95_min, f.p95_max) {
             (Some(a), Some(b)) => format!("{}-{}", ms(Some(a)), ms(Some(b))),
             _ => "-".into(),
@@ -117,7 +128,7 @@ pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> S
             c.slow,
             f.runs,
             ms(f.p50),
-            ms(f.p95),
+            p95_cell(f.p95, f.p95_error.as_deref()),
             range,
             ms(publ.as_ref().map(|(p, _)| p.p95)),
             s3(f.app_send_s),
@@ -164,7 +175,7 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
                 .unwrap_or_else(|| "unbound".into()),
             v(r.predicted),
             v(r.observed),
-            ms(r.p95_ms),
+            p95_cell(r.p95_ms, r.p95_error.as_deref()),
             ratio,
             mark(r.agree),
             r.dims_label(),

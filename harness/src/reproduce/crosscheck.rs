@@ -9,7 +9,9 @@
 //! handler is held by: a slow upload (absorbed by a request-buffering
 //! proxy within its body limit) or a request head never finished
 //! (absorbed by either proxy: it holds the head and opens no upstream
-//! connection).
+//! connection). A server that stops accepting at a number of open
+//! connections (Waitress's `connection_limit`) is blocked once the slow
+//! clients keep that many open at it, whatever they hold of its handlers.
 //!
 //! The observation: *blocked* when p95 >= 1 s and >= 100x the same stack's
 //! 0-slow p95; *relieved* when p95 <= 10x that baseline; *partial* otherwise.
@@ -53,11 +55,34 @@ pub fn predict_in(
     proxy_capacity: u64,
 ) -> Verdict {
     let saturated = server.handlers().is_some_and(|h| h <= slow);
-    if saturated && !absorbs_in(direction, server, route, body_bytes, proxy_capacity) {
+    if saturated && !absorbs_in(direction, server, route, body_bytes, proxy_capacity)
+        || shut_out(direction, server, route, slow, body_bytes, proxy_capacity)
+    {
         Verdict::Blocked
     } else {
         Verdict::Relieved
     }
+}
+
+/// Whether the slow clients keep enough connections open at the server
+/// that it accepts no other, whatever they hold of its handlers
+/// ([`Server::connection_room`]: Waitress's `connection_limit`). A route
+/// whose proxy takes what a slow client holds keeps no connection to the
+/// server open for it.
+pub fn shut_out(
+    direction: Direction,
+    server: Server,
+    route: Route,
+    slow: u32,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> bool {
+    let held = if route_absorbs_in(direction, route, body_bytes, proxy_capacity) {
+        0
+    } else {
+        slow
+    };
+    server.connection_room().is_some_and(|room| held >= room)
 }
 
 /// Whether something between the handler and the slow reader takes a whole
@@ -81,12 +106,26 @@ pub fn absorbs_in(
     body_bytes: u64,
     proxy_capacity: u64,
 ) -> bool {
-    match direction {
-        Direction::Download => absorbs(server, route, body_bytes, proxy_capacity),
-        Direction::Upload => {
-            route.absorbs_request(body_bytes) || server.absorbs_request(body_bytes)
+    route_absorbs_in(direction, route, body_bytes, proxy_capacity)
+        || match direction {
+            Direction::Download => server.absorbs(body_bytes),
+            Direction::Upload => server.absorbs_request(body_bytes),
+            Direction::Headers => server.absorbs_head(),
         }
-        Direction::Headers => route.proxy().is_some() || server.absorbs_head(),
+}
+
+/// The route's part of [`absorbs_in`]: its proxy takes a whole response, a
+/// whole upload, or an unfinished head.
+pub fn route_absorbs_in(
+    direction: Direction,
+    route: Route,
+    body_bytes: u64,
+    proxy_capacity: u64,
+) -> bool {
+    match direction {
+        Direction::Download => route.absorbs(body_bytes, proxy_capacity),
+        Direction::Upload => route.absorbs_request(body_bytes),
+        Direction::Headers => route.proxy().is_some(),
     }
 }
 
@@ -122,6 +161,9 @@ pub struct Row {
     pub predicted: Option<Verdict>,
     pub observed: Option<Verdict>,
     pub p95_ms: Option<f64>,
+    /// Where `p95_ms` is empty because the condition's p95 fell among
+    /// failed requests: their error kinds (`conditions.csv` `p95_error`).
+    pub p95_error: Option<String>,
     pub baseline_p95_ms: Option<f64>,
     /// Whose 0-slow p95 served as the baseline (`server/route`).
     pub baseline_from: String,
@@ -176,6 +218,7 @@ impl Row {
             p95_ratio: self.p95_ratio,
             agree: self.agree,
             direction: self.direction.into(),
+            p95_error: self.p95_error.clone(),
             ..CrossRow::default()
         };
         row.set_dims(self.dims.clone());
@@ -225,17 +268,37 @@ pub fn baseline(
         })
 }
 
-fn observed(
-    figures: &BTreeMap<Condition, ConditionFigures>,
-    c: Condition,
-) -> (Option<Verdict>, Option<f64>, Option<(f64, String)>) {
+/// What was observed of a condition.
+struct Observed {
+    verdict: Option<Verdict>,
+    p95: Option<f64>,
+    /// The error kinds its p95 fell among, when it has no figure.
+    p95_error: Option<String>,
+    /// Its baseline p95 and whose it is.
+    base: Option<(f64, String)>,
+}
+
+/// A p95 among failed requests (every `/fast` request timed out while
+/// slowloris clients held the workers) is slower than any success, as
+/// failures rank last: **blocked**, against a measured baseline.
+fn observed(figures: &BTreeMap<Condition, ConditionFigures>, c: Condition) -> Observed {
     let p95 = figures.get(&c).and_then(|f| f.p95);
+    let p95_error = figures
+        .get(&c)
+        .and_then(|f| f.p95_error.clone())
+        .filter(|_| p95.is_none());
     let base = baseline(figures, c);
-    let verdict = match (p95, &base) {
-        (Some(p), Some((b, _))) => Some(observe(p, *b)),
+    let verdict = match (p95, &p95_error, &base) {
+        (Some(p), _, Some((b, _))) => Some(observe(p, *b)),
+        (None, Some(_), Some(_)) => Some(Verdict::Blocked),
         _ => None,
     };
-    (verdict, p95, base)
+    Observed {
+        verdict,
+        p95,
+        p95_error,
+        base,
+    }
 }
 
 /// Builds every row for the conditions at `slow` slow clients.
@@ -248,7 +311,12 @@ pub fn rows(
     let mut out = Vec::new();
     let at_slow: Vec<Condition> = figures.keys().copied().filter(|c| c.slow == slow).collect();
     for &c in &at_slow {
-        let (obs, p95, base) = observed(figures, c);
+        let Observed {
+            verdict: obs,
+            p95,
+            p95_error,
+            base,
+        } = observed(figures, c);
         let predicted = predict_in(
             c.direction,
             c.server,
@@ -268,6 +336,7 @@ pub fn rows(
             predicted: Some(predicted),
             observed: obs,
             p95_ms: p95,
+            p95_error,
             baseline_p95_ms: base.as_ref().map(|b| b.0),
             baseline_from: base.map(|b| b.1).unwrap_or_default(),
             reference: String::new(),
@@ -295,8 +364,14 @@ pub fn rows(
             if rc == c || !figures.contains_key(&rc) {
                 continue;
             }
-            let (obs, p95, base) = observed(figures, c);
-            let (ref_obs, ref_p95, _) = observed(figures, rc);
+            let Observed {
+                verdict: obs,
+                p95,
+                p95_error,
+                base,
+            } = observed(figures, c);
+            let reference = observed(figures, rc);
+            let (ref_obs, ref_p95) = (reference.verdict, reference.p95);
             out.push(Row {
                 check: Check::Replica.name(),
                 server: c.server,
@@ -308,6 +383,7 @@ pub fn rows(
                 predicted: None,
                 observed: obs,
                 p95_ms: p95,
+                p95_error,
                 baseline_p95_ms: base.as_ref().map(|b| b.0),
                 baseline_from: base.map(|b| b.1).unwrap_or_default(),
                 reference: format!("{s}/{r}"),
@@ -406,6 +482,31 @@ mod tests {
             crate::stack::WAITRESS_MAX_REQUEST_BODY,
             cap
         ));
+        // Its connection_limit: from 98 held connections (100 with the
+        // listener and the trigger) it accepts no /fast connection.
+        for d in [Upload, Headers, Direction::Download] {
+            assert_eq!(p(d, Server::Waitress4, 97, MIB16), Verdict::Relieved);
+            assert_eq!(p(d, Server::Waitress4, 98, MIB16), Verdict::Blocked);
+            assert_eq!(p(d, Server::Waitress4, 200, MIB16), Verdict::Blocked);
+            assert!(absorbs_in(d, Server::Waitress4, Route::Direct, MIB16, cap));
+        }
+        // Behind a proxy that takes what they hold, none stay open there.
+        for (d, r) in [
+            (Upload, Route::NginxReqbufOn),
+            (Headers, Route::PingoraReqbufOff),
+        ] {
+            let behind = predict_in(d, Server::Waitress4, r, 200, MIB16, cap);
+            assert_eq!(behind, Verdict::Relieved, "{d} {r}");
+        }
+        let streamed = predict_in(
+            Upload,
+            Server::Waitress4,
+            Route::PingoraReqbufOff,
+            98,
+            MIB16,
+            cap,
+        );
+        assert_eq!(streamed, Verdict::Blocked);
         // Gunicorn's threads read the body (and the head) themselves.
         assert_eq!(
             p(Upload, Server::GunicornGthread4, 8, MIB16),
@@ -461,6 +562,36 @@ mod tests {
         assert_eq!(observe(2.34, 1.93), Verdict::Relieved);
         assert_eq!(observe(900.0, 2.0), Verdict::Partial);
         assert_eq!(observe(1500.0, 20.0), Verdict::Partial);
+    }
+
+    #[test]
+    fn a_p95_among_timed_out_requests_is_observed_blocked() {
+        let mut f = BTreeMap::new();
+        let c = |s, slow| Condition::new(s, Route::Direct, slow, Direction::Headers);
+        let timed_out = ConditionFigures {
+            p95_error: Some("timeout".into()),
+            ..ConditionFigures::default()
+        };
+        f.insert(c(Server::GunicornSync2, 2), timed_out.clone());
+        // No baseline yet: nothing to judge against.
+        let rows_at = |f: &BTreeMap<_, _>| rows(f, 2, MIB16, ProxyBuffers::EXPERIMENT.capacity());
+        assert_eq!(rows_at(&f)[0].observed, None);
+        let base = ConditionFigures {
+            p95: Some(1.5),
+            ..ConditionFigures::default()
+        };
+        f.insert(c(Server::GunicornSync2, 0), base);
+        let row = rows_at(&f).remove(0);
+        assert_eq!(row.observed, Some(Verdict::Blocked));
+        assert_eq!(row.predicted, Some(Verdict::Blocked));
+        assert_eq!(row.agree, Some(true));
+        assert_eq!(row.p95_ms, None, "never an invented figure");
+        assert_eq!(row.p95_error.as_deref(), Some("timeout"));
+        let csv = row.to_row();
+        assert_eq!(csv.p95_error.as_deref(), Some("timeout"));
+        // A condition with neither p95 nor failures has no verdict.
+        f.insert(c(Server::GunicornSync2, 2), ConditionFigures::default());
+        assert_eq!(rows_at(&f)[0].observed, None);
     }
 
     #[test]

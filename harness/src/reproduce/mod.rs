@@ -248,14 +248,15 @@ fn run_matrix(
         let figures = results.record(data)?;
         match &status {
             Status::Ok => bar.println(format!(
-                "run {} {} rep {}: p95 {} ms, app_send {} s",
+                "run {} {} rep {}: p95 {}, app_send {} s",
                 spec.run_id,
                 spec.condition,
                 spec.repetition,
-                figures
-                    .p95_ms
-                    .map(|v| format!("{v:.2}"))
-                    .unwrap_or_else(|| "-".into()),
+                match (figures.p95_ms, &figures.p95_error) {
+                    (Some(v), _) => format!("{v:.2} ms"),
+                    (None, Some(kinds)) => kinds.clone(),
+                    (None, None) => "- ms".into(),
+                },
                 figures
                     .app_send_s
                     .map(|v| format!("{v:.3}"))

@@ -178,10 +178,17 @@ fn run_inner(
     data.host_busy_cores = measured.host_busy_cores;
     data.host_steal_ms = measured.host_steal_ms;
     data.samples = measured.samples;
+    // A load whose /fast requests all failed (slowloris clients holding
+    // every worker) ran to its end: its rows are the measurement.
+    if measured
+        .exit
+        .measured(&dir.join("load"), data.started_unix_s)
+    {
+        return Ok(());
+    }
     let failure = match measured.exit {
-        LoadExit::Exited { status, .. } if status.success() => return Ok(()),
-        // The load generator exits non-zero when no /fast request
-        // succeeded; its files are still worth keeping.
+        // Any other non-zero end broke the load; its files are still worth
+        // keeping.
         LoadExit::Exited { status, last_error } => {
             anyhow::anyhow!("slowlab load exited with {status}: {last_error}")
         }

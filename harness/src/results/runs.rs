@@ -122,6 +122,11 @@ pub struct RunRow {
     /// empty when not in namespaces and in files of versions before it.
     #[serde(default)]
     pub mtu: Option<u32>,
+    /// When `p95_ms` is empty because its rank fell among the failed
+    /// requests (failures rank last): their error kinds, `;` between them
+    /// (`timeout`: each waited the whole `--timeout`).
+    #[serde(default)]
+    pub p95_error: Option<String>,
 }
 
 /// The condition cells beyond server, route, slow clients and direction
@@ -329,6 +334,11 @@ pub struct ConditionRow {
     pub link: Option<String>,
     #[serde(default)]
     pub reader: Option<String>,
+    /// When the median of the runs' p95, a run without one (its p95 fell
+    /// among failed requests) ranking last, is such a run: the error kinds
+    /// of those runs' `p95_error`, `;` between them. `p95` is then empty.
+    #[serde(default)]
+    pub p95_error: Option<String>,
 }
 
 /// A row of `crosscheck.csv`.
@@ -370,4 +380,9 @@ pub struct CrossRow {
     pub link: Option<String>,
     #[serde(default)]
     pub reader: Option<String>,
+    /// As in `conditions.csv`: the condition's p95 fell among failed
+    /// requests of these kinds; `p95_ms` is empty and the observation is
+    /// `blocked` (failures rank last) when a baseline was measured.
+    #[serde(default)]
+    pub p95_error: Option<String>,
 }

@@ -135,7 +135,7 @@ fn headers_are_pinned() {
             runs.push_str(&format!(",{c}_{col}"));
         }
     }
-    runs.push_str(",netns,sysctls,direction,slow_kind,link,reader,mtu");
+    runs.push_str(",netns,sysctls,direction,slow_kind,link,reader,mtu,p95_error");
     assert_eq!(columns::<RunRow>().join(","), runs);
     assert_eq!(
         columns::<ConditionRow>().join(","),
@@ -143,13 +143,13 @@ fn headers_are_pinned() {
          client_receive_s,temp_peak_mib,fast_requests,fast_errors,max_schedule_lag_ms,\
          app_cpu_cores,published_p95,published_p95_min,published_p95_max,published_app_send_s,\
          published_client_receive_s,published_from,note,direction,netns,sysctls,slow_kind,link,\
-         reader"
+         reader,p95_error"
     );
     assert_eq!(
         columns::<CrossRow>().join(","),
         "check,server,route,slow_clients,handlers,absorbs_whole_response,predicted,observed,\
          p95_ms,baseline_p95_ms,baseline_from,reference,reference_observed,reference_p95_ms,\
-         p95_ratio,agree,direction,netns,sysctls,slow_kind,link,reader"
+         p95_ratio,agree,direction,netns,sysctls,slow_kind,link,reader,p95_error"
     );
     assert_eq!(
         columns::<ResourceRow>()[5..].join(","),

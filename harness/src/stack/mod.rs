@@ -18,6 +18,7 @@
 //!   keeps a stack up for several loads, as `check` does).
 
 pub mod launch;
+pub mod load_end;
 pub mod nginx;
 pub mod policy;
 pub mod run;
@@ -163,6 +164,16 @@ impl Server {
         }
     }
 
+    /// How many client connections the server holds open when it stops
+    /// accepting another, however little each holds of a handler; `None`
+    /// where only the kernel's limits apply ([`PyServer::connection_room`]).
+    pub fn connection_room(self) -> Option<u32> {
+        match self.recipe() {
+            Recipe::Python(py) => py.connection_room(),
+            _ => None,
+        }
+    }
+
     pub fn is_gunicorn(self) -> bool {
         matches!(self.recipe(), Recipe::Gunicorn { .. })
     }
@@ -234,6 +245,15 @@ pub const WAITRESS_HIGH_WATERMARK: u64 = 16 << 20;
 /// `Content-Length` is at least this is answered 413 by the channel
 /// (`waitress/parser.py` 153-162), so only a smaller body is read whole.
 pub const WAITRESS_MAX_REQUEST_BODY: u64 = 1 << 30;
+
+/// Waitress's `connection_limit` default (`adjustments.py` 231): the
+/// server stops accepting while its socket map holds this many entries.
+pub const WAITRESS_CONNECTION_LIMIT: u32 = 100;
+
+/// The entries of Waitress's socket map that are not client connections:
+/// the trigger (`server.py` 228, `trigger.py` 118-121) and the one listening
+/// socket of `--listen` (`server.py` 234-236, `wasyncore.py` 334-337).
+pub const WAITRESS_MAP_OVERHEAD: u32 = 2;
 
 /// The Python servers beyond Gunicorn's own worker classes; each is a
 /// pinned package set that `slowlab prepare` installs into the venv.
@@ -328,6 +348,21 @@ impl PyServer {
     /// worker's greenlet reads the head itself.
     pub fn takes_head(self) -> bool {
         !matches!(self, PyServer::GunicornGevent { .. })
+    }
+
+    /// The client connections open at which the server accepts no more:
+    /// Waitress's listener is readable only while its socket map (client
+    /// channels, the listener and the trigger) holds fewer than
+    /// `connection_limit` entries (`server.py` 270-289 `readable`: "no
+    /// longer accepting new connections"), so from 98 open connections a
+    /// new one waits in the listen backlog until one closes, however
+    /// little the open ones hold of its threads. The rule gives the others
+    /// no such limit.
+    pub fn connection_room(self) -> Option<u32> {
+        match self {
+            PyServer::Waitress { .. } => Some(WAITRESS_CONNECTION_LIMIT - WAITRESS_MAP_OVERHEAD),
+            _ => None,
+        }
     }
 }
 
@@ -858,6 +893,15 @@ mod tests {
                 Server::Granian
             ]
         );
+    }
+
+    #[test]
+    fn only_waitress_stops_accepting_at_its_connection_limit() {
+        let limited: Vec<(Server, u32)> = Server::ALL
+            .into_iter()
+            .filter_map(|s| Some((s, s.connection_room()?)))
+            .collect();
+        assert_eq!(limited, [(Server::Waitress4, 98)]);
     }
 
     #[test]
