@@ -299,11 +299,12 @@ impl Condition {
         super::dims::net_spec(self, wide)
     }
 
-    /// The dimensions this condition sets, as `--only` spells them, each
-    /// after a space (empty when it sets none).
+    /// The dimensions this condition sets that act on its slow clients,
+    /// as `--only` spells them, each after a space (empty when it sets
+    /// none): the reader only where slow clients read `/large`.
     pub fn dims_label(&self) -> String {
         let mut out = String::new();
-        if let Some(r) = self.reader {
+        if let Some(r) = self.reader.filter(|_| self.direction == Direction::Download) {
             out += &format!(" reader={r}");
         }
         for (name, v) in [("wmem", self.buffers.wmem), ("rmem", self.buffers.rmem)] {
@@ -317,6 +318,9 @@ impl Condition {
                 out += &format!(" kind=link({}/s)", common::units::Size(rate))
             }
             None => {}
+        }
+        if let Some(m) = self.buffers.mtu {
+            out += &format!(" mtu={m}");
         }
         out
     }
