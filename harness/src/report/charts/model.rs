@@ -45,7 +45,8 @@ fn sndbuf_words(rows: &[ModelRow]) -> Option<String> {
         .filter(|m| m.sndbuf_as_assumed == Some(false))
         .collect();
     let mut out = format!(
-        " The prediction assumes the app's send buffer grows to `tcp_wmem` max; it did in {} of {sampled}          condition(s) with sampled sockets.",
+        " The prediction assumes the app's send buffer grows to `tcp_wmem` max; it did in {} of {sampled} \
+         condition(s) with sampled sockets.",
         sampled - short.len()
     );
     for m in short.iter().take(3) {
@@ -58,7 +59,8 @@ fn sndbuf_words(rows: &[ModelRow]) -> Option<String> {
     }
     if !short.is_empty() {
         out.push_str(
-            " There `B` is overstated: the kernel grows a send buffer by the congestion window counted in              segments, each slot sized by the MTU, so a small MTU (the veth's 1500) stops it short.",
+            " There `B` is overstated: the kernel grows a send buffer by the congestion window counted in \
+             segments, each slot sized by the MTU, so a small MTU (the veth's 1500) stops it short.",
         );
     }
     Some(out)
