@@ -124,21 +124,26 @@ fn parse_sysctls(cell: Option<&str>) -> Vec<Sysctl> {
 
 /// A condition of the model: its runs share server, route, slow clients
 /// and the condition cells (namespaces, `--sysctl`s and so a `buffers`
-/// cell, slow-client kind, link, reader).
+/// cell, slow-client kind, link, reader, MTU).
 type Key = (String, String, u32, DimCells);
 
-/// The measured `B` of one run: each hop's peak queue (one socket's most
-/// in one sample), plus what the proxy held itself per response.
-fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
+/// The sampled sockets of one run, with their roles on the path.
+fn run_sockets<'a>(r: &'a ResultSet, run: &RunRow) -> Vec<(Role, &'a results::SocketRow)> {
     let sockets: Vec<_> = r
         .sockets
         .iter()
         .filter(|s| s.run_id == run.run_id)
         .collect();
-    if sockets.is_empty() {
+    roles(&sockets)
+}
+
+/// The measured `B` of one run: each hop's peak queue (one socket's most
+/// in one sample), plus what the proxy held itself per response.
+fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
+    let rs = run_sockets(r, run);
+    if rs.is_empty() {
         return None;
     }
-    let rs = roles(&sockets);
     let peak = |role: Role, rx: bool| {
         rs.iter()
             .filter(|(ro, _)| *ro == role)
@@ -174,12 +179,7 @@ fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
 /// The largest send buffer of the app's sockets in one run (sock_diag's
 /// `sndbuf_bytes`); none without such samples.
 fn app_sndbuf_peak(r: &ResultSet, run: &RunRow) -> Option<u64> {
-    let sockets: Vec<_> = r
-        .sockets
-        .iter()
-        .filter(|s| s.run_id == run.run_id)
-        .collect();
-    roles(&sockets)
+    run_sockets(r, run)
         .into_iter()
         .filter(|(role, _)| *role == Role::App)
         .filter_map(|(_, s)| s.sndbuf_bytes)
@@ -281,20 +281,18 @@ fn row(
         _ => None,
     };
     let observed = median(&runs.iter().filter_map(|x| x.app_send_s).collect::<Vec<_>>());
-    let explained = median(
-        &runs
-            .iter()
-            .filter_map(|x| explained_b(r, x).map(|v| v as f64))
-            .collect::<Vec<_>>(),
-    )
-    .map(|v| v as u64);
-    let sndbuf = median(
-        &runs
-            .iter()
-            .filter_map(|x| app_sndbuf_peak(r, x).map(|v| v as f64))
-            .collect::<Vec<_>>(),
-    )
-    .map(|v| v as u64);
+    // The median over the runs of a byte count of each.
+    let median_bytes = |of: &dyn Fn(&RunRow) -> Option<u64>| {
+        median(
+            &runs
+                .iter()
+                .filter_map(|x| of(x).map(|v| v as f64))
+                .collect::<Vec<_>>(),
+        )
+        .map(|v| v as u64)
+    };
+    let explained = median_bytes(&|x| explained_b(r, x));
+    let sndbuf = median_bytes(&|x| app_sndbuf_peak(r, x));
     let p95 = median(&runs.iter().filter_map(|x| x.p95_ms).collect::<Vec<_>>());
     // The cross-check's baseline: the same stack and cells at 0 slow, else
     // the same network at the host's buffers.

@@ -422,7 +422,11 @@ mod tests {
             ..run(p95, 1.0)
         };
         // A namespace row of a version before the column ran at 1500.
-        let runs = [at(Some(1500), 7000.0), at(None, 6800.0), at(Some(65535), 1500.0)];
+        let runs = [
+            at(Some(1500), 7000.0),
+            at(None, 6800.0),
+            at(Some(65535), 1500.0),
+        ];
         let rows = conditions(&runs);
         assert_eq!(rows.len(), 2, "{rows:?}");
         let mtus: Vec<Option<u32>> = rows.iter().map(|r| r.mtu).collect();
@@ -434,11 +438,17 @@ mod tests {
         let labels: Vec<String> = figures.keys().map(|c| c.dims_label()).collect();
         assert_eq!(
             labels,
-            [" reader=strict kind=pace mtu=1500", " reader=strict kind=pace mtu=65535"]
+            [
+                " reader=strict kind=pace mtu=1500",
+                " reader=strict kind=pace mtu=65535"
+            ]
         );
         // Host runs at the loopback's MTU stay apart from older host runs
         // that recorded none.
-        let host = |mtu| RunRow { mtu, ..run(5000.0, 1.0) };
+        let host = |mtu| RunRow {
+            mtu,
+            ..run(5000.0, 1.0)
+        };
         assert_eq!(conditions(&[host(Some(65536)), host(None)]).len(), 2);
     }
 

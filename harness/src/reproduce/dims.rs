@@ -131,7 +131,12 @@ impl Kind {
 /// for namespaces. The error is one line naming the contradiction.
 pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>, String> {
     // Slow uploaders are shaped on the client's side of the link too.
-    let uploads = c.direction == crate::results::Direction::Upload;
+    // `NetSpec.uploads` carries this rather than being computed where the
+    // link is applied (`NetLab::create`): the stack creates the namespaces
+    // before the load starts and knows no direction, and the spec is all
+    // it gets of the run; the condition's direction is the one source, and
+    // this is the one function that turns a condition into its spec.
+    let uploads = c.direction == Direction::Upload;
     if !c.buffers.is_set() && c.kind.is_none() {
         return Ok(wide.map(|w| w.with_uploads(uploads)));
     }

@@ -304,7 +304,10 @@ impl Condition {
     /// none): the reader only where slow clients read `/large`.
     pub fn dims_label(&self) -> String {
         let mut out = String::new();
-        if let Some(r) = self.reader.filter(|_| self.direction == Direction::Download) {
+        if let Some(r) = self
+            .reader
+            .filter(|_| self.direction == Direction::Download)
+        {
             out += &format!(" reader={r}");
         }
         for (name, v) in [("wmem", self.buffers.wmem), ("rmem", self.buffers.rmem)] {

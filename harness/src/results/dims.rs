@@ -112,12 +112,7 @@ dim_row! {
     #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
     #[derive(serde::Serialize, serde::Deserialize)]
     pub struct DimCells {
-        @netns,
-        @sysctls,
-        @slow_kind,
-        @link,
-        @reader,
-        @mtu,
+        @netns, @sysctls, @slow_kind, @link, @reader, @mtu,
     }
 }
 
@@ -133,9 +128,7 @@ impl DimCells {
             reader: self.reader.filter(|s| !s.is_empty()),
             // Namespaces before the `mtu` column ran at the veth's default;
             // host runs before it recorded no loopback MTU.
-            mtu: self
-                .mtu
-                .or(netns.then_some(crate::netns::VETH_DEFAULT_MTU)),
+            mtu: self.mtu.or(netns.then_some(crate::netns::VETH_DEFAULT_MTU)),
         }
     }
 }

@@ -37,6 +37,7 @@ pub mod set;
 pub mod sweep;
 
 pub use check::{CheckRow, LevelVerdict};
+pub use dims::DimCells;
 pub use file::{Appender, columns};
 pub use load::{LargeRow, ProgressRow, RequestRow, SlowHeaderRow, UploadRow};
 pub use logs::{AppRecvRow, AppSendRow, GaugeRow, ProxyResponseRow};
@@ -45,7 +46,6 @@ pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
     Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };
-pub use dims::DimCells;
 pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
 pub use samples::{QdiscRow, ResourceRow, SocketRow};
 pub use set::{

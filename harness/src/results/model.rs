@@ -51,11 +51,7 @@ pub struct ModelRow {
     pub p95_ms: Option<f64>,
     // As in `runs.csv`: part of the condition (with `sysctls`, which
     // holds a `buffers` cell).
-    @netns,
-    @slow_kind,
-    @link,
-    @reader,
-    @mtu,
+    @netns, @slow_kind, @link, @reader, @mtu,
     /// The app socket's send buffer (`sndbuf_bytes` of
     /// `socket-samples.csv`): its largest sample in a run, median over the
     /// runs; empty without sock_diag samples.

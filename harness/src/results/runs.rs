@@ -94,16 +94,12 @@ pub struct RunRow {
     pub loadgen_cpu_cap_cores: Option<f64>,
     #[serde(default)]
     pub loadgen_memory_cap_bytes: Option<u64>,
-    @netns,
-    @sysctls,
+    @netns, @sysctls,
     /// What the `slow_clients` do: `download`, `upload`, `headers`; empty
     /// (files before the column) means `download`.
     #[serde(default)]
     pub direction: DirectionName,
-    @slow_kind,
-    @link,
-    @reader,
-    @mtu,
+    @slow_kind, @link, @reader, @mtu,
 }
 }
 
@@ -246,12 +242,7 @@ pub struct ConditionRow {
     #[serde(default)]
     pub direction: DirectionName,
     // As in `runs.csv`: part of the condition.
-    @netns,
-    @sysctls,
-    @slow_kind,
-    @link,
-    @reader,
-    @mtu,
+    @netns, @sysctls, @slow_kind, @link, @reader, @mtu,
 }
 }
 
@@ -285,11 +276,6 @@ pub struct CrossRow {
     #[serde(default)]
     pub direction: DirectionName,
     // As in `runs.csv`: part of the condition.
-    @netns,
-    @sysctls,
-    @slow_kind,
-    @link,
-    @reader,
-    @mtu,
+    @netns, @sysctls, @slow_kind, @link, @reader, @mtu,
 }
 }

@@ -217,18 +217,14 @@ fn the_condition_cells_round_trip_through_every_row_struct() {
         file::write_whole(&path, &[row]).unwrap();
         file::read_all::<T>(&path).unwrap().remove(0)
     }
-    let mut run = RunRow::default();
-    run.set_dims(cells.clone());
-    assert_eq!(back(dir.path(), run).dims(), cells);
-    let mut cond = ConditionRow::default();
-    cond.set_dims(cells.clone());
-    assert_eq!(back(dir.path(), cond).dims(), cells);
-    let mut cross = CrossRow::default();
-    cross.set_dims(cells.clone());
-    assert_eq!(back(dir.path(), cross).dims(), cells);
-    let mut model = ModelRow::default();
-    model.set_dims(cells.clone());
-    assert_eq!(back(dir.path(), model).dims(), cells);
+    macro_rules! round_trip {
+        ($($row:ty)+) => {$({
+            let mut row = <$row>::default();
+            row.set_dims(cells.clone());
+            assert_eq!(back(dir.path(), row).dims(), cells, stringify!($row));
+        })+};
+    }
+    round_trip!(RunRow ConditionRow CrossRow ModelRow);
     // Empty cells read as the versions that left them empty ran: a
     // namespace before the mtu column ran at the veth's 1500; a host run
     // before it recorded no MTU.

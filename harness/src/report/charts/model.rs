@@ -36,7 +36,10 @@ fn at_mtu(m: &ModelRow) -> String {
 /// Where the app's send buffer stopped short of the `tcp_wmem` max the
 /// prediction assumes (`sndbuf_as_assumed`), from the rows.
 fn sndbuf_words(rows: &[ModelRow]) -> Option<String> {
-    let sampled = rows.iter().filter(|m| m.sndbuf_as_assumed.is_some()).count();
+    let sampled = rows
+        .iter()
+        .filter(|m| m.sndbuf_as_assumed.is_some())
+        .count();
     if sampled == 0 {
         return None;
     }
