@@ -172,6 +172,69 @@ fn colliding_run_ids_are_renumbered_and_incomplete_inputs_are_marked() {
     );
 }
 
+/// Sets the `mtu` cell of every row of `dir`'s `runs.csv` (adding the
+/// column to a fixture of a version before it).
+fn set_mtu(dir: &Path, mtu: &str) {
+    let path = dir.join("runs.csv");
+    let mut r = csv::Reader::from_path(&path).unwrap();
+    let mut headers = r.headers().unwrap().clone();
+    let col = headers.iter().position(|h| h == "mtu").unwrap_or_else(|| {
+        headers.push_field("mtu");
+        headers.len() - 1
+    });
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    let mut w = csv::Writer::from_path(&path).unwrap();
+    w.write_record(&headers).unwrap();
+    for rec in rows {
+        let mut cells: Vec<String> = rec.iter().map(String::from).collect();
+        cells.resize(headers.len(), String::new());
+        cells[col] = mtu.into();
+        w.write_record(&cells).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// The values of `column` in `file` of `dir`, row by row.
+fn column(dir: &Path, file: &str, column: &str) -> Vec<String> {
+    let mut r = csv::Reader::from_path(dir.join(file)).unwrap();
+    let col = r
+        .headers()
+        .unwrap()
+        .iter()
+        .position(|h| h == column)
+        .unwrap_or_else(|| panic!("{file} has no {column}"));
+    r.records().map(|x| x.unwrap()[col].to_string()).collect()
+}
+
+#[test]
+fn directories_that_differ_only_in_mtu_stay_two_conditions_when_merged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("mtu-1500"), tmp.path().join("mtu-65535"));
+    split(&fixture(), &a, |_| true);
+    split(&fixture(), &b, |_| true);
+    set_mtu(&a, "1500");
+    set_mtu(&b, "65535");
+    let merged = tmp.path().join("merged");
+    let out = merge(&[&merged, &a, &b]);
+    assert!(out.status.success(), "{}", out.stderr);
+    // The fixture's twelve conditions, once per MTU, one run each.
+    let mtus = column(&merged, "conditions.csv", "mtu");
+    assert_eq!(mtus.len(), 24, "{mtus:?}");
+    assert_eq!(mtus.iter().filter(|m| *m == "1500").count(), 12);
+    assert_eq!(mtus.iter().filter(|m| *m == "65535").count(), 12);
+    assert!(
+        column(&merged, "conditions.csv", "runs")
+            .iter()
+            .all(|r| r == "1")
+    );
+    let cross = column(&merged, "crosscheck.csv", "mtu");
+    assert!(cross.contains(&"1500".into()) && cross.contains(&"65535".into()));
+    assert_eq!(
+        cross.iter().filter(|m| *m == "1500").count(),
+        cross.iter().filter(|m| *m == "65535").count()
+    );
+}
+
 #[test]
 fn bad_input_is_refused_with_exit_2_before_anything_is_written() {
     let tmp = tempfile::tempdir().unwrap();

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-use support::{slowlab, state_dir};
+use support::request_report::{reproduce, reproduce_command};
+use support::slowlab;
 
 /// Both tests measure; on a small machine they should not share it.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -38,31 +39,6 @@ fn rows(path: &Path) -> Vec<HashMap<String, String>> {
     r.deserialize().map(|row| row.unwrap()).collect()
 }
 
-fn reproduce(out: &Path, preset: &str, only: &str, flags: &[&str]) {
-    let o = Command::new(slowlab())
-        .args([
-            "reproduce",
-            "--preset",
-            preset,
-            "--runs",
-            "1",
-            "--no-report",
-        ])
-        .args(["--only", only])
-        .args(flags)
-        .arg("--out")
-        .arg(out)
-        .env("SLOWLAB_HOME", state_dir())
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{}: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 const WMEM_256K: &str = "net.ipv4.tcp_wmem=4096 16384 262144";
 const WMEM_16M: &str = "net.ipv4.tcp_wmem=4096 16384 16777216";
 const RMEM_1M: &str = "net.ipv4.tcp_rmem=4096 131072 1048576";
@@ -76,8 +52,8 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     reproduce(
-        &out,
         "buffers",
+        &out,
         "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,wmem=16M,rmem=1M",
         &[],
     );
@@ -123,8 +99,8 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
     // window counted in segments, so at 1500 it stops lower.
     let at_1500 = tmp.path().join("mtu1500");
     reproduce(
-        &at_1500,
         "cross",
+        &at_1500,
         "server=rust-sync2,route=direct,slow=2",
         &["--sysctl", WMEM_16M, "--sysctl", RMEM_1M, "--mtu", "1500"],
     );
@@ -147,6 +123,20 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
         large > peak_1500 + peak_1500 / 2,
         "at MTU 65535 the 16 MiB cell's send queue grows further than at 1500: {large} against {peak_1500}"
     );
+    // model.csv says where the MTU kept the send buffer below the
+    // tcp_wmem max its prediction assumes.
+    let m1500 = rows(&at_1500.join("model.csv"));
+    assert_eq!(
+        (
+            m1500[0]["mtu"].as_str(),
+            m1500[0]["wmem_max_bytes"].as_str(),
+            m1500[0]["sndbuf_as_assumed"].as_str()
+        ),
+        ("1500", "16777216", "no"),
+        "{m1500:?}"
+    );
+    let sndbuf_1500: u64 = m1500[0]["app_sndbuf_peak_bytes"].parse().unwrap();
+    assert!(sndbuf_1500 < 16 << 20, "{sndbuf_1500}");
     // Both namespaces got the cell; the host kept its own.
     let env: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("environment.json")).unwrap())
@@ -165,6 +155,11 @@ fn a_buffers_cell_sets_both_namespaces_and_the_app_s_send_queue_follows_its_wmem
     assert_eq!(model.len(), 2, "one model row per cell");
     for m in &model {
         assert_eq!(m["reader"], "strict");
+        assert_eq!(m["mtu"], "65535");
+        assert!(
+            ["yes", "no"].contains(&m["sndbuf_as_assumed"].as_str()),
+            "the app's send buffer was sampled: {m:?}"
+        );
         let want = if m["sysctls"] == cell_of(WMEM_256K) {
             "262144"
         } else {
@@ -189,8 +184,8 @@ fn the_link_preset_s_link_conditions_run_behind_a_link() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
     reproduce(
-        &out,
         "link",
+        &out,
         "server=rust-sync2,route=direct,slow=2,kind=link",
         &[],
     );
@@ -239,25 +234,15 @@ fn a_run_wide_flag_that_contradicts_a_condition_is_refused_in_one_line() {
 fn without_namespaces_a_buffers_condition_is_skipped_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("r");
-    let o = Command::new(slowlab())
-        .args([
-            "reproduce",
-            "--preset",
-            "buffers",
-            "--runs",
-            "1",
-            "--no-report",
-        ])
-        .args([
-            "--only",
-            "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,rmem=1M",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .env("SLOWLAB_HOME", state_dir())
-        .env("SLOWLAB_NO_NETNS", "1")
-        .output()
-        .unwrap();
+    let o = reproduce_command(
+        "buffers",
+        &out,
+        "server=rust-sync2,route=direct,slow=2,reader=strict,wmem=256K,rmem=1M",
+        &[],
+    )
+    .env("SLOWLAB_NO_NETNS", "1")
+    .output()
+    .unwrap();
     support::assert_one_line_with(&String::from_utf8_lossy(&o.stderr), "SLOWLAB_NO_NETNS");
     let runs = rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 1);

@@ -62,7 +62,7 @@ fn slowloris_clients_hold_sync_workers_direct_and_not_behind_a_proxy() {
     };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
-    support::request_report::reproduce("headers", &out, only);
+    support::request_report::reproduce("headers", &out, only, &[]);
     let set = read_dir(&out);
     assert_eq!(set.runs.len(), stacks.len() * 2, "{:?}", set.runs);
     assert!(set.runs.iter().all(|r| r.direction == Direction::Headers));

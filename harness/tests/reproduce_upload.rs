@@ -78,6 +78,7 @@ fn pingora_request_buffering_relieves_rust_sync2_under_slow_uploads() {
         "upload",
         &out,
         "rust-sync2,pingora-reqbuf-on,pingora-reqbuf-off",
+        &[],
     );
     let set = read_dir(&out);
     assert_eq!(set.runs.len(), 4);
@@ -97,7 +98,7 @@ fn nginx_request_buffering_relieves_gunicorn_sync2_under_slow_uploads() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");
-    support::request_report::reproduce("upload", &out, "gunicorn-sync2,nginx-reqbuf-on");
+    support::request_report::reproduce("upload", &out, "gunicorn-sync2,nginx-reqbuf-on", &[]);
     let set = read_dir(&out);
     assert_eq!(set.runs.len(), 2);
     assert_eq!(observed(&set, "nginx-reqbuf-on"), Some(Verdict::Relieved));

@@ -18,7 +18,15 @@
 //! `hold`: the proxy's own buffer, `proxy_buffer_size` with buffering off,
 //! its memory buffers plus `proxy_max_temp_file_size` with buffering on.
 //! The app side's send buffer and the proxy's client-side send buffer both
-//! autotune up to the server namespace's `wmem_max`. `/fast` is predicted
+//! autotune up to the server namespace's `wmem_max`, which the formula
+//! assumes they reach. The kernel grows a send buffer from the congestion
+//! window counted in segments (`tcp_sndbuf_expand`), each segment's slot
+//! sized by the MTU, so on a small-MTU path (the veth's 1500) it stops
+//! short of a large `wmem_max` and `B` is overstated; on loopback (65536)
+//! or veths at 65535 it reaches it. `model.csv` says per condition whether
+//! the app's measured send buffer reached the `wmem_max` assumed
+//! (`sndbuf_as_assumed`, beside the `mtu`); the prediction itself stays
+//! the sysctls' (no fitted cap). `/fast` is predicted
 //! blocked when every handler holds a slow client ([`crosscheck::predict`]'s
 //! saturation) for at least the cross-check's blocked p95 threshold.
 //!
@@ -116,21 +124,26 @@ fn parse_sysctls(cell: Option<&str>) -> Vec<Sysctl> {
 
 /// A condition of the model: its runs share server, route, slow clients
 /// and the condition cells (namespaces, `--sysctl`s and so a `buffers`
-/// cell, slow-client kind, link, reader).
+/// cell, slow-client kind, link, reader, MTU).
 type Key = (String, String, u32, DimCells);
 
-/// The measured `B` of one run: each hop's peak queue (one socket's most
-/// in one sample), plus what the proxy held itself per response.
-fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
+/// The sampled sockets of one run, with their roles on the path.
+fn run_sockets<'a>(r: &'a ResultSet, run: &RunRow) -> Vec<(Role, &'a results::SocketRow)> {
     let sockets: Vec<_> = r
         .sockets
         .iter()
         .filter(|s| s.run_id == run.run_id)
         .collect();
-    if sockets.is_empty() {
+    roles(&sockets)
+}
+
+/// The measured `B` of one run: each hop's peak queue (one socket's most
+/// in one sample), plus what the proxy held itself per response.
+fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
+    let rs = run_sockets(r, run);
+    if rs.is_empty() {
         return None;
     }
-    let rs = roles(&sockets);
     let peak = |role: Role, rx: bool| {
         rs.iter()
             .filter(|(ro, _)| *ro == role)
@@ -161,6 +174,16 @@ fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
         .map(|m| (m * (1u64 << 20) as f64) as u64 / slow)
         .unwrap_or(0);
     Some(queues + gauge.max(temp))
+}
+
+/// The largest send buffer of the app's sockets in one run (sock_diag's
+/// `sndbuf_bytes`); none without such samples.
+fn app_sndbuf_peak(r: &ResultSet, run: &RunRow) -> Option<u64> {
+    run_sockets(r, run)
+        .into_iter()
+        .filter(|(role, _)| *role == Role::App)
+        .filter_map(|(_, s)| s.sndbuf_bytes)
+        .max()
 }
 
 /// Whether a run's slow clients read `/large` (the model's direction).
@@ -258,13 +281,18 @@ fn row(
         _ => None,
     };
     let observed = median(&runs.iter().filter_map(|x| x.app_send_s).collect::<Vec<_>>());
-    let explained = median(
-        &runs
-            .iter()
-            .filter_map(|x| explained_b(r, x).map(|v| v as f64))
-            .collect::<Vec<_>>(),
-    )
-    .map(|v| v as u64);
+    // The median over the runs of a byte count of each.
+    let median_bytes = |of: &dyn Fn(&RunRow) -> Option<u64>| {
+        median(
+            &runs
+                .iter()
+                .filter_map(|x| of(x).map(|v| v as f64))
+                .collect::<Vec<_>>(),
+        )
+        .map(|v| v as u64)
+    };
+    let explained = median_bytes(&|x| explained_b(r, x));
+    let sndbuf = median_bytes(&|x| app_sndbuf_peak(r, x));
     let p95 = median(&runs.iter().filter_map(|x| x.p95_ms).collect::<Vec<_>>());
     // The cross-check's baseline: the same stack and cells at 0 slow, else
     // the same network at the host's buffers.
@@ -310,6 +338,11 @@ fn row(
             _ => None,
         },
         p95_ms: p95,
+        app_sndbuf_peak_bytes: sndbuf,
+        sndbuf_as_assumed: match (sndbuf, path) {
+            (Some(got), Some(p)) => Some(got >= p.wmem_max),
+            _ => None,
+        },
         ..ModelRow::default()
     };
     out.set_dims(dims);

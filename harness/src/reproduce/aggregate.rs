@@ -489,6 +489,46 @@ mod tests {
     }
 
     #[test]
+    fn runs_that_differ_only_in_mtu_are_two_conditions() {
+        let at = |mtu: Option<u32>, p95: f64| RunRow {
+            netns: Some(true),
+            slow_kind: Some("pace".into()),
+            reader: Some("strict".into()),
+            mtu,
+            ..run(p95, 1.0)
+        };
+        // A namespace row of a version before the column ran at 1500.
+        let runs = [
+            at(Some(1500), 7000.0),
+            at(None, 6800.0),
+            at(Some(65535), 1500.0),
+        ];
+        let rows = conditions(&runs);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        let mtus: Vec<Option<u32>> = rows.iter().map(|r| r.mtu).collect();
+        assert_eq!(mtus, [Some(1500), Some(65535)]);
+        assert_eq!((rows[0].runs, rows[0].p95), (2, Some(6900.0)));
+        let figures = by_condition(&rows);
+        let keys: Vec<Option<u32>> = figures.keys().map(|c| c.buffers.mtu).collect();
+        assert_eq!(keys, [Some(1500), Some(65535)]);
+        let labels: Vec<String> = figures.keys().map(|c| c.dims_label()).collect();
+        assert_eq!(
+            labels,
+            [
+                " reader=strict kind=pace mtu=1500",
+                " reader=strict kind=pace mtu=65535"
+            ]
+        );
+        // Host runs at the loopback's MTU stay apart from older host runs
+        // that recorded none.
+        let host = |mtu| RunRow {
+            mtu,
+            ..run(5000.0, 1.0)
+        };
+        assert_eq!(conditions(&[host(Some(65536)), host(None)]).len(), 2);
+    }
+
+    #[test]
     fn a_run_without_p95_leaves_the_condition_without_one() {
         let a = RunRow {
             p95_ms: Some(3.0),

@@ -231,9 +231,9 @@ impl Row {
 /// is the same), else that of the same route with the sync2 server of the
 /// same implementation (the seed preset has no 0-slow gthread run), saying
 /// which it used. Each in the condition's own cell and reader first, else
-/// in the same kind of network at the host's buffers with any reader
-/// (the `buffers` preset's one baseline per stack): without slow readers
-/// neither acts.
+/// in the same kind of network at the same MTU at the host's buffers with
+/// any reader (the `buffers` preset's one baseline per stack): without
+/// slow readers neither acts.
 pub fn baseline(
     figures: &BTreeMap<Condition, ConditionFigures>,
     c: Condition,
@@ -259,7 +259,10 @@ pub fn baseline(
             let host = figures.iter().find_map(|(k, f)| {
                 let same = Condition {
                     reader: k.reader,
-                    buffers: Default::default(),
+                    buffers: super::dims::BufferCell {
+                        mtu: b.buffers.mtu,
+                        ..Default::default()
+                    },
                     ..b
                 };
                 (*k == same).then_some(f.p95).flatten()

@@ -31,15 +31,15 @@ const WMEM_LOW: &str = "4096 16384";
 const RMEM_LOW: &str = "4096 131072";
 
 /// The namespace buffer cell: `tcp_wmem` max and `tcp_rmem` max written
-/// in both namespaces (server and client side), and the veths' MTU the
-/// buffers grow at. `None`: not set by the condition (the run-wide
-/// `--sysctl`s and `--mtu`, else the host's defaults and the veth's 1500).
+/// in both namespaces (server and client side), and the MTU the buffers
+/// grow at. `None`: not set by the condition (the run-wide `--sysctl`s and
+/// `--mtu`, else the host's defaults and the veth's 1500). Read back from
+/// a row's cells ([`condition_of`]), `mtu` is the path's as recorded: the
+/// veths' in namespaces, the loopback's on the host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct BufferCell {
     pub wmem: Option<u64>,
     pub rmem: Option<u64>,
-    /// Not read back from a row's cells (`from_sysctls`): the `mtu`
-    /// column is in `runs.csv` only.
     pub mtu: Option<u32>,
 }
 
@@ -131,7 +131,12 @@ impl Kind {
 /// for namespaces. The error is one line naming the contradiction.
 pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>, String> {
     // Slow uploaders are shaped on the client's side of the link too.
-    let uploads = c.direction == crate::results::Direction::Upload;
+    // `NetSpec.uploads` carries this rather than being computed where the
+    // link is applied (`NetLab::create`): the stack creates the namespaces
+    // before the load starts and knows no direction, and the spec is all
+    // it gets of the run; the condition's direction is the one source, and
+    // this is the one function that turns a condition into its spec.
+    let uploads = c.direction == Direction::Upload;
     if !c.buffers.is_set() && c.kind.is_none() {
         return Ok(wide.map(|w| w.with_uploads(uploads)));
     }
@@ -189,7 +194,10 @@ pub fn condition_of(
             .reader
             .as_deref()
             .and_then(|r| <ReaderModel as clap::ValueEnum>::from_str(r, true).ok()),
-        buffers: BufferCell::from_sysctls(cells.sysctls.as_deref()),
+        buffers: BufferCell {
+            mtu: cells.mtu,
+            ..BufferCell::from_sysctls(cells.sysctls.as_deref())
+        },
         kind: Kind::of_cells(
             cells.netns,
             cells.slow_kind.as_deref(),

@@ -299,11 +299,15 @@ impl Condition {
         super::dims::net_spec(self, wide)
     }
 
-    /// The dimensions this condition sets, as `--only` spells them, each
-    /// after a space (empty when it sets none).
+    /// The dimensions this condition sets that act on its slow clients,
+    /// as `--only` spells them, each after a space (empty when it sets
+    /// none): the reader only where slow clients read `/large`.
     pub fn dims_label(&self) -> String {
         let mut out = String::new();
-        if let Some(r) = self.reader {
+        if let Some(r) = self
+            .reader
+            .filter(|_| self.direction == Direction::Download)
+        {
             out += &format!(" reader={r}");
         }
         for (name, v) in [("wmem", self.buffers.wmem), ("rmem", self.buffers.rmem)] {
@@ -317,6 +321,9 @@ impl Condition {
                 out += &format!(" kind=link({}/s)", common::units::Size(rate))
             }
             None => {}
+        }
+        if let Some(m) = self.buffers.mtu {
+            out += &format!(" mtu={m}");
         }
         out
     }
@@ -767,6 +774,23 @@ mod tests {
         );
         let c = Preset::Upload.conditions()[1];
         assert_eq!(c.to_string(), "gunicorn-sync2 direct 2 slow uploads");
+        // An upload row read back from runs.csv records the (idle) reader;
+        // its label shows what acts on slow uploaders only.
+        let read_back = Condition {
+            reader: Some(ReaderModel::Strict),
+            buffers: BufferCell {
+                mtu: Some(1500),
+                ..BufferCell::default()
+            },
+            kind: Some(Kind::Pace),
+            ..c
+        };
+        assert_eq!(read_back.dims_label(), " kind=pace mtu=1500");
+        let download = Condition {
+            direction: Direction::Download,
+            ..read_back
+        };
+        assert_eq!(download.dims_label(), " reader=strict kind=pace mtu=1500");
         let p = LoadProfile::experiment();
         assert_eq!(p.expected_duration_of(&c), Duration::from_millis(9250));
     }
@@ -835,8 +859,8 @@ mod tests {
         assert_eq!(
             names,
             [
-                "rust-sync2 direct 2 slow reader=strict wmem=256KiB rmem=1MiB",
-                "rust-sync2 direct 2 slow reader=strict wmem=16MiB rmem=1MiB"
+                "rust-sync2 direct 2 slow reader=strict wmem=256KiB rmem=1MiB mtu=65535",
+                "rust-sync2 direct 2 slow reader=strict wmem=16MiB rmem=1MiB mtu=65535"
             ]
         );
         let host: Filter = "wmem=host".parse().unwrap();

@@ -168,10 +168,10 @@ impl Results {
             .and_then(|n| n.link)
             .map(|l| l.to_string());
         run.reader = Some(data.spec.reader().as_str().into());
-        run.mtu = data
-            .netns
-            .as_ref()
-            .map(|n| n.mtu.unwrap_or(crate::netns::VETH_DEFAULT_MTU));
+        run.mtu = match &data.netns {
+            Some(n) => Some(n.mtu.unwrap_or(crate::netns::VETH_DEFAULT_MTU)),
+            None => loopback_mtu(),
+        };
         for (component, cap) in [
             (Component::App, self.caps.app),
             (Component::Proxy, self.caps.proxy),
@@ -206,6 +206,16 @@ impl Results {
             .unwrap_or(16 << 20);
         write_summaries_of(&self.dir, &self.written, body, self.buffers.capacity())
     }
+}
+
+/// The MTU of the host's loopback, which a run outside namespaces uses
+/// (`runs.csv` `mtu`); none when it cannot be read.
+fn loopback_mtu() -> Option<u32> {
+    std::fs::read_to_string("/sys/class/net/lo/mtu")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Writes `conditions.csv` and `crosscheck.csv` of `dir` from the rows of

@@ -9,6 +9,8 @@
 //! - [`names`]: servers, routes, components, statuses and verdicts, parsed
 //!   once when read, with an `Unknown` for names of other versions.
 //! - [`cell`]: how numbers are written (decimals per column, empty cells).
+//! - [`dims`]: the condition cells of `runs.csv`, `conditions.csv`,
+//!   `crosscheck.csv`, `model.csv`, defined once ([`DimCells`]).
 //! - [`file`]: a file through its struct: [`columns`], reading, appending.
 //! - [`runs`]: `runs.csv`, `conditions.csv`, `crosscheck.csv`.
 //! - [`load`]: the load generator's `requests.csv`, `large-responses.csv`,
@@ -22,6 +24,8 @@
 
 pub mod cell;
 pub mod check;
+#[macro_use]
+pub mod dims;
 pub mod file;
 pub mod load;
 pub mod logs;
@@ -33,6 +37,7 @@ pub mod set;
 pub mod sweep;
 
 pub use check::{CheckRow, LevelVerdict};
+pub use dims::DimCells;
 pub use file::{Appender, columns};
 pub use load::{LargeRow, ProgressRow, RequestRow, SlowHeaderRow, UploadRow};
 pub use logs::{AppRecvRow, AppSendRow, GaugeRow, ProxyResponseRow};
@@ -41,7 +46,7 @@ pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
     Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };
-pub use runs::{ComponentColumns, ConditionRow, CrossRow, DimCells, RunRow};
+pub use runs::{ComponentColumns, ConditionRow, CrossRow, RunRow};
 pub use samples::{QdiscRow, ResourceRow, SocketRow};
 pub use set::{
     Appenders, Ident, Missing, PerRun, ResultSet, Skipped, mark_incomplete, read_dir,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::cell;
 use super::names::{RouteName, ServerName, VerdictName};
 
+dim_row! {
 /// A row of `model.csv`: one download-direction condition (server, route,
 /// slow clients and the cells of `results::DimCells`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -13,9 +14,8 @@ pub struct ModelRow {
     pub server: ServerName,
     pub route: RouteName,
     pub slow_clients: u32,
-    /// The runs' `--sysctl`s as in `runs.csv`; empty for the host's.
-    #[serde(default)]
-    pub sysctls: Option<String>,
+    // The runs' `--sysctl`s as in `runs.csv`; empty for the host's.
+    @sysctls,
     pub runs: u32,
     pub body_bytes: u64,
     #[serde(serialize_with = "cell::d0")]
@@ -49,14 +49,18 @@ pub struct ModelRow {
     pub observed: Option<VerdictName>,
     #[serde(serialize_with = "cell::d2")]
     pub p95_ms: Option<f64>,
-    /// As in `runs.csv`: part of the condition (with `sysctls`, which
-    /// holds a `buffers` cell).
-    #[serde(default)]
-    pub netns: Option<bool>,
-    #[serde(default)]
-    pub slow_kind: Option<String>,
-    #[serde(default)]
-    pub link: Option<String>,
-    #[serde(default)]
-    pub reader: Option<String>,
+    // As in `runs.csv`: part of the condition (with `sysctls`, which
+    // holds a `buffers` cell).
+    @netns, @slow_kind, @link, @reader, @mtu,
+    /// The app socket's send buffer (`sndbuf_bytes` of
+    /// `socket-samples.csv`): its largest sample in a run, median over the
+    /// runs; empty without sock_diag samples.
+    pub app_sndbuf_peak_bytes: Option<u64>,
+    /// Whether that send buffer grew to the `wmem_max_bytes` the
+    /// prediction assumes: `no` where the kernel (growing it by the
+    /// congestion window in segments, so by the MTU) stopped it short,
+    /// and B is overstated; empty when not sampled.
+    #[serde(default, with = "cell::yes_no")]
+    pub sndbuf_as_assumed: Option<bool>,
+}
 }

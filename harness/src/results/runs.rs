@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use super::model::ModelRow;
 use super::names::{
     CheckName, Component, Direction, DirectionName, RouteName, ServerName, StatusName, VerdictName,
 };
 
+dim_row! {
 /// A row of `runs.csv`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunRow {
@@ -94,97 +94,19 @@ pub struct RunRow {
     pub loadgen_cpu_cap_cores: Option<f64>,
     #[serde(default)]
     pub loadgen_memory_cap_bytes: Option<u64>,
-    /// Whether the run's components ran in the lab's network namespaces
-    /// (`--netns`); empty in files of versions before it.
-    #[serde(default)]
-    pub netns: Option<bool>,
-    /// The run's `--sysctl`s as given, `;` between them; empty for none.
-    #[serde(default)]
-    pub sysctls: Option<String>,
+    @netns, @sysctls,
     /// What the `slow_clients` do: `download`, `upload`, `headers`; empty
     /// (files before the column) means `download`.
     #[serde(default)]
     pub direction: DirectionName,
-    /// How the slow clients were slow: `pace` (they pace their reads) or
-    /// `link` (they read as fast as they can behind `--link`); empty in
-    /// files of versions before it.
-    #[serde(default)]
-    pub slow_kind: Option<String>,
-    /// The run's `--link` with its defaults filled in
-    /// (`rate=4MiB,burst=41943,limit=419430`); empty without one.
-    #[serde(default)]
-    pub link: Option<String>,
-    /// The slow readers' model (`strict`, `streamreader`); empty in files
-    /// of versions before it.
-    #[serde(default)]
-    pub reader: Option<String>,
-    /// The MTU of the lab's veths (`--mtu`, the condition's, else 1500);
-    /// empty when not in namespaces and in files of versions before it.
-    #[serde(default)]
-    pub mtu: Option<u32>,
+    @slow_kind, @link, @reader, @mtu,
     /// When `p95_ms` is empty because its rank fell among the failed
     /// requests (failures rank last): their error kinds, `;` between them
     /// (`timeout`: each waited the whole `--timeout`).
     #[serde(default)]
     pub p95_error: Option<String>,
 }
-
-/// The condition cells beyond server, route, slow clients and direction
-/// (`netns`, `sysctls`, `slow_kind`, `link`, `reader`), as `runs.csv`
-/// records them per run and `conditions.csv`, `crosscheck.csv` per
-/// condition: runs are grouped on all of them, so two cells of a grid are
-/// never averaged together. Empty cells of older files read as what those
-/// versions ran: the host's loopback, paced readers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DimCells {
-    pub netns: Option<bool>,
-    pub sysctls: Option<String>,
-    pub slow_kind: Option<String>,
-    pub link: Option<String>,
-    pub reader: Option<String>,
 }
-
-impl DimCells {
-    fn normal(self) -> DimCells {
-        DimCells {
-            netns: Some(self.netns.unwrap_or(false)),
-            sysctls: self.sysctls.filter(|s| !s.is_empty()),
-            slow_kind: Some(self.slow_kind.unwrap_or_else(|| "pace".into())),
-            link: self.link.filter(|s| !s.is_empty()),
-            reader: self.reader.filter(|s| !s.is_empty()),
-        }
-    }
-}
-
-/// `dims()` and `set_dims()` of each row struct that carries the cells.
-macro_rules! dim_cells {
-    ($($row:ident)+) => {$(
-        impl $row {
-            /// The row's condition cells, empty ones read as older
-            /// versions meant them.
-            pub fn dims(&self) -> DimCells {
-                DimCells {
-                    netns: self.netns,
-                    sysctls: self.sysctls.clone(),
-                    slow_kind: self.slow_kind.clone(),
-                    link: self.link.clone(),
-                    reader: self.reader.clone(),
-                }
-                .normal()
-            }
-
-            pub fn set_dims(&mut self, d: DimCells) {
-                self.netns = d.netns;
-                self.sysctls = d.sysctls;
-                self.slow_kind = d.slow_kind;
-                self.link = d.link;
-                self.reader = d.reader;
-            }
-        }
-    )+};
-}
-
-dim_cells!(RunRow ConditionRow CrossRow ModelRow);
 
 /// The `<c>_*` columns of one component in `runs.csv`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -274,6 +196,7 @@ impl RunRow {
     }
 }
 
+dim_row! {
 /// A row of `conditions.csv`: the original's names first (p50, p95,
 /// p95_min, p95_max in ms; app_send_s, client_receive_s; temp_peak_mib).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -323,24 +246,17 @@ pub struct ConditionRow {
     /// As in `runs.csv`.
     #[serde(default)]
     pub direction: DirectionName,
-    /// As in `runs.csv`: part of the condition.
-    #[serde(default)]
-    pub netns: Option<bool>,
-    #[serde(default)]
-    pub sysctls: Option<String>,
-    #[serde(default)]
-    pub slow_kind: Option<String>,
-    #[serde(default)]
-    pub link: Option<String>,
-    #[serde(default)]
-    pub reader: Option<String>,
+    // As in `runs.csv`: part of the condition.
+    @netns, @sysctls, @slow_kind, @link, @reader, @mtu,
     /// When the median of the runs' p95, a run without one (its p95 fell
     /// among failed requests) ranking last, is such a run: the error kinds
     /// of those runs' `p95_error`, `;` between them. `p95` is then empty.
     #[serde(default)]
     pub p95_error: Option<String>,
 }
+}
 
+dim_row! {
 /// A row of `crosscheck.csv`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CrossRow {
@@ -369,20 +285,12 @@ pub struct CrossRow {
     /// As in `runs.csv`.
     #[serde(default)]
     pub direction: DirectionName,
-    /// As in `runs.csv`: part of the condition.
-    #[serde(default)]
-    pub netns: Option<bool>,
-    #[serde(default)]
-    pub sysctls: Option<String>,
-    #[serde(default)]
-    pub slow_kind: Option<String>,
-    #[serde(default)]
-    pub link: Option<String>,
-    #[serde(default)]
-    pub reader: Option<String>,
+    // As in `runs.csv`: part of the condition.
+    @netns, @sysctls, @slow_kind, @link, @reader, @mtu,
     /// As in `conditions.csv`: the condition's p95 fell among failed
     /// requests of these kinds; `p95_ms` is empty and the observation is
     /// `blocked` (failures rank last) when a baseline was measured.
     #[serde(default)]
     pub p95_error: Option<String>,
+}
 }

@@ -143,14 +143,32 @@ fn headers_are_pinned() {
          client_receive_s,temp_peak_mib,fast_requests,fast_errors,max_schedule_lag_ms,\
          app_cpu_cores,published_p95,published_p95_min,published_p95_max,published_app_send_s,\
          published_client_receive_s,published_from,note,direction,netns,sysctls,slow_kind,link,\
-         reader,p95_error"
+         reader,mtu,p95_error"
     );
     assert_eq!(
         columns::<CrossRow>().join(","),
         "check,server,route,slow_clients,handlers,absorbs_whole_response,predicted,observed,\
          p95_ms,baseline_p95_ms,baseline_from,reference,reference_observed,reference_p95_ms,\
-         p95_ratio,agree,direction,netns,sysctls,slow_kind,link,reader,p95_error"
+         p95_ratio,agree,direction,netns,sysctls,slow_kind,link,reader,mtu,p95_error"
     );
+    assert_eq!(
+        columns::<ModelRow>().join(","),
+        "server,route,slow_clients,sysctls,runs,body_bytes,slow_rate_bytes_per_s,wmem_max_bytes,\
+         rmem_max_bytes,client_rcvbuf_bytes,proxy_hold_bytes,predicted_b_bytes,predicted_app_send_s,\
+         observed_app_send_s,explained_b_bytes,explained_app_send_s,ratio,predicted_blocked,\
+         observed,p95_ms,netns,slow_kind,link,reader,mtu,app_sndbuf_peak_bytes,sndbuf_as_assumed"
+    );
+    // Every row struct with the condition cells has all of them.
+    for cols in [
+        columns::<RunRow>(),
+        columns::<ConditionRow>(),
+        columns::<CrossRow>(),
+        columns::<ModelRow>(),
+    ] {
+        for c in columns::<DimCells>() {
+            assert!(cols.contains(c), "{c} missing from {cols:?}");
+        }
+    }
     assert_eq!(
         columns::<ResourceRow>()[5..].join(","),
         "t_s,component,procs,cpu_s,cpu_source,throttled_ms,nr_throttled,memory_bytes,rss_bytes,\
@@ -181,6 +199,41 @@ fn headers_are_pinned() {
          highest_error_free_conn_rate,highest_error_free_req_rate,\
          highest_error_free_replies_per_s,loadgen_saturated_steps,ports_exhausted_steps"
     );
+}
+
+#[test]
+fn the_condition_cells_round_trip_through_every_row_struct() {
+    let cells = DimCells {
+        netns: Some(true),
+        sysctls: Some("net.ipv4.tcp_wmem=4096 16384 262144".into()),
+        slow_kind: Some("link".into()),
+        link: Some("rate=2MiB,burst=20972,limit=209715".into()),
+        reader: Some("strict".into()),
+        mtu: Some(9000),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    fn back<T: serde::Serialize + serde::de::DeserializeOwned>(dir: &std::path::Path, row: T) -> T {
+        let path = dir.join("x.csv");
+        file::write_whole(&path, &[row]).unwrap();
+        file::read_all::<T>(&path).unwrap().remove(0)
+    }
+    macro_rules! round_trip {
+        ($($row:ty)+) => {$({
+            let mut row = <$row>::default();
+            row.set_dims(cells.clone());
+            assert_eq!(back(dir.path(), row).dims(), cells, stringify!($row));
+        })+};
+    }
+    round_trip!(RunRow ConditionRow CrossRow ModelRow);
+    // Empty cells read as the versions that left them empty ran: a
+    // namespace before the mtu column ran at the veth's 1500; a host run
+    // before it recorded no MTU.
+    let old = DimCells {
+        netns: Some(true),
+        ..DimCells::default()
+    };
+    assert_eq!(old.normal().mtu, Some(1500));
+    assert_eq!(DimCells::default().normal().mtu, None);
 }
 
 #[test]

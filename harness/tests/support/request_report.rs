@@ -13,24 +13,38 @@ use harness::report::{self, data::Results, fmt};
 
 pub type Rec = HashMap<String, String>;
 
-/// Runs one repetition of the conditions of `preset` that match `only`
-/// into `out`, without the report.
-pub fn reproduce(preset: &str, out: &Path, only: &str) {
-    let status = Command::new(super::slowlab())
-        .args([
-            "reproduce",
-            "--preset",
-            preset,
-            "--runs",
-            "1",
-            "--no-report",
-        ])
-        .args(["--only", only, "--out"])
-        .arg(out)
-        .env("SLOWLAB_HOME", super::state_dir())
-        .status()
+/// `slowlab reproduce` of one repetition of the conditions of `preset`
+/// that match `only`, with `flags`, into `out`, without the report; the
+/// caller adds what else it needs and runs it.
+pub fn reproduce_command(preset: &str, out: &Path, only: &str, flags: &[&str]) -> Command {
+    let mut cmd = Command::new(super::slowlab());
+    cmd.args([
+        "reproduce",
+        "--preset",
+        preset,
+        "--runs",
+        "1",
+        "--no-report",
+    ])
+    .args(["--only", only])
+    .args(flags)
+    .arg("--out")
+    .arg(out)
+    .env("SLOWLAB_HOME", super::state_dir());
+    cmd
+}
+
+/// Runs [`reproduce_command`] and asserts that it succeeded.
+pub fn reproduce(preset: &str, out: &Path, only: &str, flags: &[&str]) {
+    let o = reproduce_command(preset, out, only, flags)
+        .output()
         .expect("run slowlab reproduce");
-    assert!(status.success(), "reproduce exited with {status}");
+    assert!(
+        o.status.success(),
+        "reproduce exited with {}: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// Every row of a CSV file as column -> cell.

@@ -19,7 +19,54 @@ const HOLDS_WITHIN: f64 = 0.15;
 
 fn label(m: &ModelRow) -> String {
     let sys = m.sysctls.as_deref().unwrap_or("host sysctls");
-    format!("{}/{} {} slow, {sys}", m.server, m.route, m.slow_clients)
+    format!(
+        "{}/{} {} slow, {sys}{}",
+        m.server,
+        m.route,
+        m.slow_clients,
+        at_mtu(m)
+    )
+}
+
+/// `, MTU n`, or nothing where the MTU was not recorded.
+fn at_mtu(m: &ModelRow) -> String {
+    m.mtu.map(|v| format!(", MTU {v}")).unwrap_or_default()
+}
+
+/// Where the app's send buffer stopped short of the `tcp_wmem` max the
+/// prediction assumes (`sndbuf_as_assumed`), from the rows.
+fn sndbuf_words(rows: &[ModelRow]) -> Option<String> {
+    let sampled = rows
+        .iter()
+        .filter(|m| m.sndbuf_as_assumed.is_some())
+        .count();
+    if sampled == 0 {
+        return None;
+    }
+    let short: Vec<&ModelRow> = rows
+        .iter()
+        .filter(|m| m.sndbuf_as_assumed == Some(false))
+        .collect();
+    let mut out = format!(
+        " The prediction assumes the app's send buffer grows to `tcp_wmem` max; it did in {} of {sampled} \
+         condition(s) with sampled sockets.",
+        sampled - short.len()
+    );
+    for m in short.iter().take(3) {
+        out.push_str(&format!(
+            " {}: it stopped at {} of {}.",
+            label(m),
+            fmt::or_dash(m.app_sndbuf_peak_bytes.map(|b| b as f64), fmt::bytes),
+            fmt::or_dash(m.wmem_max_bytes.map(|b| b as f64), fmt::bytes),
+        ));
+    }
+    if !short.is_empty() {
+        out.push_str(
+            " There `B` is overstated: the kernel grows a send buffer by the congestion window counted in \
+             segments, each slot sized by the MTU, so a small MTU (the veth's 1500) stops it short.",
+        );
+    }
+    Some(out)
 }
 
 /// Builds the section.
@@ -137,6 +184,7 @@ fn words(rows: &[ModelRow]) -> String {
             judged.len()
         ));
     }
+    out.push_str(&sndbuf_words(rows).unwrap_or_default());
     out
 }
 
@@ -173,6 +221,7 @@ fn published_gap(rows: &[ModelRow]) -> Option<String> {
         m.sysctls
             .clone()
             .map_or("the host's sysctls".to_string(), |s| format!("`{s}`"))
+            + &at_mtu(m)
     };
     let mut out = format!(
         "The published gap: the original measured {}/{} with {} slow clients at a p95 of {}{}. Of the {} \
@@ -215,6 +264,7 @@ fn published_gap(rows: &[ModelRow]) -> Option<String> {
     }
     for m in rows.iter().filter(|m| {
         m.sysctls == best.sysctls
+            && m.mtu == best.mtu
             && m.server == best.server
             && m.slow_clients == best.slow_clients
             && m.route != best.route
@@ -324,6 +374,25 @@ mod tests {
             "{w}"
         );
         assert!(w.contains("predicted 0.00 s, measured 7.61 s"), "{w}");
+        assert!(!w.contains("send buffer"), "nothing sampled: {w}");
+        // A send buffer the MTU stopped short of tcp_wmem max is named.
+        let at = |mtu, peak: u64, wmem: u64| ModelRow {
+            mtu: Some(mtu),
+            wmem_max_bytes: Some(wmem),
+            app_sndbuf_peak_bytes: Some(peak),
+            sndbuf_as_assumed: Some(peak >= wmem),
+            ..rows[1].clone()
+        };
+        let w = words(&[at(1500, 1_100_000, 16 << 20), at(65535, 16 << 20, 16 << 20)]);
+        assert!(
+            w.contains("it did in 1 of 2 condition(s) with sampled sockets."),
+            "{w}"
+        );
+        assert!(
+            w.contains("16777216, MTU 1500: it stopped at 1.0 MiB of 16 MiB."),
+            "{w}"
+        );
+        assert!(w.contains("There `B` is overstated"), "{w}");
     }
 
     #[test]
