@@ -62,7 +62,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
     let scheduler = Scheduler::spawn(
         config.fast_offsets(),
         config.target.addr,
-        config.fast_bind,
+        config.binds.fast,
         fast_ctx,
         runtime.handle().clone(),
         config.timing,
@@ -75,6 +75,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         timeout: config.timeout,
         verify: config.verify,
         reader: config.reader,
+        bind: config.binds,
     });
     let readers = (0..config.slow)
         .map(|i| SlowReader::spawn(i, slow_ctx.clone(), config.read_chunk))
@@ -89,6 +90,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         rate: up.rate,
         sndbuf: up.sndbuf,
         timeout: config.timeout,
+        bind: config.binds,
     });
     let uploaders = (0..up.uploaders)
         .map(|i| upload::spawn_uploader(i, upload_ctx.clone()))
@@ -99,6 +101,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         path: up.path.clone(),
         interval: up.header_interval,
         timeout: config.timeout,
+        bind: config.binds,
     });
     let slowloris = (0..up.slow_headers)
         .map(|i| upload::spawn_slow_headers(i, headers_ctx.clone()))

@@ -48,6 +48,8 @@ pub struct UploadContext {
     pub sndbuf: usize,
     /// The longest wait for the connect or any single write or read.
     pub timeout: Duration,
+    /// Uploader `i` binds `bind.slow_client(i)` (`--slow-bind`).
+    pub bind: crate::bind::Binds,
 }
 
 impl UploadContext {
@@ -72,6 +74,8 @@ pub struct HeadersContext {
     /// One header line per interval.
     pub interval: Duration,
     pub timeout: Duration,
+    /// Slowloris client `i` binds `bind.slow_client(i)` (`--slow-bind`).
+    pub bind: crate::bind::Binds,
 }
 
 /// A client thread started before t0: it waits for t0 (and, for slowloris,
@@ -159,6 +163,7 @@ type Connected = (TcpStream, Option<usize>, Instant);
 /// connect completed.
 fn connect(
     addr: SocketAddr,
+    bind: Option<std::net::IpAddr>,
     sndbuf: Option<usize>,
     timeout: Duration,
 ) -> Result<Connected, (Failure, Option<usize>)> {
@@ -168,6 +173,7 @@ fn connect(
         Some(Protocol::TCP),
     )
     .map_err(|e| (Failure::local("socket", &e), None))?;
+    crate::bind::bind(&socket, bind).map_err(|e| (Failure::local("bind", &e), None))?;
     let granted = match sndbuf {
         Some(n) => Some(
             crate::net::set_sndbuf(&socket, n)
@@ -229,7 +235,7 @@ fn upload(client: usize, ctx: &UploadContext, t0: Instant) -> UploadRecord {
         sndbuf_granted_bytes: None,
         error: None,
     };
-    let outcome = match connect(ctx.addr, Some(ctx.sndbuf), ctx.timeout) {
+    let outcome = match connect(ctx.addr, ctx.bind.slow_client(client), Some(ctx.sndbuf), ctx.timeout) {
         Err((f, granted)) => {
             r.sndbuf_granted_bytes = granted;
             Err(f)
@@ -348,7 +354,7 @@ fn slow_headers(
         status: None,
         error: None,
     };
-    let (mut stream, _, connected) = match connect(ctx.addr, None, ctx.timeout) {
+    let (mut stream, _, connected) = match connect(ctx.addr, ctx.bind.slow_client(client), None, ctx.timeout) {
         Ok(c) => c,
         Err((f, _)) => {
             r.error = Some(f.in_load());

@@ -231,7 +231,7 @@ fn kind_facts(r: &Results, server: &ServerName, slow: u32) -> Vec<KindFacts> {
             let qdiscs: Vec<_> = r
                 .qdiscs
                 .iter()
-                .filter(|q| q.side == "server" && ids.contains(&q.run_id.as_str()))
+                .filter(|q| q.side == "server" && q.is_root() && ids.contains(&q.run_id.as_str()))
                 .collect();
             let drops = ids.iter().filter_map(|id| {
                 qdiscs

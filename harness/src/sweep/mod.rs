@@ -259,7 +259,7 @@ fn sweep(
         caps,
         cgroup_prefix: "sweep".into(),
         paths: RunPaths::new(dir, scratch.path())?,
-        netns: args.net.spec(),
+        netns: args.net.spec().map(|n| n.with_clients(args.slow)),
     };
     let lab = Lab {
         launcher: &launcher,
@@ -331,5 +331,7 @@ fn load_args(
         stop_when_saturated: !args.keep_going,
         fast_path: "/fast".into(),
         allow_remote: false,
+        // The stack's run sets them in its namespaces.
+        bind: Default::default(),
     }
 }

@@ -10,6 +10,7 @@ use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in};
 use common::exit::BadInput;
 use common::units::format_duration;
 
+use crate::bind::{BindArgs, Binds};
 use crate::config::{SlowReaderArgs, check_path};
 use crate::target::Target;
 
@@ -57,6 +58,8 @@ pub struct SweepLoadArgs {
     /// Allow targets outside 127.0.0.0/8 and ::1.
     #[arg(long)]
     pub allow_remote: bool,
+    #[command(flatten)]
+    pub bind: BindArgs,
 }
 
 impl SweepLoadArgs {
@@ -76,6 +79,7 @@ impl SweepLoadArgs {
             stop_when_saturated,
             fast_path,
             allow_remote,
+            bind,
         } = self;
         let rates: Vec<String> = rates.0.iter().map(f64::to_string).collect();
         let mut a: Vec<OsString> = vec![
@@ -105,6 +109,7 @@ impl SweepLoadArgs {
         if *allow_remote {
             a.push("--allow-remote".into());
         }
+        a.extend(bind.to_args());
         a
     }
 }
@@ -167,6 +172,8 @@ pub struct SweepConfig {
     /// Full request paths (base path of the URL included).
     pub fast_path: String,
     pub large_path: String,
+    /// `--fast-bind` (the sessions) and `--slow-bind` (the slow readers).
+    pub binds: Binds,
 }
 
 impl SweepConfig {
@@ -191,7 +198,9 @@ impl SweepConfig {
             bail!("--timeout must be more than 0");
         }
         let rcvbuf = reader.check(args.slow)?;
+        let binds = args.bind.check(&target, args.allow_remote, args.slow)?;
         Ok(SweepConfig {
+            binds,
             fast_path: target.path(&args.fast_path),
             large_path: target.path(&reader.large_path),
             target,
@@ -336,6 +345,10 @@ mod tests {
             stop_when_saturated: true,
             fast_path: "/quick".into(),
             allow_remote: true,
+            bind: crate::bind::BindArgs {
+                fast_bind: Some("127.0.0.2".parse().unwrap()),
+                slow_bind: Some("127.0.0.10".parse().unwrap()),
+            },
         };
         for args in [defaults, all] {
             let words = args.to_args();

@@ -165,6 +165,7 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
         request: request(authority, &config.fast_path).into_boxed_slice(),
         calls: config.calls_per_conn,
         timeout: config.timeout,
+        bind: config.binds.fast,
     });
     let scheduler = Scheduler::spawn(ctx, runtime.handle().clone())?;
     let slow = (config.slow > 0).then(|| {
@@ -176,6 +177,7 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
             timeout: config.timeout,
             verify: VerifyMode::Auto,
             reader: config.reader,
+            bind: config.binds,
         });
         SlowPool::start(config.slow, ctx, config.read_chunk, runtime.handle())
     });
