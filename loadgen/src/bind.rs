@@ -72,11 +72,11 @@ impl BindArgs {
             check("--fast-bind", ip)?;
         }
         if let Some(first) = self.slow_bind {
+            let Some(last) = nth(first, slow.saturating_sub(1)) else {
+                bail!("--slow-bind {first} plus {slow} clients runs past the last address");
+            };
             check("--slow-bind", first)?;
-            if slow > 0 {
-                let Some(last) = nth(first, slow - 1) else {
-                    bail!("--slow-bind {first} plus {slow} clients runs past the last address");
-                };
+            if last != first {
                 if let Err(e) = check("--slow-bind", last) {
                     bail!("the last slow client's address: {e:#}");
                 }
