@@ -521,3 +521,51 @@ fn sweep_load_s_fast_calls_take_the_unshaped_pair_and_its_slow_reader_its_own_cl
         "unbound /fast calls cross the shaped link: {default} bytes for {replies} answers"
     );
 }
+
+#[test]
+fn a_per_client_lab_gives_each_client_an_address_and_a_class_at_both_ends_with_uploads() {
+    if !usable() {
+        return;
+    }
+    use harness::netns::{Link, NetLab, NetSpec, Per, Side};
+    let spec = NetSpec {
+        link: Some(Link::at(4 << 20).per(Per::Client)),
+        uploads: true,
+        ..NetSpec::default()
+    };
+    let lab = NetLab::create(&spec.with_clients(2)).unwrap();
+    let addrs = ["198.19.0.1", "198.19.0.2"];
+    assert_eq!(
+        lab.binds().slow_bind.map(|a| a.to_string()).as_deref(),
+        Some(addrs[0])
+    );
+    let shown = Command::new("ip")
+        .args(["-n", &lab.client.name, "-o", "addr", "show", "dev", &lab.client.veth])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    for a in addrs {
+        assert!(shown.contains(&format!("{a}/32")), "{shown}");
+    }
+    for side in [Side::Server, Side::Client] {
+        let q = lab.qdisc_probe(side).read();
+        let seen: Vec<_> = q
+            .iter()
+            .map(|s| (s.kind.as_str(), s.parent.as_deref(), s.client.map(|a| a.to_string())))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("htb", None, None),
+                ("bfifo", Some("1:1"), None),
+                ("bfifo", Some("1:10"), Some(addrs[0].to_string())),
+                ("bfifo", Some("1:11"), Some(addrs[1].to_string())),
+            ],
+            "{side}"
+        );
+    }
+    let name = lab.client.name.clone();
+    drop(lab);
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&name));
+}
