@@ -249,7 +249,10 @@ fn the_report_draws_the_link_queue_from_the_qdisc_samples(out: &std::path::Path)
         .fold(0.0, f64::max);
     harness::report::write(out).unwrap();
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    let quoted = format!("the link's tbf up to {}", harness::report::fmt::bytes(peak));
+    let quoted = format!(
+        "the link's qdisc (tbf or htb) up to {}",
+        harness::report::fmt::bytes(peak)
+    );
     assert!(md.contains(&quoted), "the lesson quotes `{quoted}`");
     eprintln!("lesson: {quoted}");
 }
@@ -367,7 +370,13 @@ fn per_client_links_give_each_reader_the_whole_rate_where_a_shared_one_halves_it
     let mut ends = vec![];
     for (name, link) in [("client", "rate=4MiB,per=client"), ("shared", "rate=4MiB")] {
         let out = tmp.path().join(name);
-        reproduce_over(&out, "quick", "rust-sync2,direct,slow=2", link, &["--runs", "1"]);
+        reproduce_over(
+            &out,
+            "quick",
+            "rust-sync2,direct,slow=2",
+            link,
+            &["--runs", "1"],
+        );
         let runs = rows(&out.join("runs.csv"));
         assert_eq!(runs.len(), 1);
         assert_eq!(runs[0]["status"], "ok", "{:?}", runs[0]);
@@ -379,7 +388,10 @@ fn per_client_links_give_each_reader_the_whole_rate_where_a_shared_one_halves_it
         );
         ends.push(e);
         if name == "client" {
-            assert_eq!(runs[0]["link"], "rate=4MiB,burst=41943,limit=419430,per=client");
+            assert_eq!(
+                runs[0]["link"],
+                "rate=4MiB,burst=41943,limit=419430,per=client"
+            );
             each_client_has_its_own_class(&out);
         }
     }
@@ -426,10 +438,18 @@ fn each_client_has_its_own_class(out: &std::path::Path) {
             "{class}"
         );
         eprintln!("class {class} ({addr}) sent {} bytes", sent(class));
-        assert!(sent(class) >= (16u64 << 20) as f64, "{class}: {}", sent(class));
+        assert!(
+            sent(class) >= (16u64 << 20) as f64,
+            "{class}: {}",
+            sent(class)
+        );
     }
     eprintln!("default class 1:1 sent {} bytes", sent("1:1"));
-    assert!(sent("1:1") < (1u64 << 20) as f64, "the default class: {}", sent("1:1"));
+    assert!(
+        sent("1:1") < (1u64 << 20) as f64,
+        "the default class: {}",
+        sent("1:1")
+    );
 }
 
 /// Bytes sent by each class of the server end's htb, by class name.
@@ -465,11 +485,17 @@ fn sweep_load_s_fast_calls_take_the_unshaped_pair_and_its_slow_reader_its_own_cl
     let to: std::net::SocketAddr = entry.parse().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while harness::netns::within(Some(&client), || {
-        Ok(std::net::TcpStream::connect_timeout(&to, std::time::Duration::from_millis(200)).is_err())
+        Ok(
+            std::net::TcpStream::connect_timeout(&to, std::time::Duration::from_millis(200))
+                .is_err(),
+        )
     })
     .unwrap()
     {
-        assert!(std::time::Instant::now() < deadline, "the server never answered");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never answered"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -482,7 +508,14 @@ fn sweep_load_s_fast_calls_take_the_unshaped_pair_and_its_slow_reader_its_own_cl
         cmd.args(["netns", "exec", &lab.client.name])
             .arg(slowlab())
             .args(["sweep-load", "--target", &format!("http://{entry}")])
-            .args(["--rates", "20", "--step-duration", "1s", "--calls-per-conn", "2"])
+            .args([
+                "--rates",
+                "20",
+                "--step-duration",
+                "1s",
+                "--calls-per-conn",
+                "2",
+            ])
             .args(["--timeout", "2s", "--slow", "1", "--slow-rate", "10GiB"])
             .args(["--slow-bind", "198.19.0.1"])
             .arg("--out")
@@ -512,7 +545,10 @@ fn sweep_load_s_fast_calls_take_the_unshaped_pair_and_its_slow_reader_its_own_cl
         (default as f64) * 10.0 < fast_moved,
         "/fast crossed the shaped link: its default class sent {default} bytes"
     );
-    assert!(reader > 1 << 20, "the slow reader's class sent {reader} bytes");
+    assert!(
+        reader > 1 << 20,
+        "the slow reader's class sent {reader} bytes"
+    );
     // For contrast: unbound, the same calls cross the link's default class.
     let (replies, default, _) = sweep(false);
     eprintln!("unbound: {replies} /fast answers, default class sent {default}");
@@ -540,7 +576,15 @@ fn a_per_client_lab_gives_each_client_an_address_and_a_class_at_both_ends_with_u
         Some(addrs[0])
     );
     let shown = Command::new("ip")
-        .args(["-n", &lab.client.name, "-o", "addr", "show", "dev", &lab.client.veth])
+        .args([
+            "-n",
+            &lab.client.name,
+            "-o",
+            "addr",
+            "show",
+            "dev",
+            &lab.client.veth,
+        ])
         .output()
         .unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);
@@ -551,7 +595,13 @@ fn a_per_client_lab_gives_each_client_an_address_and_a_class_at_both_ends_with_u
         let q = lab.qdisc_probe(side).read();
         let seen: Vec<_> = q
             .iter()
-            .map(|s| (s.kind.as_str(), s.parent.as_deref(), s.client.map(|a| a.to_string())))
+            .map(|s| {
+                (
+                    s.kind.as_str(),
+                    s.parent.as_deref(),
+                    s.client.map(|a| a.to_string()),
+                )
+            })
             .collect();
         assert_eq!(
             seen,

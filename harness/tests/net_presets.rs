@@ -216,7 +216,10 @@ fn the_link_preset_s_link_conditions_run_behind_a_link() {
     );
     let m = rows(&out.join("model.csv"));
     assert_eq!(m[0]["slow_kind"], "link");
-    assert_eq!(m[0]["slow_rate_bytes_per_s"], "2097152", "each client's own link");
+    assert_eq!(
+        m[0]["slow_rate_bytes_per_s"], "2097152",
+        "each client's own link"
+    );
 }
 
 #[test]

@@ -145,11 +145,20 @@ mod tests {
             .unwrap();
         assert_eq!(ok.fast, Some("127.0.0.2".parse().unwrap()));
         assert_eq!(ok.slow_client(2), Some("127.0.0.12".parse().unwrap()));
-        assert_eq!(args(None, None).check(&target, false, 3).unwrap(), Binds::default());
+        assert_eq!(
+            args(None, None).check(&target, false, 3).unwrap(),
+            Binds::default()
+        );
         for (a, needle) in [
             (args(Some("::1"), None), "address family"),
-            (args(Some("192.0.2.1"), None), "--fast-bind 192.0.2.1 is outside"),
-            (args(None, Some("192.0.2.1")), "--slow-bind 192.0.2.1 is outside"),
+            (
+                args(Some("192.0.2.1"), None),
+                "--fast-bind 192.0.2.1 is outside",
+            ),
+            (
+                args(None, Some("192.0.2.1")),
+                "--slow-bind 192.0.2.1 is outside",
+            ),
             // The first is loopback, the third is not.
             (args(None, Some("127.255.255.254")), "the last slow client"),
             (args(None, Some("255.255.255.255")), "past the last address"),
@@ -157,7 +166,11 @@ mod tests {
             let e = a.check(&target, false, 3).unwrap_err().to_string();
             assert!(e.contains(needle) && !e.contains('\n'), "{a:?}: {e}");
         }
-        assert!(args(Some("192.0.2.1"), Some("192.0.2.1")).check(&target, true, 3).is_ok());
+        assert!(
+            args(Some("192.0.2.1"), Some("192.0.2.1"))
+                .check(&target, true, 3)
+                .is_ok()
+        );
     }
 
     #[test]
@@ -168,7 +181,10 @@ mod tests {
             #[command(flatten)]
             b: BindArgs,
         }
-        for a in [args(None, None), args(Some("127.0.0.2"), Some("198.19.0.1"))] {
+        for a in [
+            args(None, None),
+            args(Some("127.0.0.2"), Some("198.19.0.1")),
+        ] {
             let argv = std::iter::once(OsString::from("p")).chain(a.to_args());
             assert_eq!(P::parse_from(argv).b, a);
         }

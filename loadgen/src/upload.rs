@@ -235,7 +235,12 @@ fn upload(client: usize, ctx: &UploadContext, t0: Instant) -> UploadRecord {
         sndbuf_granted_bytes: None,
         error: None,
     };
-    let outcome = match connect(ctx.addr, ctx.bind.slow_client(client), Some(ctx.sndbuf), ctx.timeout) {
+    let outcome = match connect(
+        ctx.addr,
+        ctx.bind.slow_client(client),
+        Some(ctx.sndbuf),
+        ctx.timeout,
+    ) {
         Err((f, granted)) => {
             r.sndbuf_granted_bytes = granted;
             Err(f)
@@ -354,13 +359,14 @@ fn slow_headers(
         status: None,
         error: None,
     };
-    let (mut stream, _, connected) = match connect(ctx.addr, ctx.bind.slow_client(client), None, ctx.timeout) {
-        Ok(c) => c,
-        Err((f, _)) => {
-            r.error = Some(f.in_load());
-            return r;
-        }
-    };
+    let (mut stream, _, connected) =
+        match connect(ctx.addr, ctx.bind.slow_client(client), None, ctx.timeout) {
+            Ok(c) => c,
+            Err((f, _)) => {
+                r.error = Some(f.in_load());
+                return r;
+            }
+        };
     r.connect_ms = Some(ms(began, connected));
     let first = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: slowlab-load\r\n",

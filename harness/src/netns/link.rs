@@ -63,9 +63,7 @@ impl SlowKind {
 }
 
 /// Who shares one rate-`r` bottleneck (`per=`, see the module's doc).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize,
-)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Per {
     /// One tbf that every slow client shares.
@@ -329,8 +327,15 @@ mod tests {
         let l = Link::at(2 << 20).per(Per::Client);
         let addrs = [client_addr(0), client_addr(1)];
         assert_eq!(addrs[1].to_string(), "198.19.0.2");
-        assert!(addrs.iter().all(|a| common::loopback::in_lab_range((*a).into())));
-        assert_eq!((client_class(0), client_class(16)), ("1:10".into(), "1:20".into()));
+        assert!(
+            addrs
+                .iter()
+                .all(|a| common::loopback::in_lab_range((*a).into()))
+        );
+        assert_eq!(
+            (client_class(0), client_class(16)),
+            ("1:10".into(), "1:20".into())
+        );
         let lines = l.tc_lines("v", Match::Src, &addrs);
         // The root, the default class and its bfifo, then three per client.
         assert_eq!(lines.len(), 3 + 3 * 2);

@@ -402,7 +402,17 @@ impl NetLab {
             let to = format!("{net}/{bits}");
             let via = client.addr.to_string();
             let s = server.name.as_str();
-            ip::ip(&["-n", s, "route", "add", &to, "via", &via, "dev", &server.veth])?;
+            ip::ip(&[
+                "-n",
+                s,
+                "route",
+                "add",
+                &to,
+                "via",
+                &via,
+                "dev",
+                &server.veth,
+            ])?;
         }
         // From here the NetLab's own Drop removes the namespaces (and the
         // qdiscs and addresses in them).
@@ -518,7 +528,6 @@ impl NetLab {
             classes,
         }
     }
-
 
     /// The probes of the veth ends `spec` shaped ([`NetSpec::shaped`]).
     pub fn shaped_qdiscs(&self) -> Vec<QdiscProbe> {

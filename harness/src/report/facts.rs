@@ -58,7 +58,7 @@ pub struct KindFacts {
     /// The most bytes one socket of each kind held in one sample.
     pub max_app_queue: Option<f64>,
     pub max_client_queue: Option<f64>,
-    /// The largest backlog of the link's tbf (server side) in one sample.
+    /// The largest backlog of the link's root qdisc (server side: the tbf, or a per-client link's htb, all its classes) in one sample.
     pub max_link_backlog: Option<f64>,
     /// Packets the tbf dropped, summed over the runs (its last sample).
     pub link_drops: Option<f64>,
