@@ -452,6 +452,17 @@ fn each_client_has_its_own_class(out: &std::path::Path) {
     );
 }
 
+/// A lab with a 4 MiB/s per-client link for `clients` slow clients.
+fn per_client_lab(clients: u32, uploads: bool) -> harness::netns::NetLab {
+    use harness::netns::{Link, NetLab, NetSpec, Per};
+    let spec = NetSpec {
+        link: Some(Link::at(4 << 20).per(Per::Client)),
+        uploads,
+        ..NetSpec::default()
+    };
+    NetLab::create(&spec.with_clients(clients)).unwrap()
+}
+
 /// Bytes sent by each class of the server end's htb, by class name.
 fn sent_by_class(lab: &harness::netns::NetLab) -> std::collections::HashMap<String, u64> {
     lab.qdisc_probe(harness::netns::Side::Server)
@@ -466,13 +477,8 @@ fn sweep_load_s_fast_calls_take_the_unshaped_pair_and_its_slow_reader_its_own_cl
     if !usable() {
         return;
     }
-    use harness::netns::{Link, NetLab, NetSpec, Per};
     use support::child::Child;
-    let spec = NetSpec {
-        link: Some(Link::at(4 << 20).per(Per::Client)),
-        ..NetSpec::default()
-    };
-    let lab = NetLab::create(&spec.with_clients(1)).unwrap();
+    let lab = per_client_lab(1, false);
     let entry = format!("{}:8000", lab.server.addr);
     let mut serve = Command::new("ip");
     serve
@@ -563,13 +569,8 @@ fn a_per_client_lab_gives_each_client_an_address_and_a_class_at_both_ends_with_u
     if !usable() {
         return;
     }
-    use harness::netns::{Link, NetLab, NetSpec, Per, Side};
-    let spec = NetSpec {
-        link: Some(Link::at(4 << 20).per(Per::Client)),
-        uploads: true,
-        ..NetSpec::default()
-    };
-    let lab = NetLab::create(&spec.with_clients(2)).unwrap();
+    use harness::netns::Side;
+    let lab = per_client_lab(2, true);
     let addrs = ["198.19.0.1", "198.19.0.2"];
     assert_eq!(
         lab.binds().slow_bind.map(|a| a.to_string()).as_deref(),
