@@ -77,7 +77,7 @@ pub struct SocketSample {
     pub mem: Option<MemInfo>,
 }
 
-/// One shaped qdisc at one instant.
+/// One shaped qdisc (a root, or a per-client class's leaf) at one instant.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QdiscSample {
     pub t_unix_s: f64,
@@ -178,12 +178,12 @@ pub fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Reads every qdisc once; one that cannot be read (its namespace is
-/// gone) gives no row.
+/// Reads every qdisc once (per client, the root and each class's leaf);
+/// one that cannot be read (its namespace is gone) gives no row.
 fn sample_qdiscs(qdiscs: &[QdiscProbe], out: &mut Samples) {
     let t = unix_now();
     for q in qdiscs {
-        if let Some(stats) = q.read() {
+        for stats in q.read() {
             out.qdiscs.push(QdiscSample {
                 t_unix_s: t,
                 side: q.side,

@@ -136,23 +136,42 @@ fn load_values_that_cannot_work_are_bad_input() {
 }
 
 #[test]
-fn a_bad_fast_bind_address_is_bad_input() {
-    for (value, needle) in [
-        ("nonsense", "not an IP address"),
-        ("192.0.2.1", "outside 127.0.0.0/8"),
-        ("::1", "address family"),
+fn a_bad_bind_address_is_bad_input() {
+    for (flag, value, needle) in [
+        ("--fast-bind", "192.0.2.1", "outside 127.0.0.0/8"),
+        ("--fast-bind", "::1", "address family"),
+        ("--slow-bind", "192.0.2.1", "outside 127.0.0.0/8"),
+        // Slow client 1 would bind 128.0.0.0.
+        ("--slow-bind", "127.255.255.255", "the last slow client"),
     ] {
-        let o = Command::new(slowlab())
-            .args(load(&["--slow", "0", "--fast-duration", "1s"]))
-            .env(loadgen::config::FAST_BIND_ENV, value)
-            .stdin(Stdio::null())
-            .output()
-            .expect("slowlab load");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{value}: {err}");
-        assert_eq!(err.lines().count(), 1, "{value}: {err}");
-        assert!(err.contains(needle), "{value}: {err}");
+        for verb in ["load", "sweep-load"] {
+            let mut args = match verb {
+                "load" => load(&["--slow", "2", "--fast-duration", "1s"]),
+                _ => vec![
+                    "sweep-load",
+                    "--target",
+                    "http://127.0.0.1:9",
+                    "--rates",
+                    "1",
+                    "--slow",
+                    "2",
+                    "--out",
+                    "/nonexistent/never-written",
+                ],
+            };
+            args.extend([flag, value]);
+            let o = Command::new(slowlab())
+                .args(&args)
+                .stdin(Stdio::null())
+                .output()
+                .expect("slowlab");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{verb} {flag} {value}: {err}");
+            assert_eq!(err.lines().count(), 1, "{verb} {flag} {value}: {err}");
+            assert!(err.contains(needle), "{verb} {flag} {value}: {err}");
+        }
     }
+    assert_refused(&load(&["--fast-bind", "nonsense"]), "--fast-bind");
 }
 
 #[test]

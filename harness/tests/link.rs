@@ -6,7 +6,10 @@
 //! by `/fast`'s, which take their own veth pair; the report draws the
 //! link's queue from them; slow uploaders are shaped by a tbf on the
 //! client's end; and the namespaces, veths and the qdiscs on them are gone
-//! after a normal end.
+//! after a normal end. Per-client links (`per=client`) give each of two
+//! readers the whole rate where a shared link halves it, and count each
+//! client in its own htb class; `sweep-load`'s `/fast` calls take the
+//! unshaped pair (`--fast-bind`), its slow reader its own class.
 
 mod support;
 
@@ -34,6 +37,16 @@ fn rows(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>
 }
 
 fn reproduce(out: &std::path::Path, preset: &str, only: &str, extra: &[&str]) -> u32 {
+    reproduce_over(out, preset, only, "rate=8MiB", extra)
+}
+
+fn reproduce_over(
+    out: &std::path::Path,
+    preset: &str,
+    only: &str,
+    link: &str,
+    extra: &[&str],
+) -> u32 {
     let child = Command::new(slowlab())
         .args([
             "reproduce",
@@ -43,7 +56,7 @@ fn reproduce(out: &std::path::Path, preset: &str, only: &str, extra: &[&str]) ->
             "--only",
             only,
         ])
-        .args(["--link", "rate=8MiB"])
+        .args(["--link", link])
         .args(extra)
         .arg("--out")
         .arg(out)
@@ -236,7 +249,10 @@ fn the_report_draws_the_link_queue_from_the_qdisc_samples(out: &std::path::Path)
         .fold(0.0, f64::max);
     harness::report::write(out).unwrap();
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    let quoted = format!("the link's tbf up to {}", harness::report::fmt::bytes(peak));
+    let quoted = format!(
+        "the link's qdisc (tbf or htb) up to {}",
+        harness::report::fmt::bytes(peak)
+    );
     assert!(md.contains(&quoted), "the lesson quotes `{quoted}`");
     eprintln!("lesson: {quoted}");
 }
@@ -323,6 +339,283 @@ fn the_lab_puts_a_tbf_on_the_server_veth_only_and_removes_it_with_the_namespaces
     assert_eq!(q.kind, "tbf");
     assert_ne!(lab.qdisc(Side::Client).expect("client qdisc").kind, "tbf");
     let name = lab.server.name.clone();
+    drop(lab);
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&list.stdout).contains(&name));
+}
+
+/// The last byte of each `/large` download of `out`'s one run, seconds
+/// since t0, after checking that every body came whole.
+fn download_ends(out: &std::path::Path) -> Vec<f64> {
+    let large = rows(&out.join("large-responses.csv"));
+    assert_eq!(large.len(), 2, "two readers");
+    large
+        .iter()
+        .map(|r| {
+            assert!(
+                r["bytes"] == (16u64 << 20).to_string() && r["error"].is_empty(),
+                "{r:?}"
+            );
+            f(r, "started_s") + f(r, "receive_s")
+        })
+        .collect()
+}
+
+#[test]
+fn per_client_links_give_each_reader_the_whole_rate_where_a_shared_one_halves_it() {
+    if !usable() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ends = vec![];
+    for (name, link) in [("client", "rate=4MiB,per=client"), ("shared", "rate=4MiB")] {
+        let out = tmp.path().join(name);
+        reproduce_over(
+            &out,
+            "quick",
+            "rust-sync2,direct,slow=2",
+            link,
+            &["--runs", "1"],
+        );
+        let runs = rows(&out.join("runs.csv"));
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0]["status"], "ok", "{:?}", runs[0]);
+        assert_eq!(runs[0]["slow_kind"], "link");
+        let e = download_ends(&out);
+        eprintln!(
+            "{name} link {link}: the two 16 MiB downloads end at {:.3} s and {:.3} s",
+            e[0], e[1]
+        );
+        ends.push(e);
+        if name == "client" {
+            assert_eq!(
+                runs[0]["link"],
+                "rate=4MiB,burst=41943,limit=419430,per=client"
+            );
+            each_client_has_its_own_class(&out);
+        }
+    }
+    // 16 MiB at 4 MiB/s each: 4 s.
+    for end in &ends[0] {
+        assert!(
+            (3.6..=4.4).contains(end),
+            "per client: a download ends at {end:.3} s, not 4 s +-10%"
+        );
+    }
+    let last = |e: &[f64]| e.iter().copied().fold(0.0, f64::max);
+    let ratio = last(&ends[1]) / last(&ends[0]);
+    eprintln!("shared / per client: {ratio:.2}x");
+    assert!(
+        (1.7..=2.3).contains(&ratio),
+        "sharing the 4 MiB/s link takes about twice as long: {ratio:.2}x"
+    );
+}
+
+/// `qdisc-samples.csv` of a per-client run: the htb root's rows, and one
+/// class per reader at its address that carried its 16 MiB; the default
+/// class carried next to nothing.
+fn each_client_has_its_own_class(out: &std::path::Path) {
+    let qdiscs = rows(&out.join("qdisc-samples.csv"));
+    let server: Vec<_> = qdiscs.iter().filter(|q| q["side"] == "server").collect();
+    assert!(
+        server
+            .iter()
+            .any(|q| q["class"].is_empty() && q["kind"] == "htb")
+    );
+    let sent = |class: &str| {
+        server
+            .iter()
+            .filter(|q| q["class"] == class)
+            .map(|q| f(q, "sent_bytes"))
+            .fold(0.0, f64::max)
+    };
+    for (class, addr) in [("1:10", "198.19.0.1"), ("1:11", "198.19.0.2")] {
+        assert!(
+            server
+                .iter()
+                .filter(|q| q["class"] == class)
+                .all(|q| q["client_addr"] == addr && q["kind"] == "bfifo"),
+            "{class}"
+        );
+        eprintln!("class {class} ({addr}) sent {} bytes", sent(class));
+        assert!(
+            sent(class) >= (16u64 << 20) as f64,
+            "{class}: {}",
+            sent(class)
+        );
+    }
+    eprintln!("default class 1:1 sent {} bytes", sent("1:1"));
+    assert!(
+        sent("1:1") < (1u64 << 20) as f64,
+        "the default class: {}",
+        sent("1:1")
+    );
+}
+
+/// A lab with a 4 MiB/s per-client link for `clients` slow clients.
+fn per_client_lab(clients: u32, uploads: bool) -> harness::netns::NetLab {
+    use harness::netns::{Link, NetLab, NetSpec, Per};
+    let spec = NetSpec {
+        link: Some(Link::at(4 << 20).per(Per::Client)),
+        uploads,
+        ..NetSpec::default()
+    };
+    NetLab::create(&spec.with_clients(clients)).unwrap()
+}
+
+/// Bytes sent by each class of the server end's htb, by class name.
+fn sent_by_class(lab: &harness::netns::NetLab) -> std::collections::HashMap<String, u64> {
+    lab.qdisc_probe(harness::netns::Side::Server)
+        .read()
+        .into_iter()
+        .filter_map(|q| Some((q.parent?, q.bytes)))
+        .collect()
+}
+
+#[test]
+fn sweep_load_s_fast_calls_take_the_unshaped_pair_and_its_slow_reader_its_own_class() {
+    if !usable() {
+        return;
+    }
+    use support::child::Child;
+    let lab = per_client_lab(1, false);
+    let entry = format!("{}:8000", lab.server.addr);
+    let mut serve = Command::new("ip");
+    serve
+        .args(["netns", "exec", &lab.server.name])
+        .arg(slowlab())
+        .args(["serve", "--listen", &entry, "--model", "async"])
+        .args(["--large-bytes", "4MiB"]);
+    let _server = Child::spawn(serve);
+    let client = lab.client.path();
+    let to: std::net::SocketAddr = entry.parse().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while harness::netns::within(Some(&client), || {
+        Ok(
+            std::net::TcpStream::connect_timeout(&to, std::time::Duration::from_millis(200))
+                .is_err(),
+        )
+    })
+    .unwrap()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never answered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let fast_bind = lab.fast_bind().to_string();
+    // One sweep-load, its /fast sessions bound (or not); the calls it
+    // answered and what each class sent meanwhile.
+    let sweep = |bound: bool| {
+        let out = tmp.path().join(if bound { "bound" } else { "unbound" });
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &lab.client.name])
+            .arg(slowlab())
+            .args(["sweep-load", "--target", &format!("http://{entry}")])
+            .args([
+                "--rates",
+                "20",
+                "--step-duration",
+                "1s",
+                "--calls-per-conn",
+                "2",
+            ])
+            .args(["--timeout", "2s", "--slow", "1", "--slow-rate", "10GiB"])
+            .args(["--slow-bind", "198.19.0.1"])
+            .arg("--out")
+            .arg(&out);
+        if bound {
+            cmd.args(["--fast-bind", &fast_bind]);
+        }
+        let before = sent_by_class(&lab);
+        let o = Child::spawn(cmd).finish(std::time::Duration::from_secs(60));
+        assert!(o.status.success(), "{}: {}", o.status, o.stderr);
+        let after = sent_by_class(&lab);
+        let delta = |c: &str| after[c] - before[c];
+        let replies: f64 = rows(&out.join("steps.csv"))
+            .iter()
+            .map(|r| f(r, "replies"))
+            .sum();
+        (replies, delta("1:1"), delta("1:10"))
+    };
+    let (replies, default, reader) = sweep(true);
+    // A status line and the 12-byte body per answer, at the least.
+    let fast_moved = replies * (17.0 + 12.0);
+    eprintln!(
+        "bound: {replies} /fast answers (> {fast_moved} bytes), default class sent {default}, the slow reader's class {reader}"
+    );
+    assert!(replies >= 20.0, "{replies} answers");
+    assert!(
+        (default as f64) * 10.0 < fast_moved,
+        "/fast crossed the shaped link: its default class sent {default} bytes"
+    );
+    assert!(
+        reader > 1 << 20,
+        "the slow reader's class sent {reader} bytes"
+    );
+    // For contrast: unbound, the same calls cross the link's default class.
+    let (replies, default, _) = sweep(false);
+    eprintln!("unbound: {replies} /fast answers, default class sent {default}");
+    assert!(
+        default as f64 >= replies * (17.0 + 12.0),
+        "unbound /fast calls cross the shaped link: {default} bytes for {replies} answers"
+    );
+}
+
+#[test]
+fn a_per_client_lab_gives_each_client_an_address_and_a_class_at_both_ends_with_uploads() {
+    if !usable() {
+        return;
+    }
+    use harness::netns::Side;
+    let lab = per_client_lab(2, true);
+    let addrs = ["198.19.0.1", "198.19.0.2"];
+    assert_eq!(
+        lab.binds().slow_bind.map(|a| a.to_string()).as_deref(),
+        Some(addrs[0])
+    );
+    let shown = Command::new("ip")
+        .args([
+            "-n",
+            &lab.client.name,
+            "-o",
+            "addr",
+            "show",
+            "dev",
+            &lab.client.veth,
+        ])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    for a in addrs {
+        assert!(shown.contains(&format!("{a}/32")), "{shown}");
+    }
+    for side in [Side::Server, Side::Client] {
+        let q = lab.qdisc_probe(side).read();
+        let seen: Vec<_> = q
+            .iter()
+            .map(|s| {
+                (
+                    s.kind.as_str(),
+                    s.parent.as_deref(),
+                    s.client.map(|a| a.to_string()),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("htb", None, None),
+                ("bfifo", Some("1:1"), None),
+                ("bfifo", Some("1:10"), Some(addrs[0].to_string())),
+                ("bfifo", Some("1:11"), Some(addrs[1].to_string())),
+            ],
+            "{side}"
+        );
+    }
+    let name = lab.client.name.clone();
     drop(lab);
     let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&list.stdout).contains(&name));

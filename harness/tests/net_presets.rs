@@ -194,14 +194,16 @@ fn the_link_preset_s_link_conditions_run_behind_a_link() {
     let r = &runs[0];
     assert_eq!(r["status"], "ok", "{r:?}");
     assert_eq!(r["slow_kind"], "link");
-    assert_eq!(r["link"], "rate=2MiB,burst=20971,limit=209715");
-    // Two unpaced readers share 2 MiB/s: 32 MiB take about 16 s.
+    assert_eq!(r["link"], "rate=2MiB,burst=20971,limit=209715,per=client");
+    // Two unpaced readers, each behind its own 2 MiB/s link, as the paced
+    // readers each read at 2 MiB/s: 16 MiB take about 8 s.
     let large = rows(&out.join("large-responses.csv"));
     let end = large
         .iter()
         .map(|l| l["started_s"].parse::<f64>().unwrap() + l["receive_s"].parse::<f64>().unwrap())
         .fold(0.0, f64::max);
-    assert!((14.4..=17.6).contains(&end), "the last byte at {end:.3} s");
+    eprintln!("link preset, per client: the last byte at {end:.3} s");
+    assert!((7.2..=8.8).contains(&end), "the last byte at {end:.3} s");
     let c = rows(&out.join("conditions.csv"));
     assert_eq!(
         (c[0]["slow_kind"].as_str(), c[0]["link"].as_str()),
@@ -209,13 +211,18 @@ fn the_link_preset_s_link_conditions_run_behind_a_link() {
     );
     let m = rows(&out.join("model.csv"));
     assert_eq!(m[0]["slow_kind"], "link");
-    assert_eq!(m[0]["slow_rate_bytes_per_s"], "1048576", "the link's share");
+    assert_eq!(
+        m[0]["slow_rate_bytes_per_s"], "2097152",
+        "each client's own link"
+    );
 }
 
 #[test]
 fn a_run_wide_flag_that_contradicts_a_condition_is_refused_in_one_line() {
     for (preset, flag, value) in [
         ("link", "--link", "rate=8MiB"),
+        // The preset's links are per client; a shared one contradicts them.
+        ("link", "--link", "rate=2MiB"),
         ("buffers", "--sysctl", WMEM_16M),
         ("buffers", "--mtu", "1500"),
     ] {

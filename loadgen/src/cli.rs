@@ -10,6 +10,7 @@ use clap::ValueEnum as _;
 use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, f64_in, int_in};
 use common::units::format_duration;
 
+use crate::bind::BindArgs;
 use crate::config::{LoadConfig, MAX_FAST_RATE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg};
 use crate::output;
 use crate::runner::run_load;
@@ -30,6 +31,8 @@ pub struct LoadArgs {
     pub slow_reader: SlowReaderArgs,
     #[command(flatten)]
     pub upload: UploadArgs,
+    #[command(flatten)]
+    pub bind: BindArgs,
     /// /fast requests per second (0 to 10000; at most 1000000 requests in
     /// all).
     #[arg(long, default_value_t = 8.0, value_parser = f64_in(0.0, MAX_FAST_RATE))]
@@ -88,6 +91,7 @@ impl LoadArgs {
             slow,
             slow_reader,
             upload,
+            bind,
             fast_rate,
             fast_duration,
             fast_start,
@@ -112,6 +116,7 @@ impl LoadArgs {
         ];
         a.extend(slow_reader.to_args());
         a.extend(upload.to_args());
+        a.extend(bind.to_args());
         a.extend([
             "--fast-rate".into(),
             fast_rate.to_string().into(),
@@ -346,6 +351,10 @@ mod tests {
                 sndbuf: Size(4096),
                 slow_headers: 3,
                 header_interval: Duration::from_millis(250),
+            },
+            bind: BindArgs {
+                fast_bind: Some("127.0.0.2".parse().unwrap()),
+                slow_bind: Some("127.0.0.10".parse().unwrap()),
             },
             fast_rate: 7.25,
             fast_duration: Duration::from_millis(3250),

@@ -2,7 +2,6 @@
 //! directly by a caller.
 
 use std::ffi::OsString;
-use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -10,6 +9,7 @@ use common::bounds::size_in;
 use common::exit::BadInput;
 use common::units::Size;
 
+use crate::bind::Binds;
 use crate::cli::LoadArgs;
 use crate::latency::TimingOptions;
 use crate::output;
@@ -92,15 +92,6 @@ pub const MAX_RCVBUF: u64 = 1 << 30;
 /// so 1024 readers hold at most 1 GiB.
 pub const MAX_READ_CHUNK: u64 = 1 << 20;
 
-/// The environment variable that binds the `/fast` client's sockets to a
-/// local address before connect: the harness sets it to the client
-/// namespace's address of the unshaped second veth pair, so that `/fast`
-/// does not cross a `--link`'s tbf (an environment variable, not a flag:
-/// only the harness sets it, and no command line has to carry it). It
-/// must be an IP address of the target's family, in 127.0.0.0/8 or ::1, or
-/// in the lab's range inside a lab namespace, unless `--allow-remote`.
-pub const FAST_BIND_ENV: &str = "SLOWLAB_FAST_BIND";
-
 /// The request direction of a run, already checked.
 #[derive(Debug, Clone)]
 pub struct UploadConfig {
@@ -132,9 +123,9 @@ pub struct LoadConfig {
     pub fast_start: Duration,
     /// Full request path of the fast requests (base path included).
     pub fast_path: String,
-    /// The local address the `/fast` sockets are bound to
-    /// ([`FAST_BIND_ENV`]); none: the kernel's choice.
-    pub fast_bind: Option<IpAddr>,
+    /// The local addresses the `/fast` sockets and each slow client are
+    /// bound to (`--fast-bind`, `--slow-bind`); none: the kernel's choice.
+    pub binds: Binds,
     pub timeout: Duration,
     pub verify: VerifyMode,
     /// Slow uploaders and slowloris clients.
@@ -185,13 +176,11 @@ impl LoadConfig {
             }
             labels.push((k, v));
         }
-        let fast_bind = fast_bind(
-            std::env::var(FAST_BIND_ENV).ok(),
-            &target,
-            args.allow_remote,
-        )?;
+        let up = &args.upload;
+        let clients = args.slow.max(up.slow_upload).max(up.slow_headers);
+        let binds = args.bind.check(&target, args.allow_remote, clients)?;
         Ok(LoadConfig {
-            fast_bind,
+            binds,
             large_path: target.path(&reader.large_path),
             fast_path: target.path(&args.fast_path),
             target,
@@ -229,33 +218,6 @@ impl LoadConfig {
         let upload = (self.upload.uploaders + self.upload.slow_headers) as u64;
         self.slow as u64 + upload + scheduled.min(in_timeout)
     }
-}
-
-/// [`FAST_BIND_ENV`]'s value, checked: none when unset or empty.
-pub(crate) fn fast_bind(
-    raw: Option<String>,
-    target: &Target,
-    allow_remote: bool,
-) -> anyhow::Result<Option<IpAddr>> {
-    let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else {
-        return Ok(None);
-    };
-    let ip: IpAddr = raw
-        .trim()
-        .parse()
-        .map_err(|_| anyhow::anyhow!("{FAST_BIND_ENV}=`{raw}` is not an IP address"))?;
-    if ip.is_ipv4() != target.addr.is_ipv4() {
-        bail!(
-            "{FAST_BIND_ENV}={ip} is not of the target's address family ({})",
-            target.addr.ip()
-        );
-    }
-    if !allow_remote && !crate::target::is_allowed(ip) {
-        bail!(
-            "{FAST_BIND_ENV}={ip} is outside 127.0.0.0/8 and ::1 (and the lab's range inside its namespaces)"
-        );
-    }
-    Ok(Some(ip))
 }
 
 /// A request path flag: starts with `/`, no spaces or control characters.
@@ -420,27 +382,6 @@ mod tests {
             assert_eq!(v.get_name(), m.as_str());
             assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
         }
-    }
-
-    #[test]
-    fn the_fast_bind_address_is_checked() {
-        let target = Target::resolve("http://127.0.0.1:9", false).unwrap();
-        let bind = |raw: &str, remote| fast_bind(Some(raw.into()), &target, remote);
-        assert_eq!(bind("", false).unwrap(), None);
-        assert_eq!(fast_bind(None, &target, false).unwrap(), None);
-        assert_eq!(
-            bind("127.0.0.2", false).unwrap(),
-            Some("127.0.0.2".parse().unwrap())
-        );
-        for (raw, needle) in [
-            ("not-an-ip", "not an IP address"),
-            ("::1", "address family"),
-            ("192.0.2.1", "outside 127.0.0.0/8"),
-        ] {
-            let e = bind(raw, false).unwrap_err().to_string();
-            assert!(e.contains(needle) && !e.contains('\n'), "{raw}: {e}");
-        }
-        assert!(bind("192.0.2.1", true).is_ok());
     }
 
     #[test]

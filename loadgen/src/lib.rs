@@ -20,13 +20,15 @@
 //! - [`sweep`]: `slowlab sweep-load`, the load generator of a rate sweep.
 //! - [`verify`]: checking the `/large` body against the pattern or length.
 //! - [`pacing`]: absolute-deadline pacing arithmetic.
-//! - [`net`]: sockets (socket2) and the request bytes.
+//! - [`net`]: sockets (socket2) and the request bytes; [`bind`]:
+//!   `--fast-bind` and `--slow-bind`, the local addresses they are bound to.
 //! - [`fds`]: the descriptors a run needs and the open-files limit.
 //! - [`response`], [`chunked`]: a minimal HTTP/1.1 response reader.
 //! - [`record`]: the rows; [`output`]: the CSV files; [`hgrm`]: the latency
 //!   histogram; [`summary`]: the summary; [`error`]: failure kinds;
 //!   [`sys`]: CPU time and host facts.
 
+pub mod bind;
 pub mod chunked;
 pub mod cli;
 pub mod config;

@@ -62,7 +62,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
     let scheduler = Scheduler::spawn(
         config.fast_offsets(),
         config.target.addr,
-        config.fast_bind,
+        config.binds.fast,
         fast_ctx,
         runtime.handle().clone(),
         config.timing,
@@ -75,17 +75,18 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         timeout: config.timeout,
         verify: config.verify,
         reader: config.reader,
+        bind: config.binds,
     });
     let readers = (0..config.slow)
         .map(|i| SlowReader::spawn(i, slow_ctx.clone(), config.read_chunk))
         .collect::<anyhow::Result<Vec<SlowReader>>>()?;
     let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
     let up = &config.upload;
-    let upload_ctx = Arc::new(UploadContext::new(up, &config.target, config.timeout));
+    let upload_ctx = Arc::new(UploadContext::new(up, &config.target, config.timeout, config.binds));
     let uploaders = (0..up.uploaders)
         .map(|i| upload::spawn_uploader(i, upload_ctx.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let headers_ctx = Arc::new(HeadersContext::new(up, &config.target, config.timeout));
+    let headers_ctx = Arc::new(HeadersContext::new(up, &config.target, config.timeout, config.binds));
     let slowloris = (0..up.slow_headers)
         .map(|i| upload::spawn_slow_headers(i, headers_ctx.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;

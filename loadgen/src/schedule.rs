@@ -109,10 +109,7 @@ fn launch(
     addr: SocketAddr,
     bind: Option<IpAddr>,
 ) -> Launch {
-    let socket = net::socket(addr).and_then(|s| match bind {
-        Some(ip) => s.bind(&SocketAddr::new(ip, 0).into()).map(|()| s),
-        None => Ok(s),
-    });
+    let socket = net::socket(addr).and_then(|s| crate::bind::bind(&s, bind).map(|()| s));
     let started = Instant::now();
     let socket = match socket {
         Err(e) => Err(Failure::local("socket", &e)),

@@ -51,6 +51,8 @@ pub struct SlowContext {
     pub timeout: Duration,
     pub verify: VerifyMode,
     pub reader: ReaderModel,
+    /// Reader `i` binds `bind.slow_client(i)` (`--slow-bind`).
+    pub bind: crate::bind::Binds,
 }
 
 /// Live counters for the progress sampler.
@@ -196,7 +198,7 @@ fn download(
     let began = Instant::now();
     let mut p = Progress::default();
     let mut sink = VerifySink::new(ctx.verify);
-    let outcome = transfer(ctx, gauge, buf, &mut p, &mut sink);
+    let outcome = transfer(client, ctx, gauge, buf, &mut p, &mut sink);
     let error = outcome
         .err()
         .or_else(|| sink.verdict())
@@ -225,6 +227,7 @@ fn download(
 }
 
 fn transfer(
+    client: usize,
     ctx: &SlowContext,
     gauge: &Gauge,
     buf: &mut [u8],
@@ -239,6 +242,7 @@ fn transfer(
     .map_err(|e| io_failure("socket", &e))?;
     p.granted =
         Some(net::set_rcvbuf(&socket, ctx.rcvbuf).map_err(|e| io_failure("SO_RCVBUF", &e))?);
+    crate::bind::bind(&socket, ctx.bind.slow_client(client)).map_err(|e| io_failure("bind", &e))?;
     socket
         .connect_timeout(&ctx.addr.into(), ctx.timeout)
         .map_err(|e| Failure::connect(&e))?;

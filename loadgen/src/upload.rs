@@ -50,11 +50,18 @@ pub struct UploadContext {
     pub sndbuf: usize,
     /// The longest wait for the connect or any single write or read.
     pub timeout: Duration,
+    /// Uploader `i` binds `bind.slow_client(i)` (`--slow-bind`).
+    pub bind: crate::bind::Binds,
 }
 
 impl UploadContext {
     /// The uploaders' context of a run's checked flags.
-    pub fn new(up: &UploadConfig, target: &Target, timeout: Duration) -> Self {
+    pub fn new(
+        up: &UploadConfig,
+        target: &Target,
+        timeout: Duration,
+        bind: crate::bind::Binds,
+    ) -> Self {
         UploadContext {
             addr: target.addr,
             authority: target.parsed.authority.clone(),
@@ -63,6 +70,7 @@ impl UploadContext {
             rate: up.rate,
             sndbuf: up.sndbuf,
             timeout,
+            bind,
         }
     }
 
@@ -87,17 +95,25 @@ pub struct HeadersContext {
     /// One header line per interval.
     pub interval: Duration,
     pub timeout: Duration,
+    /// Slowloris client `i` binds `bind.slow_client(i)` (`--slow-bind`).
+    pub bind: crate::bind::Binds,
 }
 
 impl HeadersContext {
     /// The slowloris clients' context of a run's checked flags.
-    pub fn new(up: &UploadConfig, target: &Target, timeout: Duration) -> Self {
+    pub fn new(
+        up: &UploadConfig,
+        target: &Target,
+        timeout: Duration,
+        bind: crate::bind::Binds,
+    ) -> Self {
         HeadersContext {
             addr: target.addr,
             authority: target.parsed.authority.clone(),
             path: up.path.clone(),
             interval: up.header_interval,
             timeout,
+            bind,
         }
     }
 }
@@ -197,6 +213,7 @@ type Connected = (TcpStream, Option<usize>, Instant);
 /// connect completed.
 fn connect(
     addr: SocketAddr,
+    bind: Option<std::net::IpAddr>,
     sndbuf: Option<usize>,
     timeout: Duration,
 ) -> Result<Connected, (Failure, Option<usize>)> {
@@ -206,6 +223,7 @@ fn connect(
         Some(Protocol::TCP),
     )
     .map_err(|e| (Failure::local("socket", &e), None))?;
+    crate::bind::bind(&socket, bind).map_err(|e| (Failure::local("bind", &e), None))?;
     let granted = match sndbuf {
         Some(n) => Some(
             crate::net::set_sndbuf(&socket, n)
@@ -267,7 +285,12 @@ fn upload(client: usize, ctx: &UploadContext, t0: Instant) -> UploadRecord {
         sndbuf_granted_bytes: None,
         error: None,
     };
-    let outcome = match connect(ctx.addr, Some(ctx.sndbuf), ctx.timeout) {
+    let outcome = match connect(
+        ctx.addr,
+        ctx.bind.slow_client(client),
+        Some(ctx.sndbuf),
+        ctx.timeout,
+    ) {
         Err((f, granted)) => {
             r.sndbuf_granted_bytes = granted;
             Err(f)
@@ -386,13 +409,14 @@ fn slow_headers(
         status: None,
         error: None,
     };
-    let (mut stream, _, connected) = match connect(ctx.addr, None, ctx.timeout) {
-        Ok(c) => c,
-        Err((f, _)) => {
-            r.error = Some(f.in_load());
-            return r;
-        }
-    };
+    let (mut stream, _, connected) =
+        match connect(ctx.addr, ctx.bind.slow_client(client), None, ctx.timeout) {
+            Ok(c) => c,
+            Err((f, _)) => {
+                r.error = Some(f.in_load());
+                return r;
+            }
+        };
     r.connect_ms = Some(ms(began, connected));
     let first = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: slowlab-load\r\n",

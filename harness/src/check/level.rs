@@ -81,6 +81,8 @@ impl Plan {
                 slow_headers: of(Direction::Headers),
                 ..self.upload.clone()
             },
+            // The stack's run sets them in its namespaces.
+            bind: Default::default(),
             fast_rate: self.fast_rate,
             fast_duration,
             fast_start: FAST_START,

@@ -462,7 +462,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
             caps,
             cgroup_prefix: format!("check-{route}"),
             paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
-            netns: netns.clone(),
+            // A per-client link makes room for the most slow clients.
+            netns: netns.as_ref().map(|n| n.with_clients(args.max_slow)),
         };
         let r = check_route(
             &lab,

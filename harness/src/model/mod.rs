@@ -37,8 +37,8 @@
 //! The model is for the download direction, under either slow-client kind:
 //! - `pace`: `slow_rate` is the profile's paced rate, and the client's
 //!   receive buffer fills (the reader takes bytes off it at the pace).
-//! - `link`: `slow_rate` is the link's rate shared by the slow readers
-//!   (`Link::share`); they read unpaced, so their receive buffers stay
+//! - `link`: `slow_rate` is the link's rate shared by the slow readers,
+//!   or all of it behind a per-client link (`Link::share`); they read unpaced, so their receive buffers stay
 //!   empty and `rcvbuf` counts 0: the bytes ahead of a reader wait in the
 //!   sender's buffer, which also holds what queues in the tbf (TCP keeps a
 //!   segment in its write queue until it is acknowledged).
@@ -248,7 +248,8 @@ fn row(
         .as_deref()
         .filter(|_| dims.slow_kind.as_deref() == Some("link"))
         .and_then(|l| crate::netns::link::parse(l).ok());
-    // A link's rate shared by the readers; else the paced rate.
+    // A link's rate shared by the readers (all of it per client); else
+    // the paced rate.
     let rate = match link {
         Some(l) => Some(l.share(first.slow_clients) as f64),
         None => paced,

@@ -17,12 +17,15 @@ pub struct NetnsArgs {
     /// `net.ipv4.tcp_*` keys.
     #[arg(long = "sysctl", value_name = "[SIDE:]KEY=VALUE", value_parser = super::parse_sysctl)]
     pub sysctls: Vec<Sysctl>,
-    /// A shaped server-to-client link: `rate=2MiB[,burst=SIZE][,limit=SIZE]`
-    /// (rate 8KiB to 1GiB per second; burst default 10 ms of the rate, at
-    /// least 16KiB; limit default 100 ms, at least twice the burst).
-    /// A tbf on the server's veth end; the slow readers read as fast as they
-    /// can (slow-client kind `link`). Implies --netns.
-    #[arg(long, value_name = "rate=SIZE[,burst=SIZE][,limit=SIZE]", value_parser = super::link::parse)]
+    /// A shaped server-to-client link:
+    /// `rate=2MiB[,burst=SIZE][,limit=SIZE][,per=link|client]` (rate 8KiB
+    /// to 1GiB per second; burst default 10 ms of the rate, at least
+    /// 16KiB; limit default 100 ms, at least twice the burst). per=link
+    /// (the default): one tbf on the server's veth end that all slow
+    /// clients share; per=client: each slow client behind its own link of
+    /// that rate (an htb class per client address). The slow readers read
+    /// as fast as they can (slow-client kind `link`). Implies --netns.
+    #[arg(long, value_name = "rate=SIZE[,burst=SIZE][,limit=SIZE][,per=link|client]", value_parser = super::link::parse)]
     pub link: Option<super::Link>,
     /// The MTU of the lab's veth pairs, 1280 to 65535 (default: the
     /// veth's 1500; the host's loopback has 65536). Implies --netns.
@@ -38,6 +41,7 @@ impl NetnsArgs {
         (asked || self.mtu.is_some()).then(|| NetSpec {
             sysctls: self.sysctls.clone(),
             link: self.link,
+            clients: 0,
             uploads: false,
             mtu: self.mtu,
         })

@@ -38,6 +38,46 @@ pub fn run(program: &str, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// Runs `program -n NETNS -batch -` (`ip` or `tc`) with `lines` on its
+/// stdin: one process for many commands (a per-client link's hundreds).
+/// A failure is one line naming the first command `program` refused.
+pub fn batch(program: &str, netns: &str, lines: &[String]) -> Result<()> {
+    use std::io::Write;
+    let mut child = Command::new(program)
+        .args(["-n", netns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running `{program} -n {netns} -batch -`"))?;
+    let mut text = lines.join("\n");
+    text.push('\n');
+    let written = child
+        .stdin
+        .take()
+        .map(|mut stdin| stdin.write_all(text.as_bytes()));
+    let out = child
+        .wait_with_output()
+        .with_context(|| format!("waiting for `{program} -batch`"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        // tc and ip name the failing line as "Command failed -:N".
+        let line = err
+            .lines()
+            .find(|l| !l.trim().is_empty() && !l.starts_with("Warning"))
+            .unwrap_or("");
+        bail!(
+            "`{program} -n {netns} -batch` failed ({}): {}",
+            out.status,
+            line.trim()
+        );
+    }
+    if let Some(Err(e)) = written {
+        return Err(e).with_context(|| format!("writing to `{program} -batch`"));
+    }
+    Ok(())
+}
+
 /// `ip ARGS`'s stdout, or none when it fails.
 pub fn ip_output(args: &[&str]) -> Option<String> {
     output("ip", args)

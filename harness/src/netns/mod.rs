@@ -17,8 +17,8 @@
 //!   thread inside a namespace.
 //! - `sysctl.rs`: `--sysctl`, the per-namespace TCP keys.
 //! - `reap.rs`: our names and the removal of a dead harness's namespaces.
-//! - `link.rs`: `--link`, the tbf on the server's veth end, the slow-client
-//!   kind.
+//! - `link.rs`: `--link`, the tbf on the server's veth end (or, per
+//!   client, the htb with a class per slow client), the slow-client kind.
 
 mod args;
 mod ip;
@@ -35,7 +35,7 @@ use anyhow::{Context, Result};
 
 pub use args::{NetnsArgs, environment, reap_and_report};
 pub use ip::{enter, within};
-pub use link::{Link, SlowKind};
+pub use link::{Link, Per, SlowKind};
 pub use reap::reap_stale;
 pub use sysctl::{ALLOWED, Sysctl, parse as parse_sysctl, read_in as read_sysctl_in};
 
@@ -83,8 +83,14 @@ impl fmt::Display for Side {
 pub struct NetSpec {
     pub sysctls: Vec<Sysctl>,
     /// `--link`: a tbf on the server's veth end (the server-to-client
-    /// direction).
+    /// direction), or with `per=client` an htb with a class per slow
+    /// client.
     pub link: Option<Link>,
+    /// The slow clients a per-client link makes room for (their addresses
+    /// and classes; at most [`link::MAX_CLIENTS`]): set per run, like
+    /// `uploads`, to the most slow clients its loads have; nothing without
+    /// a per-client link.
+    pub clients: u32,
     /// The run's slow clients are slow uploaders: with a link, its
     /// client-to-server direction is shaped too, by a tbf on the client's
     /// veth end (set per run, from the condition's direction).
@@ -142,6 +148,23 @@ impl NetSpec {
             (None, _) => vec![],
             (Some(_), false) => vec![Side::Server],
             (Some(_), true) => vec![Side::Server, Side::Client],
+        }
+    }
+
+    /// This spec for a run with at most `n` slow clients at once.
+    pub fn with_clients(&self, n: u32) -> NetSpec {
+        NetSpec {
+            clients: n.min(link::MAX_CLIENTS),
+            ..self.clone()
+        }
+    }
+
+    /// The addresses of the per-client link's slow clients (client `i`
+    /// at [`link::client_addr`]`(i)`); none without a per-client link.
+    pub fn client_addrs(&self) -> Vec<Ipv4Addr> {
+        match self.link {
+            Some(l) if l.per == Per::Client => (0..self.clients).map(link::client_addr).collect(),
+            _ => vec![],
         }
     }
 
@@ -236,17 +259,28 @@ impl Namespace {
 /// after the processes inside have stopped.
 ///
 /// The second pair is the `/fast` client's unshaped path: the client binds
-/// its `/fast` sockets to the client's `fast_addr` (`SLOWLAB_FAST_BIND`, see
-/// [`NetLab::fast_bind`]), and a policy rule in the client namespace sends
-/// what leaves from that address over the second pair, to the same server
-/// address (`entry`); the server's answers to `fast_addr` leave by the
-/// second pair's connected route. The server listens as without it.
+/// its `/fast` sockets to the client's `fast_addr` (`slowlab load
+/// --fast-bind`, see [`NetLab::binds`]), and a policy rule in the client
+/// namespace sends what leaves from that address over the second pair, to
+/// the same server address (`entry`); the server's answers to `fast_addr`
+/// leave by the second pair's connected route. The server listens as
+/// without it.
+///
+/// A per-client link adds the slow clients' addresses
+/// ([`link::client_addr`], 198.19.0.0/16) to the client's end of the first
+/// pair as /32s, and a route to them in the server namespace by way of the
+/// client's `addr`; slow client `i` binds its own (`--slow-bind`).
 #[derive(Debug)]
 pub struct NetLab {
     pub server: Namespace,
     pub client: Namespace,
-    /// The veth ends that carry the link's tbf.
+    /// The veth ends that carry the link's tbf (or htb).
     pub shaped: Vec<Side>,
+    /// The per-client link's slow-client addresses (client `i` at `i`);
+    /// empty without one.
+    pub client_addrs: Vec<Ipv4Addr>,
+    /// The link is per client: its shaped ends carry an htb.
+    pub per_client: bool,
 }
 
 /// Namespaces made so far by [`NetLab::create`], deleted if it fails
@@ -357,21 +391,49 @@ impl NetLab {
             "table",
             FAST_TABLE,
         ])?;
+        let client_addrs = spec.client_addrs();
+        if !client_addrs.is_empty() {
+            let lines: Vec<String> = client_addrs
+                .iter()
+                .map(|a| format!("addr add {a}/32 dev {}", client.veth))
+                .collect();
+            ip::batch("ip", c, &lines).context("adding the slow clients' addresses")?;
+            let (net, bits) = link::CLIENTS_NET;
+            let to = format!("{net}/{bits}");
+            let via = client.addr.to_string();
+            let s = server.name.as_str();
+            ip::ip(&[
+                "-n",
+                s,
+                "route",
+                "add",
+                &to,
+                "via",
+                &via,
+                "dev",
+                &server.veth,
+            ])?;
+        }
         // From here the NetLab's own Drop removes the namespaces (and the
-        // qdiscs on their veths).
+        // qdiscs and addresses in them).
         made.0.clear();
         let mut lab = NetLab {
             server,
             client,
             shaped: spec.shaped(),
+            client_addrs,
+            per_client: spec.link.is_some_and(|l| l.per == Per::Client),
         };
         for side in lab.shaped.clone() {
             let link = spec.link.expect("shaped() is empty without a link");
             let ns = lab.side(side);
-            let mut args = vec!["-n", &ns.name, "qdisc", "add", "dev", &ns.veth];
-            let tbf = link.tbf_args();
-            args.extend(tbf.iter().map(String::as_str));
-            ip::run("tc", &args).with_context(|| format!("shaping the link at its {side} end"))?;
+            let by = match side {
+                Side::Server => link::Match::Dst,
+                Side::Client => link::Match::Src,
+            };
+            let lines = link.tc_lines(&ns.veth, by, &lab.client_addrs);
+            ip::batch("tc", &ns.name, &lines)
+                .with_context(|| format!("shaping the link at its {side} end"))?;
         }
         for s in &spec.sysctls {
             for end in [&lab.server, &lab.client] {
@@ -408,9 +470,19 @@ impl NetLab {
     }
 
     /// The address the `/fast` client binds its sockets to, so that they
-    /// take the unshaped second pair (`SLOWLAB_FAST_BIND` of `slowlab load`).
+    /// take the unshaped second pair (`--fast-bind` of `slowlab load` and
+    /// `sweep-load`).
     pub fn fast_bind(&self) -> IpAddr {
         self.client.fast_addr.into()
+    }
+
+    /// The load generator's `--fast-bind` and, with a per-client link,
+    /// `--slow-bind` (slow client 0's address).
+    pub fn binds(&self) -> loadgen::bind::BindArgs {
+        loadgen::bind::BindArgs {
+            fast_bind: Some(self.fast_bind()),
+            slow_bind: self.client_addrs.first().map(|&a| a.into()),
+        }
     }
 
     /// Runs `ip -n NS ARGS` in `side`'s namespace (a qdisc on its veth end,
@@ -432,17 +504,28 @@ impl NetLab {
     /// `tc -s -j qdisc show dev VETH` of `side`'s veth end, parsed: the
     /// root qdisc's kind and counters, none when `tc` fails.
     pub fn qdisc(&self, side: Side) -> Option<QdiscStats> {
-        self.qdisc_probe(side).read()
+        self.qdisc_probe(side).read().into_iter().next()
     }
 
-    /// What reads `side`'s root qdisc, for a sampler thread that outlives
-    /// no lab (it only names the namespace and the device).
+    /// What reads `side`'s qdiscs, for a sampler thread that outlives no
+    /// lab (it only names the namespace, the device and the classes).
     pub fn qdisc_probe(&self, side: Side) -> QdiscProbe {
         let ns = self.side(side);
+        let mut classes: Vec<(String, Option<Ipv4Addr>)> = vec![];
+        if self.per_client {
+            classes.push((link::DEFAULT_CLASS.into(), None));
+            classes.extend(
+                self.client_addrs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &a)| (link::client_class(i as u32), Some(a))),
+            );
+        }
         QdiscProbe {
             side,
             netns: ns.name.clone(),
             dev: ns.veth.clone(),
+            classes,
         }
     }
 
@@ -473,20 +556,24 @@ impl Drop for NetLab {
     }
 }
 
-/// The root qdisc of one veth end: read by `tc -s -j qdisc show` inside
-/// its namespace.
+/// The qdiscs of one veth end: read by `tc -s -j qdisc show` inside its
+/// namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QdiscProbe {
     pub side: Side,
     /// The namespace's name (`ip netns`).
     pub netns: String,
     pub dev: String,
+    /// A per-client link's htb classes and the slow-client address each
+    /// shapes (none: the default class); empty for a tbf.
+    pub classes: Vec<(String, Option<Ipv4Addr>)>,
 }
 
 impl QdiscProbe {
-    /// The root qdisc's kind and counters, none when `tc` fails (the
-    /// namespace is gone, or `tc` is missing).
-    pub fn read(&self) -> Option<QdiscStats> {
+    /// The root qdisc's kind and counters, then (per client) each class's
+    /// leaf `bfifo`; empty when `tc` fails (the namespace is gone, or `tc`
+    /// is missing).
+    pub fn read(&self) -> Vec<QdiscStats> {
         let args = [
             "-n",
             &self.netns,
@@ -497,16 +584,28 @@ impl QdiscProbe {
             "dev",
             &self.dev,
         ];
-        QdiscStats::parse_root(&ip::output("tc", &args)?)
+        ip::output("tc", &args)
+            .map(|j| QdiscStats::parse(&j, &self.classes))
+            .unwrap_or_default()
     }
 }
 
-/// The counters of a root qdisc, as `tc -s -j` prints them: `bytes` and
+/// The counters of a qdisc, as `tc -s -j` prints them: `bytes` and
 /// `packets` sent, `drops`, `overlimits` (a packet that had to wait for
 /// tokens), and the `backlog` (bytes) and `qlen` (packets) queued now.
+/// The root (a tbf, or a per-client link's htb) counts the whole veth end;
+/// a per-client class's leaf (a `bfifo`: no tokens, so `overlimits` 0)
+/// counts what went to or came from its one client.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 pub struct QdiscStats {
     pub kind: String,
+    /// The htb class a leaf hangs from (`1:10`); none for the root.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// The slow-client address that class shapes; none for the root and
+    /// the default class.
+    #[serde(skip)]
+    pub client: Option<Ipv4Addr>,
     #[serde(default)]
     pub bytes: u64,
     #[serde(default)]
@@ -522,12 +621,69 @@ pub struct QdiscStats {
 }
 
 impl QdiscStats {
-    /// The root qdisc of `tc -s -j qdisc show dev X`'s output.
-    pub fn parse_root(json: &str) -> Option<QdiscStats> {
-        let all: Vec<serde_json::Value> = serde_json::from_str(json).ok()?;
-        let root = all
-            .into_iter()
-            .find(|q| q.get("root").is_some_and(|r| r == true))?;
-        serde_json::from_value(root).ok()
+    /// The root qdisc of `tc -s -j qdisc show dev X`'s output, then the
+    /// leaves of `classes` in their order (a class whose leaf is missing
+    /// gives none); empty when there is no root.
+    pub fn parse(json: &str, classes: &[(String, Option<Ipv4Addr>)]) -> Vec<QdiscStats> {
+        let Ok(all) = serde_json::from_str::<Vec<serde_json::Value>>(json) else {
+            return vec![];
+        };
+        let stats = |v: &serde_json::Value| serde_json::from_value::<QdiscStats>(v.clone()).ok();
+        let Some(mut root) = all
+            .iter()
+            .find(|q| q.get("root").is_some_and(|r| r == true))
+            .and_then(stats)
+        else {
+            return vec![];
+        };
+        root.parent = None;
+        let mut out = vec![root];
+        for (class, client) in classes {
+            let leaf = all
+                .iter()
+                .find(|q| q.get("parent").and_then(|p| p.as_str()) == Some(class.as_str()))
+                .and_then(stats);
+            out.extend(leaf.map(|l| QdiscStats {
+                client: *client,
+                ..l
+            }));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_per_client_htb_reads_as_its_root_and_its_leaves() {
+        let json = r#"[{"kind":"htb","handle":"1:","root":true,"bytes":300,"packets":3,"drops":1,"overlimits":7,"backlog":20,"qlen":1},
+            {"kind":"bfifo","handle":"80b9:","parent":"1:10","bytes":200,"packets":2,"drops":1,"overlimits":0,"backlog":20,"qlen":1},
+            {"kind":"bfifo","handle":"80ba:","parent":"1:1","bytes":100,"packets":1,"drops":0,"overlimits":0,"backlog":0,"qlen":0}]"#;
+        let c0 = link::client_addr(0);
+        let classes = [
+            ("1:1".to_string(), None),
+            ("1:10".to_string(), Some(c0)),
+            ("1:11".to_string(), Some(link::client_addr(1))),
+        ];
+        let q = QdiscStats::parse(json, &classes);
+        let seen: Vec<_> = q
+            .iter()
+            .map(|s| (s.kind.as_str(), s.parent.as_deref(), s.client, s.bytes))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("htb", None, None, 300),
+                ("bfifo", Some("1:1"), None, 100),
+                ("bfifo", Some("1:10"), Some(c0), 200),
+            ]
+        );
+        assert_eq!((q[0].drops, q[0].backlog, q[2].drops), (1, 20, 1));
+        // A tbf: the root alone.
+        let tbf = r#"[{"kind":"tbf","handle":"8001:","root":true,"bytes":5}]"#;
+        assert_eq!(QdiscStats::parse(tbf, &[]).len(), 1);
+        assert!(QdiscStats::parse("not json", &classes).is_empty());
     }
 }

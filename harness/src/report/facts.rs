@@ -58,7 +58,7 @@ pub struct KindFacts {
     /// The most bytes one socket of each kind held in one sample.
     pub max_app_queue: Option<f64>,
     pub max_client_queue: Option<f64>,
-    /// The largest backlog of the link's tbf (server side) in one sample.
+    /// The largest backlog of the link's root qdisc (server side: the tbf, or a per-client link's htb, all its classes) in one sample.
     pub max_link_backlog: Option<f64>,
     /// Packets the tbf dropped, summed over the runs (its last sample).
     pub link_drops: Option<f64>,
@@ -231,7 +231,7 @@ fn kind_facts(r: &Results, server: &ServerName, slow: u32) -> Vec<KindFacts> {
             let qdiscs: Vec<_> = r
                 .qdiscs
                 .iter()
-                .filter(|q| q.side == "server" && ids.contains(&q.run_id.as_str()))
+                .filter(|q| q.side == "server" && q.is_root() && ids.contains(&q.run_id.as_str()))
                 .collect();
             let drops = ids.iter().filter_map(|id| {
                 qdiscs

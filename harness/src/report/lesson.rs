@@ -327,7 +327,7 @@ fn link(f: &Facts) -> Option<String> {
     let peaks = |k: &facts::KindFacts| -> Vec<(&'static str, f64)> {
         [
             ("one app socket's send queue", k.max_app_queue),
-            ("the link's tbf", k.max_link_backlog),
+            ("the link's qdisc (tbf or htb)", k.max_link_backlog),
             ("one client's receive queue", k.max_client_queue),
         ]
         .into_iter()

@@ -159,7 +159,7 @@ pub fn link_backlog(r: &Results, run_id: &str) -> Vec<(f64, f64)> {
     let mut v: Vec<(f64, f64)> = r
         .qdiscs
         .iter()
-        .filter(|q| q.run_id == run_id && q.side == "server")
+        .filter(|q| q.run_id == run_id && q.side == "server" && q.is_root())
         .map(|q| (q.t_s, q.backlog_bytes as f64))
         .collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));

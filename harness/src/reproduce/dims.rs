@@ -16,7 +16,7 @@ use common::units::Size;
 use loadgen::ReaderModel;
 
 use super::matrix::Condition;
-use crate::netns::{Link, NetSpec, SlowKind, Sysctl};
+use crate::netns::{Link, NetSpec, Per, SlowKind, Sysctl};
 use crate::results::{DimCells, Direction};
 use crate::stack::{Route, Server};
 
@@ -99,8 +99,8 @@ pub enum Kind {
     /// The readers pace their reads at the profile's `slow_rate`.
     Pace,
     /// The readers read unpaced behind a link shaped at `rate` bytes/s
-    /// (`netns::Link::at`'s burst and limit).
-    Link { rate: u64 },
+    /// (`netns::Link::at`'s burst and limit), shared or `per` client.
+    Link { rate: u64, per: Per },
 }
 
 impl Kind {
@@ -119,7 +119,10 @@ impl Kind {
         link: Option<&str>,
     ) -> Option<Kind> {
         match (slow_kind, link.map(crate::netns::link::parse)) {
-            (Some("link"), Some(Ok(l))) => Some(Kind::Link { rate: l.rate }),
+            (Some("link"), Some(Ok(l))) => Some(Kind::Link {
+                rate: l.rate,
+                per: l.per,
+            }),
             _ if netns == Some(true) => Some(Kind::Pace),
             _ => None,
         }
@@ -165,13 +168,14 @@ pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>
                 "--link {l} contradicts condition `{c}`, whose slow clients pace their reads (leave the flag out, or --only kind=link)"
             ));
         }
-        (Some(Kind::Link { rate }), Some(l)) if l.rate != rate => {
+        (Some(Kind::Link { rate, per }), Some(l)) if l.rate != rate || l.per != per => {
             return Err(format!(
-                "--link {l} contradicts condition `{c}`, whose link runs at {}/s",
-                Size(rate)
+                "--link {l} contradicts condition `{c}`, whose link runs at {}/s per {}",
+                Size(rate),
+                per.as_str()
             ));
         }
-        (Some(Kind::Link { rate }), None) => spec.link = Some(Link::at(rate)),
+        (Some(Kind::Link { rate, per }), None) => spec.link = Some(Link::at(rate).per(per)),
         _ => {}
     }
     Ok(Some(spec.with_uploads(uploads)))
@@ -250,6 +254,7 @@ mod tests {
         let wide = NetSpec {
             sysctls: vec!["net.ipv4.tcp_notsent_lowat=131072".parse().unwrap()],
             link: None,
+            clients: 0,
             uploads: false,
             mtu: None,
         };
@@ -266,6 +271,7 @@ mod tests {
                     .unwrap(),
             ],
             link: None,
+            clients: 0,
             uploads: false,
             mtu: None,
         };
@@ -273,7 +279,10 @@ mod tests {
         assert!(e.contains("contradicts") && !e.contains('\n'), "{e}");
         // Kinds: a link condition gets its link; a paced one refuses --link.
         let link = Condition {
-            kind: Some(Kind::Link { rate: 2 << 20 }),
+            kind: Some(Kind::Link {
+                rate: 2 << 20,
+                per: Per::Link,
+            }),
             ..plain
         };
         let spec = net_spec(&link, None).unwrap().unwrap();
@@ -353,7 +362,10 @@ mod tests {
         let l = Link::at(2 << 20).to_string();
         assert_eq!(
             Kind::of_cells(Some(true), Some("link"), Some(&l)),
-            Some(Kind::Link { rate: 2 << 20 })
+            Some(Kind::Link {
+                rate: 2 << 20,
+                per: Per::Link
+            })
         );
     }
 }

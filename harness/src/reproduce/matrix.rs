@@ -219,7 +219,11 @@ impl Preset {
                     &[Route::Direct, Route::NginxOff, Route::NginxOn],
                     &[Route::Direct, Route::PingoraOff, Route::PingoraOn],
                 ) {
-                    for kind in [Kind::Pace, Kind::Link { rate: LINK_RATE }] {
+                    let link = Kind::Link {
+                        rate: LINK_RATE,
+                        per: crate::netns::Per::Client,
+                    };
+                    for kind in [Kind::Pace, link] {
                         out.push(Condition {
                             kind: Some(kind),
                             ..c
@@ -244,8 +248,9 @@ pub const BUFFER_GRID: [u64; 4] = [256 << 10, 1 << 20, 4 << 20, 16 << 20];
 /// would measure the MTU, not `tcp_wmem`.
 pub const BUFFERS_MTU: u32 = 65535;
 
-/// The `link` preset's link: the paced readers' rate, 2 MiB/s, shared by
-/// its slow readers.
+/// The `link` preset's link: the paced readers' rate, 2 MiB/s, per slow
+/// client (each behind its own link of that rate, as the paced readers
+/// each read at it).
 pub const LINK_RATE: u64 = 2 << 20;
 
 /// The load `--timeout` of the `headers` preset.
@@ -317,8 +322,12 @@ impl Condition {
         }
         match self.kind {
             Some(Kind::Pace) => out += " kind=pace",
-            Some(Kind::Link { rate }) => {
-                out += &format!(" kind=link({}/s)", common::units::Size(rate))
+            Some(Kind::Link { rate, per }) => {
+                let each = match per {
+                    crate::netns::Per::Link => "",
+                    crate::netns::Per::Client => " per client",
+                };
+                out += &format!(" kind=link({}/s{each})", common::units::Size(rate))
             }
             None => {}
         }
@@ -878,7 +887,10 @@ mod tests {
         assert_eq!((l.len(), p.len()), (12, 12));
         for r in &l {
             let spec = r.condition.net_spec(None).unwrap().unwrap();
-            assert_eq!(spec.link, Some(crate::netns::Link::at(LINK_RATE)));
+            assert_eq!(
+                spec.link,
+                Some(crate::netns::Link::at(LINK_RATE).per(crate::netns::Per::Client))
+            );
             assert_eq!(
                 crate::netns::reader_rate(Some(&spec), r.profile.slow_rate),
                 loadgen::config::MAX_SLOW_RATE,
@@ -895,7 +907,7 @@ mod tests {
         }
         assert_eq!(
             l[1].condition.to_string(),
-            "gunicorn-sync2 direct 2 slow kind=link(2MiB/s)"
+            "gunicorn-sync2 direct 2 slow kind=link(2MiB/s per client)"
         );
         // A preset without kinds is pace to the filter.
         assert_eq!(plan(&[Preset::Quick], None, Some(&pace)).len(), 12);

@@ -157,7 +157,8 @@ fn run_inner(
         caps: ctx.caps,
         cgroup_prefix: spec.run_id.clone(),
         paths: RunPaths::new(dir, scratch.path())?,
-        netns: net.clone(),
+        // A per-client link makes room for the condition's slow clients.
+        netns: net.as_ref().map(|n| n.with_clients(c.slow)),
     };
     let mut limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
     if let Some(link) = net.as_ref().and_then(|n| n.link) {
@@ -214,6 +215,8 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
             reader: spec.reader(),
         },
         upload: spec.condition.upload_args(&p),
+        // The stack's run sets them in its namespaces.
+        bind: Default::default(),
         fast_rate: p.fast_rate,
         fast_duration: p.fast_duration,
         fast_start: p.fast_start,

@@ -50,6 +50,8 @@ pub fn qdiscs(samples: &[QdiscSample], t0: f64, ident: &Ident) -> Vec<QdiscRow> 
                 overlimits: q.overlimits,
                 backlog_bytes: q.backlog,
                 backlog_packets: q.qlen,
+                class: q.parent.clone().unwrap_or_default(),
+                client_addr: q.client.map(|a| a.to_string()).unwrap_or_default(),
                 ..QdiscRow::default()
             };
             row.stamp(ident);

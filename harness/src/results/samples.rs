@@ -122,8 +122,10 @@ pub struct SocketRow {
     pub drops: Option<u64>,
 }
 
-/// A row of `qdisc-samples.csv`: one shaped qdisc (a `--link`'s tbf) at
-/// one sample. Only runs with a link have rows.
+/// A row of `qdisc-samples.csv`: one shaped qdisc (a `--link`'s tbf, or a
+/// per-client link's htb) at one sample, and with a per-client link a row
+/// per htb class (its leaf `bfifo`) besides. Only runs with a link have
+/// rows. The root's row (`class` empty) counts the whole veth end.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QdiscRow {
     pub run_id: String,
@@ -137,7 +139,7 @@ pub struct QdiscRow {
     /// `client` (client to server, with slow uploaders).
     pub side: String,
     pub dev: String,
-    /// `tbf`.
+    /// `tbf` or `htb` (the root), `bfifo` (a class's leaf).
     pub kind: String,
     /// Bytes and packets the qdisc has sent since the run's namespaces
     /// were made (cumulative).
@@ -150,6 +152,22 @@ pub struct QdiscRow {
     /// Bytes and packets queued in it now.
     pub backlog_bytes: u64,
     pub backlog_packets: u64,
+    /// The htb class a per-client row counts (`1:1`, the default class;
+    /// `1:10` slow client 0, `1:11` client 1, ... in hexadecimal); empty
+    /// for the root's row.
+    #[serde(default)]
+    pub class: String,
+    /// The slow-client address that class shapes; empty for the root and
+    /// the default class.
+    #[serde(default)]
+    pub client_addr: String,
+}
+
+impl QdiscRow {
+    /// The row of the root qdisc, which counts the whole veth end.
+    pub fn is_root(&self) -> bool {
+        self.class.is_empty()
+    }
 }
 
 impl SocketRow {

@@ -186,7 +186,8 @@ fn headers_are_pinned() {
     );
     assert_eq!(
         columns::<QdiscRow>()[5..].join(","),
-        "t_s,side,dev,kind,sent_bytes,sent_packets,drops,overlimits,backlog_bytes,backlog_packets"
+        "t_s,side,dev,kind,sent_bytes,sent_packets,drops,overlimits,backlog_bytes,backlog_packets,\
+         class,client_addr"
     );
     assert_eq!(
         columns::<SweepRow>()[..5].join(",") + "|" + &columns::<SweepRow>()[36..].join(","),

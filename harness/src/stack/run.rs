@@ -102,10 +102,18 @@ impl LoadCommand {
         matches!(self, LoadCommand::Load(a) if a.realtime)
     }
 
-    fn child(&self) -> Child {
+    /// Its child verb, its sockets bound to `bind` (the lab's addresses
+    /// in its namespaces; left as given without them).
+    fn child(&self, bind: Option<loadgen::bind::BindArgs>) -> Child {
         match self {
-            LoadCommand::Load(a) => Child::Load(a.clone()),
-            LoadCommand::SweepLoad(a) => Child::SweepLoad(a.clone()),
+            LoadCommand::Load(a) => Child::Load(loadgen::LoadArgs {
+                bind: bind.unwrap_or_else(|| a.bind.clone()),
+                ..a.clone()
+            }),
+            LoadCommand::SweepLoad(a) => Child::SweepLoad(loadgen::sweep::SweepLoadArgs {
+                bind: bind.unwrap_or_else(|| a.bind.clone()),
+                ..a.clone()
+            }),
         }
     }
 }
@@ -344,18 +352,10 @@ impl Stack<'_> {
         let spec = Spec {
             name: command.name().into(),
             program: self.lab.launcher.exe.clone(),
-            args: process::utf8_args(command.child().argv())?,
-            // In namespaces, `/fast` takes the unshaped second veth pair.
-            env: self
-                .net
-                .iter()
-                .map(|n| {
-                    (
-                        loadgen::config::FAST_BIND_ENV.into(),
-                        n.fast_bind().to_string(),
-                    )
-                })
-                .collect(),
+            // In namespaces, `/fast` takes the unshaped second veth pair
+            // and, with a per-client link, each slow client its own class.
+            args: process::utf8_args(command.child(self.net.as_ref().map(NetLab::binds)).argv())?,
+            env: vec![],
             cwd: None,
             netns: self.net.as_ref().map(|n| n.client.path()),
             stdout: dir.join("load.out"),
@@ -445,7 +445,7 @@ mod tests {
         assert!(LoadCommand::Load(load_args(true)).wants_realtime());
         assert!(!LoadCommand::Load(load_args(false)).wants_realtime());
         let c = LoadCommand::Load(load_args(true));
-        assert_eq!(c.child().argv()[0], "load");
+        assert_eq!(c.child(None).argv()[0], "load");
         assert_eq!(c.name(), "loadgen");
     }
 

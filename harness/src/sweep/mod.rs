@@ -155,8 +155,18 @@ impl SweepArgs {
     fn net(&self) -> Option<crate::netns::NetSpec> {
         self.net
             .spec()
-            .map(|n| n.with_uploads(self.upload.slow_upload > 0))
+            .map(|n| {
+                let up = &self.upload;
+                n.with_uploads(up.slow_upload > 0)
+                    .with_clients(self.slow.max(clients(up.slow_upload.max(up.slow_headers))))
+            })
     }
+}
+
+/// A count of request-direction clients as the lab's client count
+/// (`with_clients` caps it anyway).
+fn clients(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Runs `slowlab sweep`.
@@ -364,6 +374,8 @@ fn load_args(
         fast_path: "/fast".into(),
         allow_remote: false,
         json: false,
+        // The stack's run sets them in its namespaces.
+        bind: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@ use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in};
 use common::exit::BadInput;
 use common::units::format_duration;
 
+use crate::bind::{BindArgs, Binds};
 use crate::config::{SlowReaderArgs, UploadConfig, check_path};
 use crate::target::Target;
 use crate::upload_args::UploadArgs;
@@ -66,6 +67,8 @@ pub struct SweepLoadArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub bind: BindArgs,
 }
 
 impl SweepLoadArgs {
@@ -87,6 +90,7 @@ impl SweepLoadArgs {
             fast_path,
             allow_remote,
             json,
+            bind,
         } = self;
         let rates: Vec<String> = rates.0.iter().map(f64::to_string).collect();
         let mut a: Vec<OsString> = vec![
@@ -120,6 +124,7 @@ impl SweepLoadArgs {
         if *json {
             a.push("--json".into());
         }
+        a.extend(bind.to_args());
         a
     }
 }
@@ -184,6 +189,8 @@ pub struct SweepConfig {
     /// Full request paths (base path of the URL included).
     pub fast_path: String,
     pub large_path: String,
+    /// `--fast-bind` (the sessions) and `--slow-bind` (the slow readers).
+    pub binds: Binds,
 }
 
 impl SweepConfig {
@@ -209,7 +216,11 @@ impl SweepConfig {
         }
         let rcvbuf = reader.check(args.slow)?;
         let upload = args.upload.config(&target)?;
+        let up = &args.upload;
+        let clients = args.slow.max(up.slow_upload).max(up.slow_headers);
+        let binds = args.bind.check(&target, args.allow_remote, clients)?;
         Ok(SweepConfig {
+            binds,
             fast_path: target.path(&args.fast_path),
             large_path: target.path(&reader.large_path),
             target,
@@ -367,6 +378,10 @@ mod tests {
             fast_path: "/quick".into(),
             allow_remote: true,
             json: true,
+            bind: crate::bind::BindArgs {
+                fast_bind: Some("127.0.0.2".parse().unwrap()),
+                slow_bind: Some("127.0.0.10".parse().unwrap()),
+            },
         };
         for args in [defaults, all] {
             let words = args.to_args();

@@ -188,6 +188,7 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
         request: request(authority, &config.fast_path).into_boxed_slice(),
         calls: config.calls_per_conn,
         timeout: config.timeout,
+        bind: config.binds.fast,
     });
     let scheduler = Scheduler::spawn(ctx, runtime.handle().clone())?;
     let t0 = Instant::now();
@@ -204,6 +205,7 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
             timeout: config.timeout,
             verify: VerifyMode::Auto,
             reader: config.reader,
+            bind: config.binds,
         });
         let chunk = config.read_chunk;
         Pool::<LargeRecord>::start(config.slow, t0, rt, move |slot| {
@@ -212,13 +214,13 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
     });
     let up = &config.upload;
     let uploads = (up.uploaders > 0).then(|| {
-        let ctx = Arc::new(UploadContext::new(up, &config.target, config.timeout));
+        let ctx = Arc::new(UploadContext::new(up, &config.target, config.timeout, config.binds));
         Pool::<UploadRecord>::start(up.uploaders, t0, rt, move |slot| {
             upload::spawn_uploader(slot, ctx.clone())
         })
     });
     let slowloris = (up.slow_headers > 0).then(|| {
-        let ctx = Arc::new(HeadersContext::new(up, &config.target, config.timeout));
+        let ctx = Arc::new(HeadersContext::new(up, &config.target, config.timeout, config.binds));
         Pool::<SlowHeaderRecord>::start(up.slow_headers, t0, rt, move |slot| {
             upload::spawn_slow_headers(slot, ctx.clone())
         })

@@ -135,7 +135,7 @@ fn launch(started: Instant, w: &Window, ctx: &Arc<SessionContext>, runtime: &Han
     let stats = &w.stats;
     StepStats::add(&stats.sessions);
     StepStats::add(&stats.connections);
-    match session::connect(ctx.addr) {
+    match session::connect(ctx.addr, ctx.bind) {
         Ok(socket) => {
             let first = Launched { started, socket };
             let running = Running::new(stats.clone());

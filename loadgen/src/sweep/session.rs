@@ -45,6 +45,8 @@ pub struct SessionContext {
     pub request: Box<[u8]>,
     pub calls: u32,
     pub timeout: Duration,
+    /// `--fast-bind`: the local address of every session's sockets.
+    pub bind: Option<std::net::IpAddr>,
 }
 
 /// A session whose first connect the scheduler thread has started.
@@ -138,7 +140,7 @@ async fn exchange(
                 Some(s) => s,
                 None => {
                     StepStats::add(&stats.connections);
-                    connect(ctx.addr).map_err(|e| ErrorKind::of_io(&e, Phase::Connect))?
+                    connect(ctx.addr, ctx.bind).map_err(|e| ErrorKind::of_io(&e, Phase::Connect))?
                 }
             };
             let (stream, written) = send_on_new(socket, &ctx.request).await?;
@@ -156,9 +158,11 @@ async fn exchange(
     })
 }
 
-/// A non-blocking socket with its connect started.
-pub fn connect(addr: SocketAddr) -> io::Result<Socket> {
+/// A non-blocking socket, bound to `bind` if any, with its connect
+/// started.
+pub fn connect(addr: SocketAddr, bind: Option<std::net::IpAddr>) -> io::Result<Socket> {
     let socket = net::socket(addr)?;
+    crate::bind::bind(&socket, bind)?;
     net::start_connect(&socket, addr)?;
     Ok(socket)
 }
@@ -257,11 +261,12 @@ mod tests {
             request: super::super::request("test", "/fast").into_boxed_slice(),
             calls,
             timeout: Duration::from_secs(5),
+            bind: None,
         });
         let stats = Arc::new(StepStats::new(Instant::now(), 8));
         let first = Launched {
             started: Instant::now(),
-            socket: connect(addr).expect("connect starts"),
+            socket: connect(addr, None).expect("connect starts"),
         };
         rt.block_on(run(first, ctx, Running::new(stats.clone())));
         assert_eq!(stats.outstanding.load(Ordering::Acquire), 0);

@@ -151,7 +151,7 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
         .any(|(_, w)| w.samples.iter().any(|x| x.link_queue.is_some()))
     {
         caption.push_str(
-            " Runs with a shaped link (`--link`): the purple layer is the backlog of the link's tbf on the \
+            " Runs with a shaped link (`--link`): the purple layer is the backlog of the link's root qdisc (tbf, or per client the htb) on the \
              server's veth end (`qdisc-samples.csv`, read in the same sampling round, just after the sockets; \
              the frames' bytes, headers included). Those bytes were sent and not yet acknowledged, so the \
              sender's socket also counts them in its send queue: they are taken out of that layer (the proxy's \
