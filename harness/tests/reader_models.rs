@@ -307,13 +307,15 @@ fn streamreader_matches_an_asyncio_client_on_the_host() {
     compare(&lab::launcher(&tools, dir.path()), &host, &python, 1);
 }
 
-// Fails today, on a quiet machine too: over 6 runs each, streamreader's
-// medians were 919 ms against the asyncio client's 1,549 ms (0.593x), its
-// app write 1.82-1.90 s against 2.17 s. The p95 moves in steps of the
-// blocked /fast slots, so a 0.3 s earlier release shows as 40%. Issue 13
-// stays open on it; run with `--ignored` to see the figures.
+// Ignored: the asyncio client is nearly deterministic on a quiet machine
+// (p95 1,547-1,552 ms, app write 2.17 s), while about one streamreader run
+// in four releases a worker earlier or later (767-919 or 2,025 ms), so a
+// median of three or six runs fails about one CI in ten (the previous
+// stop's CI: 0.593x over six runs each; this stop's quiet run: 0.999x).
+// README "The reader models" has the traces; issue 13 stays open on it.
+// Run with `--ignored` to see the figures.
 #[test]
-#[ignore = "streamreader drains faster than the asyncio client in a 16 MiB namespace (0.593x); issue 13"]
+#[ignore = "about one streamreader run in four releases Gunicorn earlier or later than the asyncio client; issue 13"]
 fn streamreader_matches_an_asyncio_client_in_a_namespace_whose_tcp_wmem_max_is_16_mib() {
     let _serial = one_at_a_time();
     let Some(python) = python() else { return };

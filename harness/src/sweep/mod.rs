@@ -153,13 +153,11 @@ impl SweepArgs {
     /// The namespaces of the sweep, their client side shaped too when it
     /// uploads over a `--link`.
     fn net(&self) -> Option<crate::netns::NetSpec> {
-        self.net
-            .spec()
-            .map(|n| {
-                let up = &self.upload;
-                n.with_uploads(up.slow_upload > 0)
-                    .with_clients(self.slow.max(clients(up.slow_upload.max(up.slow_headers))))
-            })
+        self.net.spec().map(|n| {
+            let up = &self.upload;
+            n.with_uploads(up.slow_upload > 0)
+                .with_clients(self.slow.max(clients(up.slow_upload.max(up.slow_headers))))
+        })
     }
 }
 
