@@ -310,7 +310,8 @@ fn streamreader_matches_an_asyncio_client_on_the_host() {
 // Ignored: the asyncio client is nearly deterministic on a quiet machine
 // (p95 1,547-1,552 ms, app write 2.17 s), while about one streamreader run
 // in four releases a worker earlier or later (767-919 or 2,025 ms), so a
-// median of three or six runs fails about one CI in ten (the previous
+// median of three or six runs would fail, by those frequencies, about one
+// CI in ten (the previous
 // stop's CI: 0.593x over six runs each; this stop's quiet run: 0.999x).
 // README "The reader models" has the traces; issue 13 stays open on it.
 // Run with `--ignored` to see the figures.
