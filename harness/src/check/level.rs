@@ -79,6 +79,12 @@ impl Plan {
             upload: loadgen::upload_args::UploadArgs {
                 slow_upload: of(Direction::Upload),
                 slow_headers: of(Direction::Headers),
+                // Behind a link the uploaders write unpaced: the link,
+                // shaped at the client's end too, is the bottleneck.
+                upload_rate: match self.link {
+                    Some(_) => Size(loadgen::config::MAX_SLOW_RATE),
+                    None => self.upload.upload_rate,
+                },
                 ..self.upload.clone()
             },
             // The stack's run sets them in its namespaces.
@@ -103,18 +109,23 @@ impl Plan {
     /// of the large path, or an upload; none for a slowloris client, which
     /// the load generator lets go when the fast calls end.
     pub fn transfer(&self, slow: u32) -> Duration {
-        let (bytes, rate) = match self.direction {
-            Direction::Download => (
-                self.large_bytes,
-                self.link.map_or(self.slow_rate, |l| l.share(slow)),
-            ),
-            Direction::Upload => (
-                self.upload.upload_bytes.bytes(),
-                self.upload.upload_rate.bytes(),
-            ),
-            Direction::Headers => (0, 1),
+        let bytes = match self.direction {
+            Direction::Download => self.large_bytes,
+            Direction::Upload => self.upload.upload_bytes.bytes(),
+            Direction::Headers => return Duration::ZERO,
         };
-        Duration::from_secs_f64(bytes as f64 / rate.max(1) as f64)
+        Duration::from_secs_f64(bytes as f64 / self.client_rate(slow).max(1) as f64)
+    }
+
+    /// The bytes per second one of `slow` clients moves: behind `--link`
+    /// its share of the link, else the direction's pace (`--slow-rate`,
+    /// `--upload-rate`).
+    pub fn client_rate(&self, slow: u32) -> u64 {
+        match (self.link, self.direction) {
+            (Some(l), _) => l.share(slow),
+            (None, Direction::Upload) => self.upload.upload_rate.bytes(),
+            (None, _) => self.slow_rate,
+        }
     }
 
     /// How long a load of `slow` clients may run before it is stopped.

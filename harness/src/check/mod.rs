@@ -462,8 +462,12 @@ pub fn run(args: CheckArgs) -> Result<()> {
             caps,
             cgroup_prefix: format!("check-{route}"),
             paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
-            // A per-client link makes room for the most slow clients.
-            netns: netns.as_ref().map(|n| n.with_clients(args.max_slow)),
+            // A per-client link makes room for the most slow clients, and
+            // uploaders are shaped at the client's end too.
+            netns: netns.as_ref().map(|n| {
+                n.with_clients(args.max_slow)
+                    .with_uploads(args.direction == Direction::Upload)
+            }),
         };
         let r = check_route(
             &lab,
@@ -567,8 +571,8 @@ fn check_route(
         format!(
             "{route}: p95 of {} is {:.3} ms with no {} (a level is held up to {:.3} ms)",
             plan.fast_path,
-            answer::client(plan.direction),
             judge.baseline_ms,
+            answer::client(plan.direction),
             judge.held_limit_ms()
         ),
     ));
@@ -615,12 +619,11 @@ fn check_route(
         }
     })?;
     stack.stop();
-    let (body_bytes, rate) = match plan.direction {
-        Direction::Download => (plan.large_bytes, plan.slow_rate),
-        _ => (
-            plan.upload.upload_bytes.bytes(),
-            plan.upload.upload_rate.bytes(),
-        ),
+    // Behind a shared link, the share of the most clients a level has.
+    let rate = plan.client_rate(plan.max_slow);
+    let body_bytes = match plan.direction {
+        Direction::Download => plan.large_bytes,
+        _ => plan.upload.upload_bytes.bytes(),
     };
     Ok(RouteResult {
         route,
@@ -671,7 +674,11 @@ fn preflight_direct(
                     findings.push(Finding::new("buffers", Status::Error, format!("{e:#}")))
                 })?;
             findings.push(fits);
-            Some(preflight::hold_s(large.bytes, &buffers, plan.slow_rate))
+            Some(preflight::hold_s(
+                large.bytes,
+                &buffers,
+                plan.client_rate(1),
+            ))
         }
         Direction::Upload => {
             let path = &plan.upload.upload_path;
@@ -684,27 +691,28 @@ fn preflight_direct(
             findings.push(f);
             // The server reads a body as it arrives: its handler is held
             // for the whole upload, whatever the kernel buffers.
-            Some(plan.transfer(0).as_secs_f64())
+            Some(plan.transfer(1).as_secs_f64())
         }
         // A slowloris client never lets go before the level ends.
         Direction::Headers => None,
     };
     let window = (level::FAST_START + plan.level_duration).as_secs_f64();
     if let Some(hold) = hold.filter(|h| *h < window) {
-        let (who, rate) = match plan.direction {
-            Direction::Upload => ("uploader", plan.upload.upload_rate.bytes()),
-            _ => ("reader", plan.slow_rate),
+        let who = match plan.direction {
+            Direction::Upload => "uploader",
+            _ => "reader",
         };
+        let rate = plan.client_rate(1);
         let f = Finding::new(
             "level_length",
             Status::Warning,
             format!(
                 "a slow {who} holds a handler for about {hold:.1} s at {}/s, less than a level ({window:.2} s): lower --{} or --level-duration",
                 Size(rate),
-                if who == "uploader" {
-                    "upload-rate"
-                } else {
-                    "slow-rate"
+                match (plan.link.is_some(), who) {
+                    (true, _) => "link's rate",
+                    (false, "uploader") => "upload-rate",
+                    (false, _) => "slow-rate",
                 }
             ),
         );
