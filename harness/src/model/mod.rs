@@ -8,11 +8,17 @@
 //! ```text
 //! app_send_s = max(0, size - B) / slow_rate
 //! B (direct)  = wmem_max + rcvbuf
-//! B (proxy)   = wmem_max + rmem_max + hold + wmem_max + rcvbuf
+//! B (proxy)   = wmem_max + proxy_rcvbuf + hold + wmem_max + rcvbuf
 //! ```
 //!
-//! `wmem_max`, `rmem_max`: `tcp_wmem` and `tcp_rmem` max of the server's
-//! namespace (the run's `--sysctl`s, else the host's); `rcvbuf`: the slow
+//! `wmem_max`: `tcp_wmem` max of the server's namespace (the run's
+//! `--sysctl`s, else the host's); `proxy_rcvbuf`: the proxy's receive
+//! buffer from the app, `tcp_rmem` default there (capped by its max): the
+//! kernel grows a receive buffer beyond it only for a reader that drains
+//! more per round trip (`tcp_rcv_space_adjust`), and a proxy passing bytes
+//! on reads at its client's pace, so `tcp_rmem` max is not reached (a
+//! grid with `tcp_rmem` max 16 MiB measured the proxy's upstream queue in
+//! the hundreds of KiB); `rcvbuf`: the slow
 //! client's granted `SO_RCVBUF` (else twice the requested one, as Linux
 //! grants, else the client side's `tcp_rmem` max);
 //! `hold`: the proxy's own buffer, `proxy_buffer_size` with buffering off,
@@ -57,7 +63,7 @@ use crate::netns::{Side, Sysctl};
 use crate::report::whereabouts::{Role, roles};
 use crate::reproduce::aggregate::by_condition;
 use crate::reproduce::crosscheck::{self, BLOCKED_MIN_MS};
-use crate::reproduce::dims::{condition_of, triple_max};
+use crate::reproduce::dims::{condition_of, triple_field};
 use crate::results::{self, DimCells, Direction, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
 use crate::stack::{ProxyBuffers, Route, Server};
 
@@ -65,7 +71,11 @@ use crate::stack::{ProxyBuffers, Route, Server};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PathBuffers {
     pub wmem_max: u64,
+    /// `tcp_rmem` max, recorded beside `proxy_rcvbuf`.
     pub rmem_max: u64,
+    /// The proxy's receive buffer from the app: `tcp_rmem` default, at
+    /// most its max.
+    pub proxy_rcvbuf: u64,
     pub client_rcvbuf: u64,
     /// The proxy's own hold; `None` on the direct route.
     pub proxy_hold: Option<u64>,
@@ -76,7 +86,7 @@ impl PathBuffers {
     pub fn b(&self) -> u64 {
         match self.proxy_hold {
             None => self.wmem_max + self.client_rcvbuf,
-            Some(hold) => 2 * self.wmem_max + self.rmem_max + hold + self.client_rcvbuf,
+            Some(hold) => 2 * self.wmem_max + self.proxy_rcvbuf + hold + self.client_rcvbuf,
         }
     }
 }
@@ -107,12 +117,18 @@ pub fn blocked(server: Server, slow: u32, app_send_s: f64) -> bool {
 /// The max of `key` in `side`'s namespace: the last `--sysctl` naming it
 /// there, else the host's value in `environment.json`.
 fn sysctl_max(r: &ResultSet, sysctls: &[Sysctl], side: Side, key: &str) -> Option<u64> {
+    sysctl_field(r, sysctls, side, key, 2)
+}
+
+/// Field `i` (0 min, 1 default, 2 max) of the triple `key` in `side`'s
+/// namespace, found as [`sysctl_max`] finds the max.
+fn sysctl_field(r: &ResultSet, sysctls: &[Sysctl], side: Side, key: &str, i: usize) -> Option<u64> {
     sysctls
         .iter()
         .rev()
         .find(|s| s.key == key && s.applies_to(side))
-        .and_then(|s| triple_max(&s.value))
-        .or_else(|| r.sysctl_triple(key).map(|t| t[2] as u64))
+        .and_then(|s| triple_field(&s.value, i))
+        .or_else(|| r.sysctl_triple(key).map(|t| t[i] as u64))
 }
 
 fn parse_sysctls(cell: Option<&str>) -> Vec<Sysctl> {
@@ -267,6 +283,8 @@ fn row(
         Some(PathBuffers {
             wmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_wmem")?,
             rmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?,
+            proxy_rcvbuf: sysctl_field(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem", 1)?
+                .min(sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?),
             client_rcvbuf: match link {
                 // Unpaced readers keep their receive buffers empty.
                 Some(_) => 0,
@@ -344,6 +362,9 @@ fn row(
             (Some(got), Some(p)) => Some(got >= p.wmem_max),
             _ => None,
         },
+        proxy_rcvbuf_bytes: path
+            .filter(|p| p.proxy_hold.is_some())
+            .map(|p| p.proxy_rcvbuf),
         ..ModelRow::default()
     };
     out.set_dims(dims);
@@ -371,6 +392,7 @@ mod tests {
         let direct = PathBuffers {
             wmem_max: 4 << 20,
             rmem_max: 6 << 20,
+            proxy_rcvbuf: 128 << 10,
             client_rcvbuf: 16 << 10,
             proxy_hold: None,
         };
@@ -390,8 +412,8 @@ mod tests {
             proxy_hold: proxy_hold(Route::NginxOff, &ProxyBuffers::EXPERIMENT),
             ..direct
         };
-        assert_eq!(off.b(), (8 << 20) + (6 << 20) + (16 << 10) + (16 << 10));
-        assert_eq!(triple_max("4096 16384 16777216"), Some(16 << 20));
+        assert_eq!(off.b(), (8 << 20) + (128 << 10) + (16 << 10) + (16 << 10));
+        assert_eq!(triple_field("4096 16384 16777216", 2), Some(16 << 20));
         let s = parse_sysctls(Some(
             "server:net.ipv4.tcp_wmem=4096 16384 524288;net.ipv4.tcp_rmem=4096 131072 1048576",
         ));
@@ -405,6 +427,10 @@ mod tests {
         assert_eq!(
             sysctl_max(&r, &s, Side::Client, "net.ipv4.tcp_rmem"),
             Some(1 << 20)
+        );
+        assert_eq!(
+            sysctl_field(&r, &s, Side::Server, "net.ipv4.tcp_rmem", 1),
+            Some(131072)
         );
     }
 }

@@ -88,7 +88,12 @@ impl BufferCell {
 
 /// The max of a `min default max` triple.
 pub fn triple_max(v: &str) -> Option<u64> {
-    v.split_whitespace().nth(2)?.parse().ok()
+    triple_field(v, 2)
+}
+
+/// Field `i` of a sysctl triple (`min default max`).
+pub fn triple_field(v: &str, i: usize) -> Option<u64> {
+    v.split_whitespace().nth(i)?.parse().ok()
 }
 
 /// How a condition's slow clients are slow, when the condition says so.

@@ -62,5 +62,11 @@ pub struct ModelRow {
     /// and B is overstated; empty when not sampled.
     #[serde(default, with = "cell::yes_no")]
     pub sndbuf_as_assumed: Option<bool>,
+    /// Through a proxy, the proxy's receive buffer from the app that `B`
+    /// counts: `tcp_rmem` default of the server's namespace, at most its
+    /// max (a proxy reading at its client's pace does not grow it);
+    /// empty on the direct route and in older files.
+    #[serde(default)]
+    pub proxy_rcvbuf_bytes: Option<u64>,
 }
 }

@@ -156,7 +156,8 @@ fn headers_are_pinned() {
         "server,route,slow_clients,sysctls,runs,body_bytes,slow_rate_bytes_per_s,wmem_max_bytes,\
          rmem_max_bytes,client_rcvbuf_bytes,proxy_hold_bytes,predicted_b_bytes,predicted_app_send_s,\
          observed_app_send_s,explained_b_bytes,explained_app_send_s,ratio,predicted_blocked,\
-         observed,p95_ms,netns,slow_kind,link,reader,mtu,app_sndbuf_peak_bytes,sndbuf_as_assumed"
+         observed,p95_ms,netns,slow_kind,link,reader,mtu,app_sndbuf_peak_bytes,sndbuf_as_assumed,\
+         proxy_rcvbuf_bytes"
     );
     // Every row struct with the condition cells has all of them.
     for cols in [

@@ -11,7 +11,7 @@ use crate::report::data::Results;
 use crate::report::doc::{Block, Figure, Section, text};
 use crate::report::fmt;
 use crate::reproduce::published;
-use crate::results::{ModelRow, Verdict};
+use crate::results::{ModelRow, RouteName, Verdict};
 use crate::stack::{ProxyBuffers, Route};
 
 /// How far from the diagonal a condition may be and still count as held.
@@ -74,8 +74,9 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
     s.para(
         "The model: the app's last `send` returns once the rest of the body fits into the queues between it and \
          the client, `B` bytes, so `app_send_s = max(0, size - B) / slow_rate`, with `B = wmem_max + rcvbuf` \
-         direct and `2 wmem_max + rmem_max + hold + rcvbuf` through a proxy (`hold`: the proxy's own buffer). \
-         The sizes come from the sysctls of the server's namespace; `model.csv` has the same formula with the \
+         direct and `2 wmem_max + proxy_rcvbuf + hold + rcvbuf` through a proxy (`hold`: the proxy's own buffer; \
+         `proxy_rcvbuf`: its receive buffer from the app, `tcp_rmem` default, which a proxy reading at its \
+         client's pace does not grow). The sizes come from the sysctls of the server's namespace; `model.csv` has the same formula with the \
          measured peak queues beside it.",
     );
     let rows: Vec<ModelRow> = model::rows(r, &ProxyBuffers::EXPERIMENT)
@@ -222,10 +223,14 @@ fn published_gap(rows: &[ModelRow]) -> Option<String> {
             .clone()
             .map_or("the host's sysctls".to_string(), |s| format!("`{s}`"))
             + &at_mtu(m)
+            + &m.reader
+                .as_ref()
+                .map(|r| format!(", reader {r}"))
+                .unwrap_or_default()
     };
     let mut out = format!(
         "The published gap: the original measured {}/{} with {} slow clients at a p95 of {}{}. Of the {} \
-         sysctl setting(s) here, the closest is {}: p95 {} ({:.2}x), the app's write {}.",
+         conditions of that route here (sysctls, MTU, reader), the closest is {}: p95 {} ({:.2}x), the app's write {}.",
         best.server,
         best.route,
         best.slow_clients,
@@ -262,19 +267,76 @@ fn published_gap(rows: &[ModelRow]) -> Option<String> {
             fmt::or_dash(best.explained_b_bytes.map(|b| b as f64), fmt::bytes),
         ));
     }
-    for m in rows.iter().filter(|m| {
-        m.sysctls == best.sysctls
-            && m.mtu == best.mtu
-            && m.server == best.server
-            && m.slow_clients == best.slow_clients
-            && m.route != best.route
-    }) {
-        if let (Some(p), Some(v)) = (reference(m), m.p95_ms) {
+    // Where the published p95 falls among the settings of that route.
+    let below = off
+        .iter()
+        .filter(|m| m.p95_ms.is_some_and(|v| v < p.p95))
+        .max_by(|a, b| a.p95_ms.unwrap_or(0.0).total_cmp(&b.p95_ms.unwrap_or(0.0)));
+    let above = off
+        .iter()
+        .filter(|m| m.p95_ms.is_some_and(|v| v > p.p95))
+        .min_by(|a, b| a.p95_ms.unwrap_or(0.0).total_cmp(&b.p95_ms.unwrap_or(0.0)));
+    if let (Some(lo), Some(hi)) = (below, above) {
+        out.push_str(&format!(
+            " The published p95 falls between {} ({}) and {} ({}).",
+            sys(hi),
+            fmt::ms(hi.p95_ms?),
+            sys(lo),
+            fmt::ms(lo.p95_ms?),
+        ));
+    }
+    // The same stack's other routes: under the closest setting, and where
+    // their own published p95 is closest, with what this route measured
+    // there.
+    let same_stack = |m: &&ModelRow| {
+        m.server == best.server && m.slow_clients == best.slow_clients && m.route != best.route
+    };
+    let mut routes: Vec<&RouteName> = Vec::new();
+    for m in rows.iter().filter(same_stack) {
+        if !routes.contains(&&m.route) {
+            routes.push(&m.route);
+        }
+    }
+    for route in routes {
+        let of_route = |m: &&ModelRow| &m.route == route && m.p95_ms.is_some();
+        let Some(pr) = rows
+            .iter()
+            .filter(same_stack)
+            .filter(of_route)
+            .find_map(reference)
+        else {
+            continue;
+        };
+        if let Some(v) = rows
+            .iter()
+            .filter(same_stack)
+            .filter(of_route)
+            .find(|m| m.dims() == best.dims())
+            .and_then(|m| m.p95_ms)
+        {
             out.push_str(&format!(
-                " Under the same sysctls {} measured {} against the published {}.",
-                m.route,
+                " Under the same sysctls {route} measured {} against the published {}.",
                 fmt::ms(v),
-                fmt::ms_published(p.p95)
+                fmt::ms_published(pr.p95)
+            ));
+        }
+        let own = rows
+            .iter()
+            .filter(same_stack)
+            .filter(of_route)
+            .min_by(|a, b| dist(a).total_cmp(&dist(b)));
+        if let Some(own) = own.filter(|own| own.dims() != best.dims()) {
+            let there = off
+                .iter()
+                .find(|m| m.dims() == own.dims())
+                .and_then(|m| m.p95_ms);
+            out.push_str(&format!(
+                " The published {route} p95 is closest at {}: {}{}.",
+                sys(own),
+                fmt::ms(own.p95_ms?),
+                there
+                    .map(|v| format!(", where {} measured {}", best.route, fmt::ms(v)))
+                    .unwrap_or_default(),
             ));
         }
     }
@@ -410,7 +472,7 @@ mod tests {
             row(Route::Direct, Some(m16), 6_950.0, 0.0, 7.67),
         ];
         let g = published_gap(&rows).expect("a gap");
-        assert!(g.contains("Of the 2 sysctl setting(s) here, the closest is `net.ipv4.tcp_wmem=4096 16384 16777216`: p95 3,597 ms (3.36x)"), "{g}");
+        assert!(g.contains("Of the 2 conditions of that route here (sysctls, MTU, reader), the closest is `net.ipv4.tcp_wmem=4096 16384 16777216`: p95 3,597 ms (3.36x)"), "{g}");
         assert!(
             g.contains("No setting here reproduces it within 15%."),
             "{g}"
@@ -433,5 +495,47 @@ mod tests {
             "{g}"
         );
         assert!(published_gap(&rows[2..3]).is_none());
+    }
+
+    #[test]
+    fn the_published_gap_brackets_the_figure_and_finds_each_route_its_own_setting() {
+        let w = |m: u32| format!("net.ipv4.tcp_wmem=4096 16384 {}", m << 20);
+        let at = |route, m: u32, reader: &str, p95: f64| ModelRow {
+            reader: Some(reader.into()),
+            ..row(route, Some(&w(m)), p95, 0.0, 1.0)
+        };
+        let rows = [
+            at(Route::NginxOff, 4, "streamreader", 3_800.0),
+            at(Route::NginxOff, 8, "streamreader", 1_900.0),
+            at(Route::NginxOff, 16, "streamreader", 3.0),
+            at(Route::Direct, 4, "streamreader", 6_005.0),
+            at(Route::Direct, 8, "streamreader", 4_500.0),
+            // Another reader under the same sysctls is another condition.
+            at(Route::Direct, 8, "strict", 2_600.0),
+            at(Route::Direct, 16, "streamreader", 1_548.0),
+        ];
+        let g = published_gap(&rows).expect("a gap");
+        assert!(
+            g.contains("the closest is `net.ipv4.tcp_wmem=4096 16384 8388608`, reader streamreader: p95 1,900 ms"),
+            "{g}"
+        );
+        assert!(
+            g.contains("The published p95 falls between `net.ipv4.tcp_wmem=4096 16384 8388608`, reader streamreader (1,900 ms) and `net.ipv4.tcp_wmem=4096 16384 16777216`, reader streamreader ("),
+            "{g}"
+        );
+        assert!(
+            g.contains(
+                "Under the same sysctls direct measured 4,500 ms against the published 5,945.11 ms."
+            ),
+            "{g}"
+        );
+        assert!(
+            !g.contains("2,600"),
+            "the strict reader's row is not the same condition: {g}"
+        );
+        assert!(
+            g.contains("The published direct p95 is closest at `net.ipv4.tcp_wmem=4096 16384 4194304`, reader streamreader: 6,005 ms, where nginx-off measured 3,800 ms."),
+            "{g}"
+        );
     }
 }
