@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use common::units::Size;
 use serde::Deserialize;
 
 use crate::results::Direction;
 use crate::sample::Samples;
-use crate::stack::run::{LoadCommand, LoadExit, Stack};
+use crate::stack::run::{LoadCommand, Stack};
 
 /// What every load of a check shares.
 #[derive(Debug, Clone)]
@@ -226,6 +226,11 @@ struct SlowPart {
 
 /// Runs one load of `slow` clients through `stack`, its files in `dir`
 /// (`load/` as `slowlab load --out` writes them, `load.out`, `load.err`).
+///
+/// The load measured when [`crate::stack::run::LoadExit::measurement`]
+/// says so, the rule `reproduce` uses: an exit 1 because every fast call
+/// failed is a finding (the level is denied); a descriptor that ran out,
+/// or any other end, is a failed measurement, an error naming the level.
 pub fn measure(
     stack: &Stack<'_>,
     plan: &Plan,
@@ -236,24 +241,35 @@ pub fn measure(
 ) -> Result<Figures> {
     let out = dir.join("load");
     let args = plan.load_args(&stack.url(), slow, fast_duration, &out, labels);
+    let since = crate::sample::unix_now();
     let measured = stack
         .run_load(dir, plan.limit(slow), &LoadCommand::Load(args))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    match &measured.exit {
-        // Exit 1 is "no fast request succeeded": a finding, with its files.
-        LoadExit::Exited { status, .. } if status.success() || status.code() == Some(1) => {}
-        LoadExit::Exited { status, last_error } => {
-            bail!("slowlab load exited with {status}: {last_error}")
-        }
-        LoadExit::Interrupted => bail!("interrupted"),
-        LoadExit::TimedOut(limit) => bail!("slowlab load did not finish within {limit:?}"),
-    }
+    measured.exit.measurement(&out, since).with_context(|| {
+        format!(
+            "the load of {slow} {} measured nothing (its files in {})",
+            super::answer::clients(plan.direction),
+            dir.display()
+        )
+    })?;
+    Ok(Figures {
+        level_s: measured.load_s,
+        app: usage(&measured.samples, "app"),
+        proxy: usage(&measured.samples, "proxy"),
+        dir: dir.to_path_buf(),
+        ..read(plan.direction, &out)?
+    })
+}
+
+/// The figures of the `summary.json` in `out`, the slow clients counted
+/// as `direction` has them.
+fn read(direction: Direction, out: &Path) -> Result<Figures> {
     let path = out.join(loadgen::output::SUMMARY_JSON);
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let s: Summary =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let (slow_ok, slow_failed) = match plan.direction {
+    let (slow_ok, slow_failed) = match direction {
         Direction::Download => (s.slow.ok, s.slow.failed),
         Direction::Upload => (s.uploads.ok, s.uploads.failed),
         Direction::Headers => (
@@ -274,10 +290,7 @@ pub fn measure(
         slow_ok,
         slow_failed,
         rcvbuf_granted: s.slow.rcvbuf_granted_bytes,
-        level_s: measured.load_s,
-        app: usage(&measured.samples, "app"),
-        proxy: usage(&measured.samples, "proxy"),
-        dir: dir.to_path_buf(),
+        ..Figures::default()
     })
 }
 
@@ -307,3 +320,4 @@ fn usage(samples: &Samples, component: &str) -> Usage {
         memory_peak_mib: memory,
     }
 }
+
