@@ -464,10 +464,9 @@ pub fn run(args: CheckArgs) -> Result<()> {
             paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
             // A per-client link makes room for the most slow clients, and
             // uploaders are shaped at the client's end too.
-            netns: netns.as_ref().map(|n| {
-                n.with_clients(args.max_slow)
-                    .with_uploads(args.direction == Direction::Upload)
-            }),
+            netns: netns
+                .as_ref()
+                .map(|n| n.for_load(args.direction, args.max_slow)),
         };
         let r = check_route(
             &lab,

@@ -157,8 +157,9 @@ fn run_inner(
         caps: ctx.caps,
         cgroup_prefix: spec.run_id.clone(),
         paths: RunPaths::new(dir, scratch.path())?,
-        // A per-client link makes room for the condition's slow clients.
-        netns: net.as_ref().map(|n| n.with_clients(c.slow)),
+        // A per-client link makes room for the condition's slow clients
+        // (`Condition::net_spec`).
+        netns: net.clone(),
     };
     let mut limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
     if let Some(link) = net.as_ref().and_then(|n| n.link) {

@@ -38,6 +38,7 @@ use serde_json::json;
 use crate::cgroup::{self, Mode};
 use crate::prepare::{self, state_dir};
 use crate::reproduce::matrix::LoadProfile;
+use crate::results::Direction;
 use crate::stack::launch::{Launcher, RunPaths};
 use crate::stack::policy::{CapPlan, LoadgenCaps, cap_plan, missing_tool};
 use crate::stack::run::{self as lifecycle, Lab, LoadCommand, LoadExit, StackSpec};
@@ -155,14 +156,25 @@ impl SweepArgs {
     fn net(&self) -> Option<crate::netns::NetSpec> {
         self.net.spec().map(|n| {
             let up = &self.upload;
-            n.with_uploads(up.slow_upload > 0)
-                .with_clients(self.slow.max(clients(up.slow_upload.max(up.slow_headers))))
+            // Uploaders beside slow readers still shape the client's end;
+            // the lab makes room for the most clients of any kind.
+            let direction = if up.slow_upload > 0 {
+                Direction::Upload
+            } else if up.slow_headers > 0 {
+                Direction::Headers
+            } else {
+                Direction::Download
+            };
+            n.for_load(
+                direction,
+                self.slow.max(clients(up.slow_upload.max(up.slow_headers))),
+            )
         })
     }
 }
 
 /// A count of request-direction clients as the lab's client count
-/// (`with_clients` caps it anyway).
+/// (`NetSpec::for_load` caps it anyway).
 fn clients(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
