@@ -392,6 +392,7 @@ fn load_args(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netns::Side;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -405,6 +406,23 @@ mod tests {
         Cmd::try_parse_from(words.iter().chain(extra))
             .expect("parses")
             .args
+    }
+
+    #[test]
+    fn a_sweeps_namespaces_make_room_for_its_most_clients_and_shape_uploads() {
+        let link = ["--link", "rate=4MiB,per=client"];
+        let net = |extra: &[&str]| {
+            let words: Vec<&str> = link.iter().chain(extra).copied().collect();
+            parse(&words).net().expect("a link asks for namespaces")
+        };
+        let readers = net(&["--slow", "2"]);
+        assert_eq!((readers.clients, readers.uploads), (2, false));
+        let both = net(&["--slow", "2", "--slow-upload", "3"]);
+        assert_eq!((both.clients, both.uploads), (3, true));
+        assert_eq!(both.shaped(), [Side::Server, Side::Client]);
+        let slowloris = net(&["--slow", "1", "--slow-headers", "4"]);
+        assert_eq!((slowloris.clients, slowloris.uploads), (4, false));
+        assert!(parse(&["--slow", "2"]).net().is_none());
     }
 
     #[test]
