@@ -455,12 +455,17 @@ fn each_client_has_its_own_class(out: &std::path::Path) {
 /// A lab with a 4 MiB/s per-client link for `clients` slow clients.
 fn per_client_lab(clients: u32, uploads: bool) -> harness::netns::NetLab {
     use harness::netns::{Link, NetLab, NetSpec, Per};
+    use harness::results::Direction;
     let spec = NetSpec {
         link: Some(Link::at(4 << 20).per(Per::Client)),
-        uploads,
         ..NetSpec::default()
     };
-    NetLab::create(&spec.with_clients(clients)).unwrap()
+    let direction = if uploads {
+        Direction::Upload
+    } else {
+        Direction::Download
+    };
+    NetLab::create(&spec.for_load(direction, clients)).unwrap()
 }
 
 /// Bytes sent by each class of the server end's htb, by class name.

@@ -82,21 +82,12 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         .collect::<anyhow::Result<Vec<SlowReader>>>()?;
     let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
     let up = &config.upload;
-    let upload_ctx = Arc::new(UploadContext::new(
-        up,
-        &config.target,
-        config.timeout,
-        config.binds,
-    ));
+    let to = upload::Endpoint::new(up, &config.target, config.timeout, config.binds);
+    let upload_ctx = Arc::new(UploadContext::new(to.clone(), up));
     let uploaders = (0..up.uploaders)
         .map(|i| upload::spawn_uploader(i, upload_ctx.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let headers_ctx = Arc::new(HeadersContext::new(
-        up,
-        &config.target,
-        config.timeout,
-        config.binds,
-    ));
+    let headers_ctx = Arc::new(HeadersContext::new(to, up));
     let slowloris = (0..up.slow_headers)
         .map(|i| upload::spawn_slow_headers(i, headers_ctx.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;

@@ -37,40 +37,71 @@ pub const WRITE_PIECE: usize = 16 << 10;
 /// The pattern block of an upload, announced in `X-Slowlab-Block`.
 pub const UPLOAD_BLOCK: usize = common::pattern::DEFAULT_BLOCK;
 
-/// What every uploader shares.
-#[derive(Debug)]
-pub struct UploadContext {
+/// Where a request-direction client goes and how long it waits: what
+/// uploaders and slowloris clients share.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
     pub addr: SocketAddr,
     pub authority: String,
     /// Full request path (base path included).
     pub path: String,
-    pub bytes: u64,
-    /// Bytes per second.
-    pub rate: u64,
-    pub sndbuf: usize,
     /// The longest wait for the connect or any single write or read.
     pub timeout: Duration,
-    /// Uploader `i` binds `bind.slow_client(i)` (`--slow-bind`).
+    /// Client `i` binds `bind.slow_client(i)` (`--slow-bind`).
     pub bind: crate::bind::Binds,
 }
 
-impl UploadContext {
-    /// The uploaders' context of a run's checked flags.
+impl Endpoint {
+    /// The endpoint of a run's checked flags.
     pub fn new(
         up: &UploadConfig,
         target: &Target,
         timeout: Duration,
         bind: crate::bind::Binds,
     ) -> Self {
-        UploadContext {
+        Endpoint {
             addr: target.addr,
             authority: target.parsed.authority.clone(),
             path: up.path.clone(),
+            timeout,
+            bind,
+        }
+    }
+
+    /// Client `client`'s connection, `SO_SNDBUF` of `sndbuf` if asked
+    /// ([`connect`]).
+    fn connect(
+        &self,
+        client: usize,
+        sndbuf: Option<usize>,
+    ) -> Result<Connected, (Failure, Option<usize>)> {
+        connect(
+            self.addr,
+            self.bind.slow_client(client),
+            sndbuf,
+            self.timeout,
+        )
+    }
+}
+
+/// What every uploader shares.
+#[derive(Debug)]
+pub struct UploadContext {
+    pub to: Endpoint,
+    pub bytes: u64,
+    /// Bytes per second.
+    pub rate: u64,
+    pub sndbuf: usize,
+}
+
+impl UploadContext {
+    /// The uploaders' context of a run's checked flags.
+    pub fn new(to: Endpoint, up: &UploadConfig) -> Self {
+        UploadContext {
+            to,
             bytes: up.bytes,
             rate: up.rate,
             sndbuf: up.sndbuf,
-            timeout,
-            bind,
         }
     }
 
@@ -80,7 +111,7 @@ impl UploadContext {
             "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: slowlab-load\r\nAccept: */*\r\n\
              Content-Type: application/octet-stream\r\nContent-Length: {}\r\n\
              X-Slowlab-Block: {UPLOAD_BLOCK}\r\nConnection: close\r\n\r\n",
-            self.path, self.authority, self.bytes
+            self.to.path, self.to.authority, self.bytes
         )
         .into_bytes()
     }
@@ -89,31 +120,17 @@ impl UploadContext {
 /// What every slowloris client shares.
 #[derive(Debug)]
 pub struct HeadersContext {
-    pub addr: SocketAddr,
-    pub authority: String,
-    pub path: String,
+    pub to: Endpoint,
     /// One header line per interval.
     pub interval: Duration,
-    pub timeout: Duration,
-    /// Slowloris client `i` binds `bind.slow_client(i)` (`--slow-bind`).
-    pub bind: crate::bind::Binds,
 }
 
 impl HeadersContext {
     /// The slowloris clients' context of a run's checked flags.
-    pub fn new(
-        up: &UploadConfig,
-        target: &Target,
-        timeout: Duration,
-        bind: crate::bind::Binds,
-    ) -> Self {
+    pub fn new(to: Endpoint, up: &UploadConfig) -> Self {
         HeadersContext {
-            addr: target.addr,
-            authority: target.parsed.authority.clone(),
-            path: up.path.clone(),
+            to,
             interval: up.header_interval,
-            timeout,
-            bind,
         }
     }
 }
@@ -285,12 +302,7 @@ fn upload(client: usize, ctx: &UploadContext, t0: Instant) -> UploadRecord {
         sndbuf_granted_bytes: None,
         error: None,
     };
-    let outcome = match connect(
-        ctx.addr,
-        ctx.bind.slow_client(client),
-        Some(ctx.sndbuf),
-        ctx.timeout,
-    ) {
+    let outcome = match ctx.to.connect(client, Some(ctx.sndbuf)) {
         Err((f, granted)) => {
             r.sndbuf_granted_bytes = granted;
             Err(f)
@@ -301,7 +313,7 @@ fn upload(client: usize, ctx: &UploadContext, t0: Instant) -> UploadRecord {
             send_and_read(ctx, &mut stream, began, &mut r)
         }
     };
-    r.error = outcome.err().map(|f| stalled(f, ctx.timeout).in_load());
+    r.error = outcome.err().map(|f| stalled(f, ctx.to.timeout).in_load());
     r
 }
 
@@ -409,18 +421,17 @@ fn slow_headers(
         status: None,
         error: None,
     };
-    let (mut stream, _, connected) =
-        match connect(ctx.addr, ctx.bind.slow_client(client), None, ctx.timeout) {
-            Ok(c) => c,
-            Err((f, _)) => {
-                r.error = Some(f.in_load());
-                return r;
-            }
-        };
+    let (mut stream, _, connected) = match ctx.to.connect(client, None) {
+        Ok(c) => c,
+        Err((f, _)) => {
+            r.error = Some(f.in_load());
+            return r;
+        }
+    };
     r.connect_ms = Some(ms(began, connected));
     let first = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: slowlab-load\r\n",
-        ctx.path, ctx.authority
+        ctx.to.path, ctx.to.authority
     );
     let mut line = first.into_bytes();
     let mut reader = ResponseReader::default();
@@ -468,4 +479,43 @@ fn server_answered(stream: &mut TcpStream, reader: &mut ResponseReader) -> bool 
     };
     let _ = stream.set_nonblocking(false);
     answered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uploaders_and_slowloris_clients_share_one_endpoint_of_the_flags() {
+        let target = Target::resolve("http://127.0.0.1:8000/app", false).unwrap();
+        let up = UploadConfig {
+            uploaders: 2,
+            path: "/app/upload".into(),
+            bytes: 1234,
+            rate: 2 << 20,
+            sndbuf: 8 << 10,
+            slow_headers: 3,
+            header_interval: Duration::from_millis(250),
+        };
+        let timeout = Duration::from_secs(3);
+        let to = Endpoint::new(&up, &target, timeout, Default::default());
+        let u = UploadContext::new(to.clone(), &up);
+        let h = HeadersContext::new(to, &up);
+        for e in [&u.to, &h.to] {
+            assert_eq!(e.addr, target.addr);
+            assert_eq!(
+                (e.authority.as_str(), e.path.as_str()),
+                ("127.0.0.1:8000", "/app/upload")
+            );
+            assert_eq!(e.timeout, timeout);
+        }
+        assert_eq!((u.bytes, u.rate, u.sndbuf), (1234, 2 << 20, 8 << 10));
+        assert_eq!(h.interval, Duration::from_millis(250));
+        let head = String::from_utf8(u.head()).unwrap();
+        assert!(
+            head.starts_with("POST /app/upload HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("Content-Length: 1234\r\n"), "{head}");
+    }
 }

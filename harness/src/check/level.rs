@@ -8,13 +8,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use common::units::Size;
 use serde::Deserialize;
 
-use crate::results::Direction;
+use super::search::Judge;
+use crate::results::{Direction, LevelVerdict};
 use crate::sample::Samples;
-use crate::stack::run::{LoadCommand, LoadExit, Stack};
+use crate::stack::run::{LoadCommand, Stack};
 
 /// What every load of a check shares.
 #[derive(Debug, Clone)]
@@ -171,6 +172,12 @@ impl Figures {
     pub fn errors_of(&self, kind: &str) -> u64 {
         self.errors.get(kind).copied().unwrap_or(0)
     }
+
+    /// This load's verdict under `judge`: its fast path's p95 (none when
+    /// no call succeeded) and every fast error counted.
+    pub fn verdict(&self, judge: &Judge) -> LevelVerdict {
+        judge.verdict(self.p95_ms, self.error_count())
+    }
 }
 
 /// A component's CPU and memory during a load.
@@ -226,6 +233,11 @@ struct SlowPart {
 
 /// Runs one load of `slow` clients through `stack`, its files in `dir`
 /// (`load/` as `slowlab load --out` writes them, `load.out`, `load.err`).
+///
+/// The load measured when [`crate::stack::run::LoadExit::measurement`]
+/// says so, the rule `reproduce` uses: an exit 1 because every fast call
+/// failed is a finding (the level is denied); a descriptor that ran out,
+/// or any other end, is a failed measurement, an error naming the level.
 pub fn measure(
     stack: &Stack<'_>,
     plan: &Plan,
@@ -236,24 +248,35 @@ pub fn measure(
 ) -> Result<Figures> {
     let out = dir.join("load");
     let args = plan.load_args(&stack.url(), slow, fast_duration, &out, labels);
+    let since = crate::sample::unix_now();
     let measured = stack
         .run_load(dir, plan.limit(slow), &LoadCommand::Load(args))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    match &measured.exit {
-        // Exit 1 is "no fast request succeeded": a finding, with its files.
-        LoadExit::Exited { status, .. } if status.success() || status.code() == Some(1) => {}
-        LoadExit::Exited { status, last_error } => {
-            bail!("slowlab load exited with {status}: {last_error}")
-        }
-        LoadExit::Interrupted => bail!("interrupted"),
-        LoadExit::TimedOut(limit) => bail!("slowlab load did not finish within {limit:?}"),
-    }
+    measured.exit.measurement(&out, since).with_context(|| {
+        format!(
+            "the load of {slow} {} measured nothing (its files in {})",
+            super::answer::clients(plan.direction),
+            dir.display()
+        )
+    })?;
+    Ok(Figures {
+        level_s: measured.load_s,
+        app: usage(&measured.samples, "app"),
+        proxy: usage(&measured.samples, "proxy"),
+        dir: dir.to_path_buf(),
+        ..read(plan.direction, &out)?
+    })
+}
+
+/// The figures of the `summary.json` in `out`, the slow clients counted
+/// as `direction` has them.
+fn read(direction: Direction, out: &Path) -> Result<Figures> {
     let path = out.join(loadgen::output::SUMMARY_JSON);
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let s: Summary =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let (slow_ok, slow_failed) = match plan.direction {
+    let (slow_ok, slow_failed) = match direction {
         Direction::Download => (s.slow.ok, s.slow.failed),
         Direction::Upload => (s.uploads.ok, s.uploads.failed),
         Direction::Headers => (
@@ -274,10 +297,7 @@ pub fn measure(
         slow_ok,
         slow_failed,
         rcvbuf_granted: s.slow.rcvbuf_granted_bytes,
-        level_s: measured.load_s,
-        app: usage(&measured.samples, "app"),
-        proxy: usage(&measured.samples, "proxy"),
-        dir: dir.to_path_buf(),
+        ..Figures::default()
     })
 }
 
@@ -305,5 +325,157 @@ fn usage(samples: &Samples, component: &str) -> Usage {
     Usage {
         cpu_cores: cpu,
         memory_peak_mib: memory,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netns::{Link, Per};
+
+    const MIB: u64 = 1 << 20;
+
+    fn plan(direction: Direction, link: Option<Link>) -> Plan {
+        Plan {
+            direction,
+            large_path: "/large".into(),
+            fast_path: "/fast".into(),
+            slow_rate: 2 * MIB,
+            rcvbuf: 8 << 10,
+            reader: loadgen::ReaderModel::Strict,
+            link,
+            fast_rate: 8.0,
+            level_duration: Duration::from_secs(5),
+            timeout: Duration::from_secs(5),
+            large_bytes: 16 * MIB,
+            max_slow: 8,
+            noise_floor_ms: 20.0,
+            upload: loadgen::upload_args::UploadArgs {
+                upload_rate: Size(MIB),
+                upload_bytes: Size(4 * MIB),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_shared_link_divides_its_rate_and_a_per_client_one_gives_each_all_of_it() {
+        let shared = Link::at(8 * MIB);
+        let own = Link::at(8 * MIB).per(Per::Client);
+        for d in [Direction::Download, Direction::Upload, Direction::Headers] {
+            let p = plan(d, Some(shared));
+            assert_eq!(p.client_rate(1), 8 * MIB, "{d}");
+            assert_eq!(p.client_rate(4), 2 * MIB, "{d}");
+            // No client at all still has a rate (the baseline's answer).
+            assert_eq!(p.client_rate(0), 8 * MIB, "{d}");
+            let p = plan(d, Some(own));
+            assert_eq!(p.client_rate(1), 8 * MIB, "{d}");
+            assert_eq!(p.client_rate(4), 8 * MIB, "{d}");
+        }
+    }
+
+    #[test]
+    fn without_a_link_a_client_moves_at_its_directions_pace() {
+        assert_eq!(plan(Direction::Download, None).client_rate(4), 2 * MIB);
+        assert_eq!(plan(Direction::Upload, None).client_rate(4), MIB);
+        // A download of 16 MiB at 2 MiB/s, an upload of 4 MiB at 1 MiB/s.
+        let t = |d, slow| plan(d, None).transfer(slow).as_secs_f64();
+        assert_eq!(t(Direction::Download, 4), 8.0);
+        assert_eq!(t(Direction::Upload, 4), 4.0);
+        assert_eq!(t(Direction::Headers, 4), 0.0);
+        // Behind a shared link of 8 MiB/s, four readers take 2 MiB/s each.
+        let p = plan(Direction::Download, Some(Link::at(8 * MIB)));
+        assert_eq!(p.transfer(4).as_secs_f64(), 8.0);
+        assert_eq!(p.transfer(1).as_secs_f64(), 2.0);
+    }
+
+    #[test]
+    fn a_levels_load_has_the_directions_clients_unpaced_behind_a_link() {
+        let out = Path::new("/nonexistent");
+        let args =
+            |d, link| plan(d, link).load_args("http://x", 3, Duration::from_secs(1), out, vec![]);
+        let down = args(Direction::Download, None);
+        assert_eq!(
+            (down.slow, down.upload.slow_upload, down.upload.slow_headers),
+            (3, 0, 0)
+        );
+        assert_eq!(down.slow_reader.slow_rate.bytes(), 2 * MIB);
+        let up = args(Direction::Upload, None);
+        assert_eq!(
+            (up.slow, up.upload.slow_upload, up.upload.slow_headers),
+            (0, 3, 0)
+        );
+        assert_eq!(up.upload.upload_rate.bytes(), MIB);
+        let hdr = args(Direction::Headers, None);
+        assert_eq!(
+            (hdr.slow, hdr.upload.slow_upload, hdr.upload.slow_headers),
+            (0, 0, 3)
+        );
+        let link = Some(Link::at(8 * MIB));
+        let max = loadgen::config::MAX_SLOW_RATE;
+        assert_eq!(
+            args(Direction::Download, link)
+                .slow_reader
+                .slow_rate
+                .bytes(),
+            max
+        );
+        assert_eq!(
+            args(Direction::Upload, link).upload.upload_rate.bytes(),
+            max
+        );
+    }
+
+    /// A `summary.json` in `dir` as `slowlab load` writes it (the parts the
+    /// check reads, and some it does not).
+    fn summary(dir: &Path, ok: u64, p95: Option<f64>, errors: &str) {
+        let p95 = p95.map_or("null".into(), |p| p.to_string());
+        let json = format!(
+            r#"{{"t0_unix_s": 1.0, "target": "http://x",
+                "fast": {{"requests": 40, "ok": {ok}, "failed": {}, "errors": {{{errors}}},
+                          "latency_ms": {{"p50": {p95}, "p95": {p95}, "p99": {p95}, "max": {p95}}}}},
+                "slow": {{"clients": 2, "ok": 1, "failed": 1, "rcvbuf_granted_bytes": 4608}},
+                "uploads": {{"clients": 3, "ok": 2, "failed": 1}},
+                "slow_headers": {{"clients": 4, "held_to_end": 3}},
+                "errors": {{{errors}}}}}"#,
+            40 - ok
+        );
+        std::fs::write(dir.join(loadgen::output::SUMMARY_JSON), json).unwrap();
+    }
+
+    #[test]
+    fn the_figures_of_a_summary_decide_the_levels_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let judge = Judge {
+            baseline_ms: 2.0,
+            noise_floor_ms: 20.0,
+        };
+        summary(dir.path(), 40, Some(15.0), "");
+        let f = read(Direction::Download, dir.path()).unwrap();
+        assert_eq!((f.requests, f.ok, f.p95_ms), (40, 40, Some(15.0)));
+        assert_eq!(
+            (f.slow_ok, f.slow_failed, f.rcvbuf_granted),
+            (1, 1, Some(4608))
+        );
+        assert_eq!(f.verdict(&judge), LevelVerdict::Held);
+        summary(dir.path(), 40, Some(150.0), "");
+        let f = read(Direction::Upload, dir.path()).unwrap();
+        assert_eq!((f.slow_ok, f.slow_failed), (2, 1));
+        assert_eq!(f.verdict(&judge), LevelVerdict::Degraded);
+        // One timeout among quick answers is denied.
+        summary(dir.path(), 39, Some(3.0), r#""timeout": 1"#);
+        let f = read(Direction::Headers, dir.path()).unwrap();
+        assert_eq!((f.slow_ok, f.slow_failed), (3, 1));
+        assert_eq!((f.error_count(), f.errors_of("timeout")), (1, 1));
+        assert_eq!(f.verdict(&judge), LevelVerdict::Denied);
+        // Every fast call timed out (`slowlab load`'s exit 1 that measured):
+        // no p95, denied.
+        summary(dir.path(), 0, None, r#""timeout": 40"#);
+        let f = read(Direction::Headers, dir.path()).unwrap();
+        assert_eq!((f.ok, f.p95_ms, f.error_count()), (0, None, 40));
+        assert_eq!(f.verdict(&judge), LevelVerdict::Denied);
+        // No summary at all is an error, not a level.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(read(Direction::Download, empty.path()).is_err());
     }
 }

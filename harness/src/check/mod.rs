@@ -464,10 +464,9 @@ pub fn run(args: CheckArgs) -> Result<()> {
             paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
             // A per-client link makes room for the most slow clients, and
             // uploaders are shaped at the client's end too.
-            netns: netns.as_ref().map(|n| {
-                n.with_clients(args.max_slow)
-                    .with_uploads(args.direction == Direction::Upload)
-            }),
+            netns: netns
+                .as_ref()
+                .map(|n| n.for_load(args.direction, args.max_slow)),
         };
         let r = check_route(
             &lab,
@@ -586,7 +585,7 @@ fn check_route(
         }
         let level_dir = dir.join(format!("level-{n}"));
         let f = level::measure(&stack, plan, n, plan.level_duration, &level_dir, labels(n))?;
-        let v = judge.verdict(f.p95_ms, f.error_count());
+        let v = f.verdict(&judge);
         let recovery = match n {
             0 => None,
             _ => Some(recover(
@@ -740,7 +739,7 @@ fn recover(
     let mut last = None;
     for attempt in 1..=RECOVERY_ATTEMPTS {
         let f = level::measure(stack, plan, 0, duration, dir, labels.clone())?;
-        if judge.verdict(f.p95_ms, f.error_count()) == LevelVerdict::Held {
+        if f.verdict(judge) == LevelVerdict::Held {
             return Ok((f, true));
         }
         last = Some(f);

@@ -33,6 +33,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::{Context, Result};
 
+use crate::results::Direction;
+
 pub use args::{NetnsArgs, environment, reap_and_report};
 pub use ip::{enter, within};
 pub use link::{Link, Per, SlowKind};
@@ -87,13 +89,13 @@ pub struct NetSpec {
     /// client.
     pub link: Option<Link>,
     /// The slow clients a per-client link makes room for (their addresses
-    /// and classes; at most [`link::MAX_CLIENTS`]): set per run, like
-    /// `uploads`, to the most slow clients its loads have; nothing without
-    /// a per-client link.
+    /// and classes; at most [`link::MAX_CLIENTS`]): set per run with
+    /// `uploads` ([`NetSpec::for_load`]) to the most slow clients its loads
+    /// have; nothing without a per-client link.
     pub clients: u32,
     /// The run's slow clients are slow uploaders: with a link, its
     /// client-to-server direction is shaped too, by a tbf on the client's
-    /// veth end (set per run, from the condition's direction).
+    /// veth end (set per run with `clients`, [`NetSpec::for_load`]).
     pub uploads: bool,
     /// `--mtu`: the MTU of both veth pairs' four ends; none: the veth
     /// default, 1500. The kernel grows a TCP send buffer from the
@@ -151,10 +153,17 @@ impl NetSpec {
         }
     }
 
-    /// This spec for a run with at most `n` slow clients at once.
-    pub fn with_clients(&self, n: u32) -> NetSpec {
+    /// This spec for a run whose loads have at most `slow` slow clients
+    /// of `direction` at once: a per-client link makes room for them (at
+    /// most [`link::MAX_CLIENTS`]), and slow uploaders are shaped at the
+    /// client's end of the link too (they write unpaced behind it). The
+    /// stack creates the namespaces before the load starts and knows no
+    /// direction, so the spec carries both; `reproduce`, `sweep` and
+    /// `check` set them here, together, so they cannot drift apart.
+    pub fn for_load(&self, direction: Direction, slow: u32) -> NetSpec {
         NetSpec {
-            clients: n.min(link::MAX_CLIENTS),
+            clients: slow.min(link::MAX_CLIENTS),
+            uploads: direction == Direction::Upload,
             ..self.clone()
         }
     }
@@ -165,14 +174,6 @@ impl NetSpec {
         match self.link {
             Some(l) if l.per == Per::Client => (0..self.clients).map(link::client_addr).collect(),
             _ => vec![],
-        }
-    }
-
-    /// This spec for a run whose slow clients upload (or not).
-    pub fn with_uploads(&self, uploads: bool) -> NetSpec {
-        NetSpec {
-            uploads,
-            ..self.clone()
         }
     }
 
@@ -655,6 +656,33 @@ impl QdiscStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_load_sets_its_clients_and_only_uploaders_shape_the_clients_end() {
+        let spec = NetSpec {
+            link: Some(Link::at(4 << 20).per(Per::Client)),
+            mtu: Some(9000),
+            ..NetSpec::default()
+        };
+        for (direction, uploads, shaped) in [
+            (Direction::Download, false, vec![Side::Server]),
+            (Direction::Upload, true, vec![Side::Server, Side::Client]),
+            (Direction::Headers, false, vec![Side::Server]),
+        ] {
+            let s = spec.for_load(direction, 3);
+            assert_eq!((s.clients, s.uploads), (3, uploads), "{direction}");
+            assert_eq!(s.shaped(), shaped, "{direction}");
+            assert_eq!(s.client_addrs().len(), 3, "{direction}");
+            // Everything else is the run's, untouched.
+            assert_eq!((s.link, s.mtu), (spec.link, spec.mtu), "{direction}");
+            let capped = spec.for_load(direction, u32::MAX);
+            assert_eq!(capped.clients, link::MAX_CLIENTS, "{direction}");
+        }
+        // Without a link nothing is shaped, uploaders or not.
+        let plain = NetSpec::default().for_load(Direction::Upload, 2);
+        assert!(plain.uploads && plain.shaped().is_empty());
+        assert!(plain.client_addrs().is_empty());
+    }
 
     #[test]
     fn a_per_client_htb_reads_as_its_root_and_its_leaves() {

@@ -138,15 +138,12 @@ impl Kind {
 /// run-wide `wide` (see the module's precedence); none when neither asks
 /// for namespaces. The error is one line naming the contradiction.
 pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>, String> {
-    // Slow uploaders are shaped on the client's side of the link too.
-    // `NetSpec.uploads` carries this rather than being computed where the
-    // link is applied (`NetLab::create`): the stack creates the namespaces
-    // before the load starts and knows no direction, and the spec is all
-    // it gets of the run; the condition's direction is the one source, and
-    // this is the one function that turns a condition into its spec.
-    let uploads = c.direction == Direction::Upload;
+    // The condition's direction and slow clients are the one source of
+    // the load's part of the spec (its shaped ends, the per-client link's
+    // clients), and this is the one function that turns a condition into
+    // its spec.
     if !c.buffers.is_set() && c.kind.is_none() {
-        return Ok(wide.map(|w| w.with_uploads(uploads)));
+        return Ok(wide.map(|w| w.for_load(c.direction, c.slow)));
     }
     let mut spec = wide.cloned().unwrap_or_default();
     for s in c.buffers.sysctls() {
@@ -183,7 +180,7 @@ pub fn net_spec(c: &Condition, wide: Option<&NetSpec>) -> Result<Option<NetSpec>
         (Some(Kind::Link { rate, per }), None) => spec.link = Some(Link::at(rate).per(per)),
         _ => {}
     }
-    Ok(Some(spec.with_uploads(uploads)))
+    Ok(Some(spec.for_load(c.direction, c.slow)))
 }
 
 /// A condition from the cells its rows record (`conditions.csv`,
@@ -263,7 +260,10 @@ mod tests {
             uploads: false,
             mtu: None,
         };
-        assert_eq!(net_spec(&plain, Some(&wide)).unwrap(), Some(wide.clone()));
+        assert_eq!(
+            net_spec(&plain, Some(&wide)).unwrap(),
+            Some(wide.for_load(Direction::Download, 2))
+        );
         // The cell adds to the run-wide sysctls of other keys.
         let spec = net_spec(&cell(1 << 20, 1 << 20), Some(&wide))
             .unwrap()
@@ -296,7 +296,10 @@ mod tests {
             kind: Some(Kind::Pace),
             ..plain
         };
-        assert_eq!(net_spec(&pace, None).unwrap(), Some(NetSpec::default()));
+        assert_eq!(
+            net_spec(&pace, None).unwrap(),
+            Some(NetSpec::default().for_load(Direction::Download, 2))
+        );
         let wide_link = NetSpec {
             link: Some(Link::at(8 << 20)),
             ..NetSpec::default()

@@ -898,11 +898,12 @@ mod tests {
             );
         }
         for r in &p {
-            let spec = r.condition.net_spec(None).unwrap();
+            let c = r.condition;
+            let spec = c.net_spec(None).unwrap();
             assert_eq!(
                 spec,
-                Some(crate::netns::NetSpec::default()),
-                "paced, in namespaces"
+                Some(crate::netns::NetSpec::default().for_load(c.direction, c.slow)),
+                "paced, in namespaces, nothing but the load's clients"
             );
         }
         assert_eq!(

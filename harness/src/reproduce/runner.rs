@@ -13,7 +13,7 @@ use crate::sample::{Samples, unix_now};
 use crate::signals;
 use crate::stack::ProxyBuffers;
 use crate::stack::launch::RunPaths;
-use crate::stack::run::{self as lifecycle, Lab, LoadCommand, LoadExit, RunError, StackSpec};
+use crate::stack::run::{self as lifecycle, Lab, LoadCommand, RunError, StackSpec};
 
 pub use crate::stack::policy::CapPlan;
 
@@ -157,8 +157,9 @@ fn run_inner(
         caps: ctx.caps,
         cgroup_prefix: spec.run_id.clone(),
         paths: RunPaths::new(dir, scratch.path())?,
-        // A per-client link makes room for the condition's slow clients.
-        netns: net.as_ref().map(|n| n.with_clients(c.slow)),
+        // A per-client link makes room for the condition's slow clients
+        // (`Condition::net_spec`).
+        netns: net.clone(),
     };
     let mut limit = profile.expected_duration_of(&c) + profile.timeout + Duration::from_secs(30);
     if let Some(link) = net.as_ref().and_then(|n| n.link) {
@@ -180,25 +181,12 @@ fn run_inner(
     data.host_steal_ms = measured.host_steal_ms;
     data.samples = measured.samples;
     // A load whose /fast requests all failed (slowloris clients holding
-    // every worker) ran to its end: its rows are the measurement.
-    if measured
+    // every worker) ran to its end: its rows are the measurement. Any other
+    // non-zero end broke the load; its files are still worth keeping.
+    measured
         .exit
-        .measured(&dir.join("load"), data.started_unix_s)
-    {
-        return Ok(());
-    }
-    let failure = match measured.exit {
-        // Any other non-zero end broke the load; its files are still worth
-        // keeping.
-        LoadExit::Exited { status, last_error } => {
-            anyhow::anyhow!("slowlab load exited with {status}: {last_error}")
-        }
-        LoadExit::Interrupted => anyhow::anyhow!("interrupted"),
-        LoadExit::TimedOut(limit) => {
-            anyhow::anyhow!("slowlab load did not finish within {limit:?}")
-        }
-    };
-    Err(RunError::Start(failure))
+        .measurement(&dir.join("load"), data.started_unix_s)
+        .map_err(RunError::Start)
 }
 
 /// The `slowlab load` of a run against `target`.

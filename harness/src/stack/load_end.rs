@@ -46,6 +46,24 @@ impl LoadExit {
             _ => false,
         }
     }
+
+    /// [`Self::measured`] as a result: `Ok` when the load measured, else
+    /// why it did not, in one line (its status and the last line of its
+    /// stderr, which names a descriptor that ran out).
+    pub fn measurement(&self, out: &Path, since_unix_s: f64) -> anyhow::Result<()> {
+        if self.measured(out, since_unix_s) {
+            return Ok(());
+        }
+        Err(match self {
+            LoadExit::Exited { status, last_error } => {
+                anyhow::anyhow!("slowlab load exited with {status}: {last_error}")
+            }
+            LoadExit::Interrupted => anyhow::anyhow!("interrupted"),
+            LoadExit::TimedOut(limit) => {
+                anyhow::anyhow!("slowlab load did not finish within {limit:?}")
+            }
+        })
+    }
 }
 
 fn every_fast_failed(out: &Path, since_unix_s: f64) -> bool {
@@ -107,5 +125,22 @@ mod tests {
         }
         let limit = LoadExit::TimedOut(std::time::Duration::from_secs(1));
         assert!(!limit.measured(out, 100.0));
+        // The same rule as a result, the reason in one line.
+        assert!(exited(1).measurement(out, 100.0).is_ok());
+        summary(out, 105.0, 0, r#""fd_exhausted": 10"#);
+        let broken = LoadExit::Exited {
+            status: ExitStatus::from_raw(1 << 8),
+            last_error: "slowlab: the load generator ran out of file descriptors".into(),
+        };
+        let why = broken.measurement(out, 100.0).unwrap_err().to_string();
+        assert!(
+            why.contains("exit status: 1") && why.contains("ran out of file descriptors"),
+            "{why}"
+        );
+        assert!(!why.contains('\n'), "{why}");
+        assert_eq!(
+            limit.measurement(out, 100.0).unwrap_err().to_string(),
+            "slowlab load did not finish within 1s"
+        );
     }
 }

@@ -38,6 +38,7 @@ use serde_json::json;
 use crate::cgroup::{self, Mode};
 use crate::prepare::{self, state_dir};
 use crate::reproduce::matrix::LoadProfile;
+use crate::results::Direction;
 use crate::stack::launch::{Launcher, RunPaths};
 use crate::stack::policy::{CapPlan, LoadgenCaps, cap_plan, missing_tool};
 use crate::stack::run::{self as lifecycle, Lab, LoadCommand, LoadExit, StackSpec};
@@ -155,14 +156,25 @@ impl SweepArgs {
     fn net(&self) -> Option<crate::netns::NetSpec> {
         self.net.spec().map(|n| {
             let up = &self.upload;
-            n.with_uploads(up.slow_upload > 0)
-                .with_clients(self.slow.max(clients(up.slow_upload.max(up.slow_headers))))
+            // Uploaders beside slow readers still shape the client's end;
+            // the lab makes room for the most clients of any kind.
+            let direction = if up.slow_upload > 0 {
+                Direction::Upload
+            } else if up.slow_headers > 0 {
+                Direction::Headers
+            } else {
+                Direction::Download
+            };
+            n.for_load(
+                direction,
+                self.slow.max(clients(up.slow_upload.max(up.slow_headers))),
+            )
         })
     }
 }
 
 /// A count of request-direction clients as the lab's client count
-/// (`with_clients` caps it anyway).
+/// (`NetSpec::for_load` caps it anyway).
 fn clients(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -380,6 +392,7 @@ fn load_args(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netns::Side;
     use clap::Parser;
 
     #[derive(Parser)]
@@ -393,6 +406,23 @@ mod tests {
         Cmd::try_parse_from(words.iter().chain(extra))
             .expect("parses")
             .args
+    }
+
+    #[test]
+    fn a_sweeps_namespaces_make_room_for_its_most_clients_and_shape_uploads() {
+        let link = ["--link", "rate=4MiB,per=client"];
+        let net = |extra: &[&str]| {
+            let words: Vec<&str> = link.iter().chain(extra).copied().collect();
+            parse(&words).net().expect("a link asks for namespaces")
+        };
+        let readers = net(&["--slow", "2"]);
+        assert_eq!((readers.clients, readers.uploads), (2, false));
+        let both = net(&["--slow", "2", "--slow-upload", "3"]);
+        assert_eq!((both.clients, both.uploads), (3, true));
+        assert_eq!(both.shaped(), [Side::Server, Side::Client]);
+        let slowloris = net(&["--slow", "1", "--slow-headers", "4"]);
+        assert_eq!((slowloris.clients, slowloris.uploads), (4, false));
+        assert!(parse(&["--slow", "2"]).net().is_none());
     }
 
     #[test]

@@ -213,24 +213,15 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
         })
     });
     let up = &config.upload;
+    let to = upload::Endpoint::new(up, &config.target, config.timeout, config.binds);
     let uploads = (up.uploaders > 0).then(|| {
-        let ctx = Arc::new(UploadContext::new(
-            up,
-            &config.target,
-            config.timeout,
-            config.binds,
-        ));
+        let ctx = Arc::new(UploadContext::new(to.clone(), up));
         Pool::<UploadRecord>::start(up.uploaders, t0, rt, move |slot| {
             upload::spawn_uploader(slot, ctx.clone())
         })
     });
     let slowloris = (up.slow_headers > 0).then(|| {
-        let ctx = Arc::new(HeadersContext::new(
-            up,
-            &config.target,
-            config.timeout,
-            config.binds,
-        ));
+        let ctx = Arc::new(HeadersContext::new(to, up));
         Pool::<SlowHeaderRecord>::start(up.slow_headers, t0, rt, move |slot| {
             upload::spawn_slow_headers(slot, ctx.clone())
         })
