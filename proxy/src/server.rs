@@ -165,10 +165,15 @@ async fn serve(
                     let app = app.clone();
                     let cut = cut_rx.clone();
                     let alive = alive_tx.clone();
-                    tokio::spawn(async move {
+                    // Boxed: the task then holds a pointer, not the
+                    // connection's kilobytes of state, which tokio would
+                    // otherwise copy into its task cell at spawn and over
+                    // again when the task finishes, and allocate with the
+                    // cell's cache-line alignment (glibc's slow memalign path).
+                    tokio::spawn(Box::pin(async move {
                         let _alive = alive;
                         app.serve_connection(stream, &cut).await;
-                    });
+                    }));
                 }
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
