@@ -20,6 +20,7 @@
 //! uses.
 
 use std::cell::RefCell;
+use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -154,24 +155,35 @@ pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, U
 /// `length` is the body's length when the proxy frames it (a buffered
 /// body, de-chunked): the client's `Content-Length` gives way to it.
 pub fn request_wire(req: &RequestHeader, length: Option<u64>) -> BytesMut {
-    let mut lines = BytesMut::with_capacity(512);
-    req.header_to_h1_wire(&mut lines);
-    let mut buf = BytesMut::with_capacity(lines.len() + 64 + req.raw_path().len());
+    let mut buf = BytesMut::with_capacity(512 + req.raw_path().len());
     buf.extend_from_slice(req.method.as_str().as_bytes());
     buf.extend_from_slice(b" ");
     buf.extend_from_slice(req.raw_path());
     buf.extend_from_slice(b" HTTP/1.0\r\n");
-    // Every line ends with CRLF, the last one included.
-    for line in lines.split_inclusive(|&b| b == b'\n') {
+    // The header lines go straight into the same buffer; the ones not
+    // forwarded are then squeezed out in place (no second buffer).
+    let lines = buf.len();
+    req.header_to_h1_wire(&mut buf);
+    let (mut kept, mut at) = (lines, lines);
+    while at < buf.len() {
+        // Every line ends with CRLF, the last one included.
+        let end = buf[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(buf.len(), |i| at + i + 1);
+        let line = &buf[at..end];
         let name = line.split(|&b| b == b':').next().unwrap_or(line);
         let hop = HOP_BY_HOP
             .iter()
             .any(|h| h.as_bytes().eq_ignore_ascii_case(name));
         let framed_here = length.is_some() && name.eq_ignore_ascii_case(b"content-length");
         if !hop && !framed_here {
-            buf.extend_from_slice(line);
+            buf.copy_within(at..end, kept);
+            kept += end - at;
         }
+        at = end;
     }
+    buf.truncate(kept);
     if let Some(n) = length {
         buf.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes());
     }
@@ -309,9 +321,16 @@ fn parse_head(
     head_request: bool,
 ) -> Result<Option<ResponseHead>, UpstreamError> {
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; 100];
-        let mut resp = httparse::Response::new(&mut headers);
-        let len = match resp.parse(buf) {
+        // Left uninitialised: zeroing 100 headers (3.2 KiB) per parse costs
+        // more than parsing the few an origin sends.
+        let mut headers = [const { MaybeUninit::<httparse::Header>::uninit() }; 100];
+        let mut resp = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut resp,
+            buf,
+            &mut headers,
+        );
+        let len = match parsed {
             Ok(httparse::Status::Complete(len)) => len,
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(e) => return Err(UpstreamError::Invalid(e.to_string())),
