@@ -12,11 +12,11 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::meter::{Meter, MeteredIo};
+use crate::stream::LazyStream;
 
 /// How long a shutdown lets responses in flight finish before cutting them.
 /// Short enough that a stop with slow downloads stays well within 2 s.
@@ -32,16 +32,19 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// on top of the one body frame the `/large` body lets out at a time.
 const MAX_BUF: usize = 8192;
 
-/// Serves `stream` until the connection closes or `cancel` fires (then after
-/// [`SHUTDOWN_GRACE`] at most). `header_timeout` closes a connection whose
+/// Serves `stream` (non-blocking, as [`crate::listener::accept4`] returns it;
+/// registered with the current runtime only if it has to wait, see
+/// [`crate::stream`]) until the connection closes or `cancel` fires (then
+/// after [`SHUTDOWN_GRACE`] at most). `header_timeout` closes a connection whose
 /// request head is not complete by then; `None`: never.
 pub async fn serve(
-    stream: TcpStream,
+    stream: std::net::TcpStream,
     app: Arc<App>,
     cancel: &CancellationToken,
     header_timeout: Option<Duration>,
 ) {
     // Only the debug lines below name the peer: no getpeername(2) otherwise.
+    let stream = LazyStream::new(stream);
     let peer = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| stream.peer_addr().ok())
         .flatten();
