@@ -22,6 +22,10 @@ use super::{OwnRuntime, current_thread_runtime, register, spawn_thread};
 use crate::app::App;
 use crate::{conn, listener};
 
+/// The period of the accept loop's idle timer (see [`acceptor`]); shorter
+/// than [`conn::HEADER_READ_TIMEOUT`].
+const KEEPER_PERIOD: Duration = Duration::from_secs(5);
+
 /// Starts the runtime and the thread that drives its accept loop, pushing it
 /// to `threads`; the runtime's own threads are stopped by that thread.
 pub fn start(
@@ -71,10 +75,23 @@ async fn acceptor(listener: AsyncFd<StdListener>, app: Arc<App>, cancel: Cancell
     // gone (mini-redis's shutdown pattern). Unlike a JoinSet, nothing is
     // locked or woken here when a connection ends.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    // Registered with the token once, not once per connection.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    // Tokio's timer wakes its driver (an eventfd write, and an early return
+    // of the next epoll_wait) whenever a timer is set earlier than the
+    // earliest one it knew when it last parked, which is every time when it
+    // knew none: with the first connection after each idle moment, whose
+    // head timeout is such a timer. A timer that is never further away than
+    // [`KEEPER_PERIOD`] is always earlier than a head timeout, so setting
+    // those wakes nothing.
+    let mut keeper = tokio::time::interval(KEEPER_PERIOD);
+    keeper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let accepted = tokio::select! {
             biased;
-            () = cancel.cancelled() => break,
+            () = &mut cancelled => break,
+            _ = keeper.tick() => continue,
             accepted = listener::accept(&listener) => accepted,
         };
         match accepted {
