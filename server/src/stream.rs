@@ -198,6 +198,7 @@ impl AsyncWrite for LazyStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read as _;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     fn pair() -> (LazyStream, std::net::TcpStream) {
@@ -221,7 +222,7 @@ mod tests {
         assert!(!server.is_registered());
         drop(server);
         let mut back = Vec::new();
-        client.read_to_end(&mut back).unwrap();
+        std::io::Read::read_to_end(&mut client, &mut back).unwrap();
         assert_eq!(back, b"pong");
     }
 
@@ -250,7 +251,7 @@ mod tests {
             let mut n = 0;
             let mut buf = vec![0u8; 65536];
             loop {
-                match std::io::Read::read(&mut client, &mut buf).unwrap() {
+                match client.read(&mut buf).unwrap() {
                     0 => return n,
                     k => n += k,
                 }
