@@ -32,19 +32,17 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// on top of the one body frame the `/large` body lets out at a time.
 const MAX_BUF: usize = 8192;
 
-/// Serves `stream` (non-blocking, as [`crate::listener::accept4`] returns it;
-/// registered with the current runtime only if it has to wait, see
-/// [`crate::stream`]) until the connection closes or `cancel` fires (then
+/// Serves `stream` (see [`crate::stream`]: registered with the current
+/// runtime already, or only once it has to wait) until the connection closes or `cancel` fires (then
 /// after [`SHUTDOWN_GRACE`] at most). `header_timeout` closes a connection whose
 /// request head is not complete by then; `None`: never.
 pub async fn serve(
-    stream: std::net::TcpStream,
+    stream: LazyStream,
     app: Arc<App>,
     cancel: &CancellationToken,
     header_timeout: Option<Duration>,
 ) {
     // Only the debug lines below name the peer: no getpeername(2) otherwise.
-    let stream = LazyStream::new(stream);
     let peer = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| stream.peer_addr().ok())
         .flatten();

@@ -51,6 +51,13 @@ impl LazyStream {
         }
     }
 
+    /// A stream already registered with the current runtime.
+    pub fn registered(stream: TcpStream) -> Self {
+        LazyStream {
+            state: State::Registered(stream),
+        }
+    }
+
     /// True once the socket had to wait and is registered with the runtime.
     pub fn is_registered(&self) -> bool {
         matches!(self.state, State::Registered(_))
@@ -69,7 +76,7 @@ impl LazyStream {
     /// runtime; called after an operation on it would have blocked. Tokio
     /// starts it with no readiness, so the caller's next poll waits for
     /// epoll (which reports at once what is already ready).
-    fn registered(&mut self) -> io::Result<&mut TcpStream> {
+    fn register(&mut self) -> io::Result<&mut TcpStream> {
         if let State::Plain(_) = self.state {
             let State::Plain(plain) = std::mem::replace(&mut self.state, State::Failed) else {
                 unreachable!("matched above");
@@ -140,7 +147,7 @@ impl AsyncRead for LazyStream {
                 return Poll::Ready(Ok(()));
             }
         }
-        Pin::new(self.registered()?).poll_read(cx, buf)
+        Pin::new(self.register()?).poll_read(cx, buf)
     }
 }
 
@@ -155,7 +162,7 @@ impl AsyncWrite for LazyStream {
         {
             return Poll::Ready(Ok(n));
         }
-        Pin::new(self.registered()?).poll_write(cx, buf)
+        Pin::new(self.register()?).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -168,7 +175,7 @@ impl AsyncWrite for LazyStream {
         {
             return Poll::Ready(Ok(n));
         }
-        Pin::new(self.registered()?).poll_write_vectored(cx, bufs)
+        Pin::new(self.register()?).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
+use crate::stream::LazyStream;
 use crate::{conn, listener};
 
 /// Gunicorn's default `--timeout`, the default `--worker-timeout`.
@@ -124,13 +125,13 @@ fn accept(listener: &StdListener) -> io::Result<Option<std::net::TcpStream>> {
 /// connection gets what Gunicorn's aborted worker leaves it.
 async fn serve_or_abort(stream: std::net::TcpStream, app: &Arc<App>, cancel: &CancellationToken) {
     let Some(limit) = app.worker_timeout else {
-        return conn::serve(stream, app.clone(), cancel, None).await;
+        return conn::serve(LazyStream::new(stream), app.clone(), cancel, None).await;
     };
     // The 500 is written through hyper's own descriptor while the timed-out
     // future still holds it (no spare descriptor: that was a dup(2) and a
     // close(2) on every connection); dropping the future then closes it.
     let fd = stream.as_raw_fd();
-    let served = conn::serve(stream, app.clone(), cancel, None);
+    let served = conn::serve(LazyStream::new(stream), app.clone(), cancel, None);
     tokio::pin!(served);
     if tokio::time::timeout(limit, served.as_mut()).await.is_ok() {
         return;

@@ -14,17 +14,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::io::unix::AsyncFd;
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{OwnRuntime, current_thread_runtime, register, spawn_thread};
+use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
+use crate::stream::LazyStream;
 use crate::{conn, listener};
-
-/// The period of the accept loop's idle timer (see [`acceptor`]); shorter
-/// than [`conn::HEADER_READ_TIMEOUT`].
-const KEEPER_PERIOD: Duration = Duration::from_secs(5);
 
 /// Starts the runtime and the thread that drives its accept loop, pushing it
 /// to `threads`; the runtime's own threads are stopped by that thread.
@@ -70,35 +67,33 @@ pub fn start(
     Ok(())
 }
 
-async fn acceptor(listener: AsyncFd<StdListener>, app: Arc<App>, cancel: CancellationToken) {
+/// A clone of the listening socket, registered with `runtime`.
+fn register(listener: &StdListener, runtime: &OwnRuntime) -> anyhow::Result<TcpListener> {
+    let own = listener.try_clone().context("cannot clone the listener")?;
+    let _enter = runtime.get().enter();
+    TcpListener::from_std(own).context("cannot register the listener")
+}
+
+async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToken) {
     // Every connection task holds a clone; recv() returns None once all are
     // gone (mini-redis's shutdown pattern). Unlike a JoinSet, nothing is
     // locked or woken here when a connection ends.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
-    // Registered with the token once, not once per connection.
-    let cancelled = cancel.cancelled();
-    tokio::pin!(cancelled);
-    // Tokio's timer wakes its driver (an eventfd write, and an early return
-    // of the next epoll_wait) whenever a timer is set earlier than the
-    // earliest one it knew when it last parked, which is every time when it
-    // knew none: with the first connection after each idle moment, whose
-    // head timeout is such a timer. A timer that is never further away than
-    // [`KEEPER_PERIOD`] is always earlier than a head timeout, so setting
-    // those wakes nothing.
-    let mut keeper = tokio::time::interval(KEEPER_PERIOD);
-    keeper.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let accepted = tokio::select! {
             biased;
-            () = &mut cancelled => break,
-            _ = keeper.tick() => continue,
-            accepted = listener::accept(&listener) => accepted,
+            () = cancel.cancelled() => break,
+            accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok(stream) => {
+            Ok((stream, _)) => {
                 let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
+                    // Registered by tokio's accept already: the lazy
+                    // registration of the other models measured no better
+                    // here (see README, bench-serve).
+                    let stream = LazyStream::registered(stream);
                     conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
                 });
             }

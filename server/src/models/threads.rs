@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{current_thread_runtime, register, spawn_thread};
 use crate::app::App;
+use crate::stream::LazyStream;
 use crate::{conn, listener};
 
 /// The handlers share one receiver; the one holding the lock is the idle
@@ -89,7 +90,7 @@ async fn handler(queue: Queue, app: Arc<App>, cancel: CancellationToken) {
             return; // the acceptor has stopped
         };
         conn::serve(
-            stream,
+            LazyStream::new(stream),
             app.clone(),
             &cancel,
             Some(conn::HEADER_READ_TIMEOUT),
