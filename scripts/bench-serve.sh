@@ -8,6 +8,10 @@
 # Usage: scripts/bench-serve.sh        (defaults: wrk -t1 -c8 -d8s, 2 rounds)
 #   WRK_THREADS=1 WRK_CONNS=8 WRK_DURATION=8s ROUNDS=2 scripts/bench-serve.sh
 #   GUNICORN=/path/to/gunicorn NGINX=/path/to/nginx scripts/bench-serve.sh
+#   SLOWLAB_BASE=/path/to/older/slowlab scripts/bench-serve.sh
+#     also measures that binary's sync x2 and async x1 in every round, as
+#     base-sync2 and base-async1 right after their counterparts, so that a
+#     change is compared with what it changed in the same run.
 #
 # Every server answers `Connection: close` (and wrk asks for it), so wrk
 # opens a new connection per request: the figures include a TCP handshake
@@ -200,10 +204,15 @@ bench() {
 }
 
 run_slowlab() {
-    local name=$1; shift
+    run_binary "$SLOWLAB" "$@"
+}
+
+# Like run_slowlab, with the binary "$1" first.
+run_binary() {
+    local bin=$1 name=$2; shift 2
     # One file per server: the redirection of a background job happens
     # later, so a shared file could still show the previous server's line.
-    "${SERVER_CPU[@]}" "$SLOWLAB" serve --listen 127.0.0.1:0 "$@" >"$TMP/out-$name" 2>"$TMP/err" &
+    "${SERVER_CPU[@]}" "$bin" serve --listen 127.0.0.1:0 "$@" >"$TMP/out-$name" 2>"$TMP/err" &
     SERVER_PID=$!
     local addr
     addr=$(ready_addr "$TMP/out-$name")
@@ -225,8 +234,10 @@ for ROUND in $(seq "$ROUNDS"); do
     start_nginx
     measure_nginx
     run_slowlab rust-sync2 --model sync --workers 2
+    if [[ -n ${SLOWLAB_BASE:-} ]]; then run_binary "$SLOWLAB_BASE" base-sync2 --model sync --workers 2; fi
     run_slowlab rust-threads4 --model threads --workers 4
     run_slowlab rust-async1 --model async --workers 1
+    if [[ -n ${SLOWLAB_BASE:-} ]]; then run_binary "$SLOWLAB_BASE" base-async1 --model async --workers 1; fi
     run_slowlab "rust-async$CORES" --model async
     if ((HAVE_GUNICORN)); then run_gunicorn; fi
     stop_nginx

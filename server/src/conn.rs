@@ -12,11 +12,11 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::meter::{Meter, MeteredIo};
+use crate::stream::LazyStream;
 
 /// How long a shutdown lets responses in flight finish before cutting them.
 /// Short enough that a stop with slow downloads stays well within 2 s.
@@ -32,11 +32,12 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// on top of the one body frame the `/large` body lets out at a time.
 const MAX_BUF: usize = 8192;
 
-/// Serves `stream` until the connection closes or `cancel` fires (then after
-/// [`SHUTDOWN_GRACE`] at most). `header_timeout` closes a connection whose
+/// Serves `stream` (see [`crate::stream`]: registered with the current
+/// runtime already, or only once it has to wait) until the connection closes or `cancel` fires (then
+/// after [`SHUTDOWN_GRACE`] at most). `header_timeout` closes a connection whose
 /// request head is not complete by then; `None`: never.
 pub async fn serve(
-    stream: TcpStream,
+    stream: LazyStream,
     app: Arc<App>,
     cancel: &CancellationToken,
     header_timeout: Option<Duration>,

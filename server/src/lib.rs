@@ -13,7 +13,9 @@
 //! - [`send_log`], [`recv_log`]: the `--send-log` and `--recv-log` CSVs,
 //!   both a [`log_file::LogFile`].
 //! - [`conn`]: serving one connection with hyper; shutdown grace.
-//! - [`listener`]: binding, and what to do when `accept` fails.
+//! - [`listener`]: binding, `accept`, and what to do when it fails.
+//! - [`stream`]: the accepted socket, registered with the runtime only once
+//!   it has to wait.
 //! - [`models`]: the `sync`, `threads` and `async` worker models.
 
 pub mod app;
@@ -26,6 +28,7 @@ pub mod meter;
 pub mod models;
 pub mod recv_log;
 pub mod send_log;
+pub mod stream;
 pub mod upload;
 
 use std::net::SocketAddr;

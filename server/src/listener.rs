@@ -1,11 +1,21 @@
-//! The listening socket and the accept loop's error policy.
+//! The listening socket, `accept` itself and the accept loop's error policy.
+//!
+//! `sync` and `threads` accept with [`accept4`] (`async` with tokio's own
+//! accept): the connection comes non-blocking
+//! and close-on-exec without a further system call, and without the peer's
+//! address (nothing here needs it). It is a plain [`TcpStream`], not yet
+//! registered with any runtime: [`crate::stream`] registers it only if it
+//! must wait.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd as _, FromRawFd as _};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
 
 /// Gunicorn's default `backlog`: connections beyond the busy workers wait
 /// here, in the kernel, which is the whole point of the sync model.
@@ -25,6 +35,32 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
         Ok(socket.into())
     };
     bind().with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// One `accept4(2)` on `listener`; blocks or not as the listener does, and
+/// fails with `WouldBlock` when a non-blocking listener has nobody waiting.
+pub fn accept4(listener: &TcpListener) -> io::Result<TcpStream> {
+    // SAFETY: `accept4` on a listening socket the caller holds, without an
+    // address buffer; a descriptor it returns is new and ours alone.
+    let fd = unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: see above; the stream takes over closing it.
+    Ok(unsafe { TcpStream::from_raw_fd(fd) })
+}
+
+/// The next connection of a non-blocking `listener` registered with the
+/// current runtime (readable interest), awaited without a thread.
+pub async fn accept(listener: &AsyncFd<TcpListener>) -> io::Result<TcpStream> {
+    listener.async_io(Interest::READABLE, accept4).await
 }
 
 /// What an accept loop should do after a failed `accept`.

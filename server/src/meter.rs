@@ -192,12 +192,6 @@ pub trait NoDelay {
     fn set_nodelay(&self) -> io::Result<()>;
 }
 
-impl NoDelay for tokio::net::TcpStream {
-    fn set_nodelay(&self) -> io::Result<()> {
-        tokio::net::TcpStream::set_nodelay(self, true)
-    }
-}
-
 /// The connection's stream, with every accepted write accounted in a
 /// [`Meter`] once it is armed. Reads pass through untouched.
 #[derive(Debug)]

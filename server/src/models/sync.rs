@@ -29,18 +29,18 @@
 
 use std::io;
 use std::net::TcpListener as StdListener;
-use std::os::fd::{AsRawFd as _, FromRawFd as _, RawFd};
+use std::os::fd::{AsRawFd as _, RawFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use socket2::SockRef;
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
+use crate::stream::LazyStream;
 use crate::{conn, listener};
 
 /// Gunicorn's default `--timeout`, the default `--worker-timeout`.
@@ -94,13 +94,9 @@ fn worker(
     while !cancel.is_cancelled() {
         match accept(listener) {
             // Not spawned: the worker does nothing else until it is closed.
-            Ok(Some(stream)) => runtime.block_on(async {
-                // Registered with this worker's runtime, not the caller's.
-                match TcpStream::from_std(stream) {
-                    Ok(stream) => serve_or_abort(stream, app, cancel).await,
-                    Err(err) => tracing::warn!(cause = %err, "cannot register a connection"),
-                }
-            }),
+            // Registered with this worker's runtime (not the caller's) if
+            // it has to wait at all.
+            Ok(Some(stream)) => runtime.block_on(serve_or_abort(stream, app, cancel)),
             // The receive timeout: look at `cancel` again.
             Ok(None) => {}
             Err(err) => runtime.block_on(listener::after_accept_error(&err)),
@@ -111,38 +107,31 @@ fn worker(
 /// Waits at most [`ACCEPT_POLL`] for the next connection; it comes
 /// non-blocking, as tokio wants it, without a further system call.
 fn accept(listener: &StdListener) -> io::Result<Option<std::net::TcpStream>> {
-    // SAFETY: `accept4` on a listening socket this worker owns, without an
-    // address buffer; a descriptor it returns is new and ours alone.
-    let fd = unsafe {
-        libc::accept4(
-            listener.as_raw_fd(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: see above; the stream takes over closing it.
-        return Ok(Some(unsafe { std::net::TcpStream::from_raw_fd(fd) }));
-    }
-    let err = io::Error::last_os_error();
-    match err.kind() {
-        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
-        _ => Err(err),
+    match listener::accept4(listener) {
+        Ok(stream) => Ok(Some(stream)),
+        Err(err)
+            if matches!(
+                err.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(err) => Err(err),
     }
 }
 
 /// Serves one connection for at most the app's worker timeout; past it the
 /// connection gets what Gunicorn's aborted worker leaves it.
-async fn serve_or_abort(stream: TcpStream, app: &Arc<App>, cancel: &CancellationToken) {
+async fn serve_or_abort(stream: std::net::TcpStream, app: &Arc<App>, cancel: &CancellationToken) {
     let Some(limit) = app.worker_timeout else {
-        return conn::serve(stream, app.clone(), cancel, None).await;
+        return conn::serve(LazyStream::new(stream), app.clone(), cancel, None).await;
     };
     // The 500 is written through hyper's own descriptor while the timed-out
     // future still holds it (no spare descriptor: that was a dup(2) and a
     // close(2) on every connection); dropping the future then closes it.
     let fd = stream.as_raw_fd();
-    let served = conn::serve(stream, app.clone(), cancel, None);
+    let served = conn::serve(LazyStream::new(stream), app.clone(), cancel, None);
     tokio::pin!(served);
     if tokio::time::timeout(limit, served.as_mut()).await.is_ok() {
         return;

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
+use crate::stream::LazyStream;
 use crate::{conn, listener};
 
 /// Starts the runtime and the thread that drives its accept loop, pushing it
@@ -89,6 +90,10 @@ async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToke
                 let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
+                    // Registered by tokio's accept already: the lazy
+                    // registration of the other models measured no better
+                    // here (see README, bench-serve).
+                    let stream = LazyStream::registered(stream);
                     conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
                 });
             }

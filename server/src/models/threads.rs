@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::Context as _;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::unix::AsyncFd;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::{current_thread_runtime, spawn_thread};
+use super::{current_thread_runtime, register, spawn_thread};
 use crate::app::App;
+use crate::stream::LazyStream;
 use crate::{conn, listener};
 
 /// The handlers share one receiver; the one holding the lock is the idle
@@ -46,11 +46,7 @@ pub fn start(
         })?);
     }
     let runtime = current_thread_runtime()?;
-    let own = listener.try_clone().context("cannot clone the listener")?;
-    let own = {
-        let _enter = runtime.get().enter();
-        TcpListener::from_std(own).context("cannot register the listener")?
-    };
+    let own = register(listener, &runtime)?;
     let cancel = cancel.clone();
     threads.push(spawn_thread("threads-accept".into(), move || {
         runtime.block_on(acceptor(own, tx, cancel));
@@ -60,7 +56,7 @@ pub fn start(
 }
 
 async fn acceptor(
-    listener: TcpListener,
+    listener: AsyncFd<StdListener>,
     queue: mpsc::UnboundedSender<StdStream>,
     cancel: CancellationToken,
 ) {
@@ -68,24 +64,17 @@ async fn acceptor(
         let accepted = tokio::select! {
             biased;
             () = cancel.cancelled() => return,
-            accepted = listener.accept() => accepted,
+            accepted = listener::accept(&listener) => accepted,
         };
-        let stream = match accepted {
-            // Detached from this thread's runtime so that a handler's runtime
-            // can adopt it.
-            Ok((stream, _)) => stream.into_std(),
-            Err(err) => {
-                listener::after_accept_error(&err).await;
-                continue;
-            }
-        };
-        match stream {
+        match accepted {
+            // Registered with no runtime yet: the handler's adopts it if it
+            // has to wait.
             Ok(stream) => {
                 if queue.send(stream).is_err() {
                     return; // every handler has stopped
                 }
             }
-            Err(err) => tracing::warn!(cause = %err, "cannot hand over a connection"),
+            Err(err) => listener::after_accept_error(&err).await,
         }
     }
 }
@@ -100,17 +89,12 @@ async fn handler(queue: Queue, app: Arc<App>, cancel: CancellationToken) {
         let Some(stream) = next else {
             return; // the acceptor has stopped
         };
-        match TcpStream::from_std(stream) {
-            Ok(stream) => {
-                conn::serve(
-                    stream,
-                    app.clone(),
-                    &cancel,
-                    Some(conn::HEADER_READ_TIMEOUT),
-                )
-                .await
-            }
-            Err(err) => tracing::warn!(cause = %err, "cannot adopt a connection"),
-        }
+        conn::serve(
+            LazyStream::new(stream),
+            app.clone(),
+            &cancel,
+            Some(conn::HEADER_READ_TIMEOUT),
+        )
+        .await;
     }
 }
