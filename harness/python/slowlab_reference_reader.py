@@ -11,8 +11,14 @@ from the connect's start to the whole body.
 
 Prints one JSON object: fast_requests, fast_ok, fast_p95_ms (nearest rank,
 failures ranked last, as slowlab), receive_s (per slow reader, from the
-connection's establishment to the paced consumption of the last byte) and
+connection's establishment to the paced consumption of the last byte),
+first_read_bytes (per slow reader: what the transport's first recv
+returned, head included, as slowlab's large-responses.csv records it) and
 the CPU time of this process.
+
+The reader and writer are built as asyncio.open_connection builds them
+(Lib/asyncio/streams.py), with a StreamReader whose feed_data also notes
+the size of its first call: one recv of the transport, handed on whole.
 
 Used by harness/tests/reader_models.rs to check `slowlab load --reader
 streamreader` against the thing it models. Standard library only.
@@ -30,6 +36,27 @@ import socket
 import time
 
 
+class FirstFeed(asyncio.StreamReader):
+    """A StreamReader that remembers its first feed_data's size."""
+
+    first = None
+
+    def feed_data(self, data):
+        if self.first is None and data:
+            self.first = len(data)
+        super().feed_data(data)
+
+
+async def open_connection(sock, limit):
+    """asyncio.open_connection(sock=sock, limit=limit), with FirstFeed."""
+    loop = asyncio.get_running_loop()
+    reader = FirstFeed(limit=limit, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    transport, _ = await loop.create_connection(lambda: protocol, sock=sock)
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, writer
+
+
 async def slow_reader(host, port, args):
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.rcvbuf)
@@ -37,7 +64,7 @@ async def slow_reader(host, port, args):
     loop = asyncio.get_running_loop()
     await loop.sock_connect(sock, (host, port))
     start = time.monotonic()
-    reader, writer = await asyncio.open_connection(sock=sock, limit=args.limit)
+    reader, writer = await open_connection(sock, args.limit)
     writer.write(
         f"GET /large HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode()
     )
@@ -59,7 +86,12 @@ async def slow_reader(host, port, args):
             await asyncio.sleep(delay)
     end = time.monotonic()
     writer.close()
-    return {"bytes": got, "length": length, "receive_s": end - start}
+    return {
+        "bytes": got,
+        "length": length,
+        "receive_s": end - start,
+        "first_read_bytes": reader.first,
+    }
 
 
 async def fast_request(host, port):
@@ -101,6 +133,7 @@ async def main(args):
         "fast_p95_ms": None if p95 is None or math.isinf(p95) else p95,
         "downloads": downloads,
         "receive_s": [d["receive_s"] for d in downloads],
+        "first_read_bytes": [d["first_read_bytes"] for d in downloads],
         "cpu_s": cpu.user + cpu.system,
     }
 

@@ -79,7 +79,7 @@ fn quick_reproduction_shows_the_phenomenon_and_cleans_up() {
         ),
         (
             "large-responses.csv",
-            &["run_id", "receive_s", "app_send_s"][..],
+            &["run_id", "receive_s", "app_send_s", "first_read_bytes"][..],
         ),
         (
             "resource-samples.csv",
@@ -137,6 +137,19 @@ fn quick_reproduction_shows_the_phenomenon_and_cleans_up() {
             Some("ok"),
             "run failed: {:?}",
             runs.get(r, "reason")
+        );
+    }
+
+    // Each reader's first `recv` comes through from the load generator's
+    // own file: a status line at least ("HTTP/1.1 200 OK\r\n", 17 bytes).
+    let large = Table::read(&out.join("large-responses.csv")).unwrap();
+    for r in &large.rows {
+        let first = large.get(r, "first_read_bytes");
+        assert!(
+            first
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|n| n >= 17),
+            "first_read_bytes {first:?}"
         );
     }
 

@@ -34,7 +34,9 @@ pub const REQUESTS_COLUMNS: &[&str] = &[
     "error",
 ];
 
-/// Columns of `large-responses.csv` after the labels.
+/// Columns of `large-responses.csv` after the labels. The harness's copy
+/// of the file keeps its `app_*` columns where they were first, before
+/// `first_read_bytes`, which came later: both files only ever append.
 pub const LARGE_COLUMNS: &[&str] = &[
     "client",
     "started_s",
@@ -49,6 +51,7 @@ pub const LARGE_COLUMNS: &[&str] = &[
     "verified",
     "error",
     "reader",
+    "first_read_bytes",
 ];
 
 /// Columns of `slow-progress.csv` after the labels.
@@ -254,6 +257,7 @@ pub fn large_row(r: &LargeRecord) -> Vec<String> {
         r.verified.as_str().to_string(),
         cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
         r.reader.as_str().to_string(),
+        cell(r.first_read_bytes, |v| v.to_string()),
     ]
 }
 

@@ -49,6 +49,7 @@ fn report() -> Report {
             receive_s: Some(8.001),
             rcvbuf_requested_bytes: 8192,
             rcvbuf_granted_bytes: Some(16384),
+            first_read_bytes: Some(4279),
             verified: Verified::Pattern,
             error: None,
             reader: crate::config::ReaderModel::Streamreader,
@@ -144,7 +145,7 @@ fn csv_headers_are_pinned() {
     );
     assert_eq!(
         lines(&dir.path().join("large-responses.csv"))[0],
-        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error,reader"
+        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error,reader,first_read_bytes"
     );
     assert_eq!(
         lines(&dir.path().join("slow-progress.csv"))[0],
@@ -169,7 +170,7 @@ fn rows_use_empty_cells_for_missing_values() {
     let large = lines(&dir.path().join("large-responses.csv"));
     assert_eq!(
         large[1],
-        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,,streamreader"
+        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,,streamreader,4279"
     );
     let progress = lines(&dir.path().join("slow-progress.csv"));
     assert_eq!(

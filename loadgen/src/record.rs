@@ -74,6 +74,9 @@ pub struct LargeRecord {
     pub receive_s: Option<f64>,
     pub rcvbuf_requested_bytes: usize,
     pub rcvbuf_granted_bytes: Option<usize>,
+    /// Bytes the first `recv` after the request returned, the head
+    /// included; `None` if nothing was read.
+    pub first_read_bytes: Option<usize>,
     pub verified: Verified,
     pub error: Option<Failure>,
     /// The reader model that read it.

@@ -15,7 +15,7 @@
 //! connected socket to [`crate::streamreader`]. Connect, request, timeouts
 //! and the record are the same for both.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::AtomicUsize;
@@ -184,7 +184,33 @@ struct Progress {
     granted: Option<usize>,
     connected: Option<Instant>,
     consumed_all: Option<Instant>,
+    /// What the first `recv` after the request returned.
+    first_read: Option<usize>,
     reader: ResponseReader,
+}
+
+/// The connected socket, remembering how many bytes its first `recv`
+/// returned: the head alone, or the head with as much of the body as had
+/// arrived (README, "The reader models": how a run begins can set its level).
+struct FirstRead<'a> {
+    stream: &'a TcpStream,
+    first: &'a mut Option<usize>,
+}
+
+impl Read for FirstRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (&mut &*self.stream).read(buf)?;
+        if n > 0 {
+            self.first.get_or_insert(n);
+        }
+        Ok(n)
+    }
+}
+
+impl AsRawFd for FirstRead<'_> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.stream.as_raw_fd()
+    }
 }
 
 /// Downloads once and records it; never fails, every outcome is a row.
@@ -215,6 +241,7 @@ fn download(
         receive_s: p.connected.zip(p.consumed_all).map(|(a, b)| secs(a, b)),
         rcvbuf_requested_bytes: ctx.rcvbuf,
         rcvbuf_granted_bytes: p.granted,
+        first_read_bytes: p.first_read,
         verified: match (&error, sink.checks_pattern(), p.reader.framing()) {
             (Some(_), _, _) => Verified::No,
             (None, true, _) => Verified::Pattern,
@@ -259,12 +286,16 @@ fn transfer(
         .write_all(&ctx.request)
         .map_err(|e| Failure::transfer("write", &e))
         .map_err(stalled(ctx, "write"))?;
+    let mut socket = FirstRead {
+        stream: &stream,
+        first: &mut p.first_read,
+    };
     match ctx.reader {
         // Each read is followed by a sleep to the paced deadline of every
         // byte read so far; at EOF everything read has been consumed at
         // that rate.
         ReaderModel::Strict => {
-            response::read_blocking(&mut stream, buf, &mut p.reader, sink, |reader| {
+            response::read_blocking(&mut socket, buf, &mut p.reader, sink, |reader| {
                 let bytes = reader.body_bytes();
                 gauge.received.store(bytes, Ordering::Relaxed);
                 latency::sleep_until(start + pacing::due(bytes, ctx.rate));
@@ -277,7 +308,7 @@ fn transfer(
                 rate: ctx.rate,
                 timeout: ctx.timeout,
             };
-            crate::streamreader::read(&stream, buf.len(), pace, &mut p.reader, sink, gauge)
+            crate::streamreader::read(&mut socket, buf.len(), pace, &mut p.reader, sink, gauge)
         }
     }
     .map_err(stalled(ctx, "read"))?;

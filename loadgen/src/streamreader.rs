@@ -35,7 +35,6 @@
 //! as `strict`, with one `ppoll` per wake-up in place of its `nanosleep`.
 
 use std::io::{self, Read};
-use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -107,7 +106,7 @@ impl Buffer {
 /// every body byte read so far, until the response is complete and its
 /// last byte consumed. The gauge follows the buffer.
 pub fn read(
-    stream: &TcpStream,
+    socket: &mut (impl Read + AsRawFd),
     chunk: usize,
     pace: Pace,
     reader: &mut ResponseReader,
@@ -122,7 +121,6 @@ pub fn read(
         eof: false,
     };
     let mut scratch = vec![0u8; MAX_SIZE];
-    let mut socket = stream;
     // When the application's sleep ends; `None` while it waits in `read`.
     let mut sleeping: Option<Instant> = None;
     loop {
@@ -168,7 +166,7 @@ pub fn read(
             Some(due) => due.saturating_duration_since(Instant::now()),
             None => pace.timeout,
         };
-        if !readable(stream, wait).map_err(|e| response::read_failure(&e))? {
+        if !readable(socket, wait).map_err(|e| response::read_failure(&e))? {
             if sleeping.is_none() {
                 return Err(Failure::new(ErrorKind::Timeout, "read: nothing arrived"));
             }
@@ -197,9 +195,9 @@ fn publish(gauge: &Gauge, buf: &Buffer) {
 
 /// Waits up to `wait` (nanosecond resolution) for the socket to have
 /// bytes, EOF or an error to report; `false` when the time ran out.
-fn readable(stream: &TcpStream, wait: Duration) -> io::Result<bool> {
+fn readable(socket: &impl AsRawFd, wait: Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
-        fd: stream.as_raw_fd(),
+        fd: socket.as_raw_fd(),
         events: libc::POLLIN,
         revents: 0,
     };

@@ -89,6 +89,10 @@ pub struct LargeRow {
     pub app_bytes: Option<u64>,
     #[serde(default)]
     pub app_worker: Option<String>,
+    /// Bytes the reader's first `recv` returned, the head included; empty
+    /// in files from before it was recorded.
+    #[serde(default)]
+    pub first_read_bytes: Option<u64>,
 }
 
 impl LargeRow {
