@@ -83,6 +83,19 @@ pub struct PathBuffers {
 }
 
 impl PathBuffers {
+    /// The direct route's buffers: the app's send buffer and the client's
+    /// receive buffer, no proxy between them (`proxy_rcvbuf` counts
+    /// nothing there).
+    pub fn direct(wmem_max: u64, rmem_max: u64, client_rcvbuf: u64) -> PathBuffers {
+        PathBuffers {
+            wmem_max,
+            rmem_max,
+            proxy_rcvbuf: 0,
+            client_rcvbuf,
+            proxy_hold: None,
+        }
+    }
+
     /// `B`: what the queues between the app and one client can hold.
     pub fn b(&self) -> u64 {
         match self.proxy_hold {
@@ -90,6 +103,13 @@ impl PathBuffers {
             Some(hold) => 2 * self.wmem_max + self.proxy_rcvbuf + hold + self.client_rcvbuf,
         }
     }
+}
+
+/// A slow client's receive buffer as `B` counts it: nothing for readers
+/// that read unpaced behind a link (their receive buffers stay empty; the
+/// bytes ahead of them wait in the sender's buffer), else `rcvbuf`.
+pub fn client_rcvbuf(behind_link: bool, rcvbuf: Option<u64>) -> Option<u64> {
+    if behind_link { Some(0) } else { rcvbuf }
 }
 
 /// The proxy's own buffer on `route`: `buffer_size` with buffering off,
@@ -286,13 +306,12 @@ fn row(
             rmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?,
             proxy_rcvbuf: sysctl_field(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem", 1)?
                 .min(sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?),
-            client_rcvbuf: match link {
-                // Unpaced readers keep their receive buffers empty.
-                Some(_) => 0,
-                None => granted
+            client_rcvbuf: client_rcvbuf(
+                link.is_some(),
+                granted
                     .or_else(|| r.profile_f64(&["rcvbuf"]).map(|v| 2 * v as u64))
-                    .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem"))?,
-            },
+                    .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem")),
+            )?,
             proxy_hold: proxy_hold(route?, buffers),
         })
     })();
@@ -398,6 +417,15 @@ mod tests {
             proxy_hold: None,
         };
         assert_eq!(direct.b(), (4 << 20) + (16 << 10));
+        assert_eq!(
+            PathBuffers::direct(4 << 20, 6 << 20, 16 << 10).b(),
+            direct.b()
+        );
+        // Readers behind a link keep their receive buffers empty.
+        assert_eq!(client_rcvbuf(true, Some(16 << 10)), Some(0));
+        assert_eq!(client_rcvbuf(true, None), Some(0));
+        assert_eq!(client_rcvbuf(false, Some(16 << 10)), Some(16 << 10));
+        assert_eq!(client_rcvbuf(false, None), None);
         // 16 MiB at 2 MiB/s with ~4 MiB ahead: ~6 s.
         let t = app_send_s(16 << 20, direct.b(), (2 << 20) as f64);
         assert!((t - 5.99).abs() < 0.01, "{t}");
