@@ -64,7 +64,7 @@ use crate::netns::{Side, Sysctl};
 use crate::report::whereabouts::{Role, roles};
 use crate::reproduce::aggregate::by_condition;
 use crate::reproduce::crosscheck::{self, BLOCKED_MIN_MS};
-use crate::reproduce::dims::{condition_of, triple_field};
+use crate::reproduce::dims::condition_of;
 use crate::results::{self, DimCells, Direction, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
 use crate::stack::{ProxyBuffers, Route, Server};
 
@@ -148,15 +148,9 @@ fn sysctl_field(r: &ResultSet, sysctls: &[Sysctl], side: Side, key: &str, i: usi
         .iter()
         .rev()
         .find(|s| s.key == key && s.applies_to(side))
-        .and_then(|s| triple_field(&s.value, i))
+        .and_then(|s| s.triple())
+        .map(|t| t[i])
         .or_else(|| r.sysctl_triple(key).map(|t| t[i] as u64))
-}
-
-fn parse_sysctls(cell: Option<&str>) -> Vec<Sysctl> {
-    cell.unwrap_or("")
-        .split(';')
-        .filter_map(|s| s.parse().ok())
-        .collect()
 }
 
 /// A condition of the model: its runs share server, route, slow clients
@@ -291,7 +285,7 @@ fn row(
         Some(l) => Some(l.share(first.slow_clients) as f64),
         None => paced,
     };
-    let sysctls = parse_sysctls(first.sysctls.as_deref());
+    let sysctls = Sysctl::from_cell(first.sysctls.as_deref());
     let ids: Vec<&str> = runs.iter().map(|x| x.run_id.as_str()).collect();
     let granted = r
         .large
@@ -442,8 +436,7 @@ mod tests {
             ..direct
         };
         assert_eq!(off.b(), (8 << 20) + (128 << 10) + (16 << 10) + (16 << 10));
-        assert_eq!(triple_field("4096 16384 16777216", 2), Some(16 << 20));
-        let s = parse_sysctls(Some(
+        let s = Sysctl::from_cell(Some(
             "server:net.ipv4.tcp_wmem=4096 16384 524288;net.ipv4.tcp_rmem=4096 131072 1048576",
         ));
         assert_eq!(s.len(), 2);
