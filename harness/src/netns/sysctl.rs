@@ -191,7 +191,10 @@ mod tests {
 
     #[test]
     fn triples_are_three_whole_numbers_and_cells_split_at_semicolons() {
-        assert_eq!(triple("4096 16384  16777216\n"), Some([4096, 16384, 16 << 20]));
+        assert_eq!(
+            triple("4096 16384  16777216\n"),
+            Some([4096, 16384, 16 << 20])
+        );
         for bad in ["4096 16384", "4096 16384 1 2", "4096 x 1", ""] {
             assert_eq!(triple(bad), None, "{bad:?}");
         }
