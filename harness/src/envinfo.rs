@@ -24,21 +24,14 @@ pub const SYSCTLS: [&str; 9] = [
     "net.core.somaxconn",
 ];
 
-/// Reads one sysctl through procfs.
+/// Reads one sysctl of the host's namespace through procfs.
 pub fn sysctl(name: &str) -> Option<String> {
-    let path = format!("/proc/sys/{}", name.replace('.', "/"));
-    fs::read_to_string(path)
-        .ok()
-        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+    crate::netns::read_sysctl_in(None, name)
 }
 
 /// The three numbers of `tcp_wmem` / `tcp_rmem` (min, default, max).
 pub fn triple(name: &str) -> Option<[u64; 3]> {
-    let v: Vec<u64> = sysctl(name)?
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    (v.len() == 3).then(|| [v[0], v[1], v[2]])
+    crate::netns::parse_triple(&sysctl(name)?)
 }
 
 fn cpu_model() -> Option<String> {

@@ -667,9 +667,11 @@ fn preflight_direct(
                     Size(large.bytes)
                 ),
             ));
-            let buffers = preflight::Buffers::read(plan.rcvbuf, stack.netlab())?;
-            let fits =
-                preflight::fits(large.bytes, &buffers, &plan.large_path).inspect_err(|e| {
+            // Behind --link the readers read unpaced.
+            let behind_link = plan.link.is_some();
+            let buffers = preflight::buffers(plan.rcvbuf, behind_link, stack.netlab())?;
+            let fits = preflight::fits(large.bytes, &buffers, behind_link, &plan.large_path)
+                .inspect_err(|e| {
                     findings.push(Finding::new("buffers", Status::Error, format!("{e:#}")))
                 })?;
             findings.push(fits);

@@ -13,6 +13,7 @@ use common::units::Size;
 use serde::Serialize;
 
 use crate::envinfo;
+use crate::model::{self, PathBuffers};
 use crate::netns::{NetLab, Side};
 
 /// How a pre-flight check came out.
@@ -226,18 +227,10 @@ pub fn granted_rcvbuf(requested: u64) -> Result<u64> {
     }
 }
 
-/// What the kernel can hold between a server and one slow reader: the
-/// send buffer (up to `tcp_wmem` max) and the reader's receive buffer
-/// (the granted `SO_RCVBUF`; setting it turns off the receive side's
-/// autotuning).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Buffers {
-    pub wmem_max: u64,
-    pub rmem_max: u64,
-    pub rcvbuf_granted: u64,
-}
-
-/// One figure of [`Buffers`], read in the namespace of its side.
+/// One figure of the direct path's [`PathBuffers`], read in the namespace
+/// of its side: the send buffer (up to `tcp_wmem` max), `tcp_rmem` max
+/// (recorded beside it) and the reader's granted `SO_RCVBUF` (setting it
+/// turns off the receive side's autotuning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Figure {
     WmemMax,
@@ -273,44 +266,46 @@ impl Figure {
     }
 }
 
-impl Buffers {
-    /// The figures, each read in its side's namespace of `netlab` (the
-    /// host's without one).
-    pub fn read(rcvbuf: u64, netlab: Option<&NetLab>) -> Result<Buffers> {
-        Buffers::read_with(|f| {
-            let ns = netlab.map(|n| n.side(f.side()).path());
-            crate::netns::within(ns.as_deref(), || f.read_here(rcvbuf))
-        })
-    }
+/// What the kernel can hold between the server and one slow reader: the
+/// buffer model's direct path, each figure read in its side's namespace
+/// of `netlab` (the host's without one). `behind_link`: the readers read
+/// unpaced behind `--link`, so the model counts no receive buffer.
+pub fn buffers(rcvbuf: u64, behind_link: bool, netlab: Option<&NetLab>) -> Result<PathBuffers> {
+    buffers_with(behind_link, |f| {
+        let ns = netlab.map(|n| n.side(f.side()).path());
+        crate::netns::within(ns.as_deref(), || f.read_here(rcvbuf))
+    })
+}
 
-    /// The figures from `read`, which is asked for each one.
-    fn read_with(mut read: impl FnMut(Figure) -> Result<u64>) -> Result<Buffers> {
-        Ok(Buffers {
-            wmem_max: read(Figure::WmemMax)?,
-            rmem_max: read(Figure::RmemMax)?,
-            rcvbuf_granted: read(Figure::RcvbufGranted)?,
-        })
-    }
-
-    /// Bytes of one response the kernel absorbs on the direct path.
-    pub fn direct(&self) -> u64 {
-        self.wmem_max + self.rcvbuf_granted
-    }
+/// The direct path's buffers from `read`, which is asked for each figure.
+fn buffers_with(
+    behind_link: bool,
+    mut read: impl FnMut(Figure) -> Result<u64>,
+) -> Result<PathBuffers> {
+    let wmem_max = read(Figure::WmemMax)?;
+    let rmem_max = read(Figure::RmemMax)?;
+    let granted = read(Figure::RcvbufGranted)?;
+    let client = model::client_rcvbuf(behind_link, Some(granted)).unwrap_or(granted);
+    Ok(PathBuffers::direct(wmem_max, rmem_max, client))
 }
 
 /// Whether a response of `bytes` can hold a handler: it must not fit in
-/// the kernel's buffers, or the server hands it over at once and a slow
-/// reader holds nothing.
-pub fn fits(bytes: u64, b: &Buffers, path: &str) -> Result<Finding> {
+/// the kernel's buffers `b` (the model's `B`), or the server hands it over
+/// at once and a slow reader holds nothing.
+pub fn fits(bytes: u64, b: &PathBuffers, behind_link: bool, path: &str) -> Result<Finding> {
+    let reader = if behind_link {
+        "the reader's receive buffer stays empty, as it reads unpaced behind the link".to_string()
+    } else {
+        format!("SO_RCVBUF granted {}", Size(b.client_rcvbuf))
+    };
     let detail = format!(
-        "{path} is {} and the kernel buffers up to {} on the way to one slow reader (tcp_wmem max {} + SO_RCVBUF granted {}; tcp_rmem max {})",
+        "{path} is {} and the kernel buffers up to {} on the way to one slow reader (tcp_wmem max {} + {reader}; tcp_rmem max {})",
         Size(bytes),
-        Size(b.direct()),
+        Size(b.b()),
         Size(b.wmem_max),
-        Size(b.rcvbuf_granted),
         Size(b.rmem_max)
     );
-    if bytes <= b.direct() {
+    if bytes <= b.b() {
         bail!(common::exit::BadInput::new(format!(
             "this response fits in the kernel's buffers: slow readers cannot hold a worker with it, use a larger one ({detail})"
         )));
@@ -319,10 +314,10 @@ pub fn fits(bytes: u64, b: &Buffers, path: &str) -> Result<Finding> {
 }
 
 /// How long a slow reader holds a handler at least: until all but what the
-/// kernel buffers was read. A level shorter than that is measured while
-/// every reader still holds its handler.
-pub fn hold_s(bytes: u64, b: &Buffers, slow_rate: u64) -> f64 {
-    bytes.saturating_sub(b.direct()) as f64 / slow_rate.max(1) as f64
+/// kernel buffers was read (the model's `app_send_s`). A level shorter
+/// than that is measured while every reader still holds its handler.
+pub fn hold_s(bytes: u64, b: &PathBuffers, slow_rate: u64) -> f64 {
+    model::app_send_s(bytes, b.b(), slow_rate.max(1) as f64)
 }
 
 #[cfg(test)]
@@ -340,24 +335,54 @@ mod tests {
 
     #[test]
     fn a_response_that_fits_in_the_buffers_is_refused() {
-        let b = Buffers {
-            wmem_max: 4 << 20,
-            rmem_max: 32 << 20,
-            rcvbuf_granted: 16 << 10,
-        };
-        let err = fits(1 << 20, &b, "/large").unwrap_err();
+        let b = PathBuffers::direct(4 << 20, 32 << 20, 16 << 10);
+        // The model's direct `B`: the send buffer and the granted SO_RCVBUF.
+        assert_eq!(b.b(), (4 << 20) + (16 << 10));
+        let err = fits(1 << 20, &b, false, "/large").unwrap_err();
         assert!(err.is::<common::exit::BadInput>());
         assert!(
             err.to_string().contains("fits in the kernel's buffers"),
             "{err}"
         );
-        assert!(fits(16 << 20, &b, "/large").is_ok());
+        let ok = fits(16 << 20, &b, false, "/large").unwrap();
+        assert_eq!(
+            ok.message,
+            "/large is 16MiB and the kernel buffers up to 4112KiB on the way to one slow reader \
+             (tcp_wmem max 4MiB + SO_RCVBUF granted 16KiB; tcp_rmem max 32MiB)"
+        );
         let hold = hold_s(16 << 20, &b, 2 << 20);
         assert!((hold - 5.99).abs() < 0.01, "{hold}");
+        assert_eq!(hold, model::app_send_s(16 << 20, b.b(), (2 << 20) as f64));
         assert_eq!(
             descriptors_needed(64, 8.0, Duration::from_secs(5)),
             64 + 40 + 64
         );
+    }
+
+    #[test]
+    fn behind_a_link_the_readers_receive_buffer_counts_nothing() {
+        let read = |f: Figure| -> Result<u64> {
+            Ok(match f {
+                Figure::WmemMax => 4 << 20,
+                Figure::RmemMax => 32 << 20,
+                Figure::RcvbufGranted => 16 << 10,
+            })
+        };
+        let paced = buffers_with(false, read).unwrap();
+        let linked = buffers_with(true, read).unwrap();
+        assert_eq!(paced, PathBuffers::direct(4 << 20, 32 << 20, 16 << 10));
+        assert_eq!(linked.b(), 4 << 20);
+        // A response between the two is refused only for paced readers.
+        let bytes = (4 << 20) + (8 << 10);
+        assert!(fits(bytes, &paced, false, "/large").is_err());
+        let f = fits(bytes, &linked, true, "/large").unwrap();
+        assert!(
+            f.message
+                .contains("tcp_wmem max 4MiB + the reader's receive buffer stays empty"),
+            "{}",
+            f.message
+        );
+        assert!(hold_s(16 << 20, &linked, 2 << 20) > hold_s(16 << 20, &paced, 2 << 20));
     }
 
     #[test]
@@ -367,7 +392,7 @@ mod tests {
         assert_eq!(Figure::RcvbufGranted.side(), Side::Client);
         // Each figure comes from the namespace of its own side.
         let mut asked = Vec::new();
-        let b = Buffers::read_with(|f| {
+        let b = buffers_with(false, |f| {
             asked.push(f);
             Ok(match f.side() {
                 Side::Server => 4 << 20,
@@ -376,16 +401,9 @@ mod tests {
         })
         .unwrap();
         assert_eq!(asked, Figure::ALL);
-        assert_eq!(
-            b,
-            Buffers {
-                wmem_max: 4 << 20,
-                rmem_max: 4 << 20,
-                rcvbuf_granted: 16 << 10,
-            }
-        );
+        assert_eq!(b, PathBuffers::direct(4 << 20, 4 << 20, 16 << 10));
         // Without namespaces, every figure is the host's.
-        let host = Buffers::read(8 << 10, None).unwrap();
+        let host = buffers(8 << 10, false, None).unwrap();
         assert_eq!(
             host.wmem_max,
             envinfo::triple("net.ipv4.tcp_wmem").unwrap()[2]

@@ -64,7 +64,7 @@ use crate::netns::{Side, Sysctl};
 use crate::report::whereabouts::{Role, roles};
 use crate::reproduce::aggregate::by_condition;
 use crate::reproduce::crosscheck::{self, BLOCKED_MIN_MS};
-use crate::reproduce::dims::{condition_of, triple_field};
+use crate::reproduce::dims::condition_of;
 use crate::results::{self, DimCells, Direction, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
 use crate::stack::{ProxyBuffers, Route, Server};
 
@@ -83,6 +83,19 @@ pub struct PathBuffers {
 }
 
 impl PathBuffers {
+    /// The direct route's buffers: the app's send buffer and the client's
+    /// receive buffer, no proxy between them (`proxy_rcvbuf` counts
+    /// nothing there).
+    pub fn direct(wmem_max: u64, rmem_max: u64, client_rcvbuf: u64) -> PathBuffers {
+        PathBuffers {
+            wmem_max,
+            rmem_max,
+            proxy_rcvbuf: 0,
+            client_rcvbuf,
+            proxy_hold: None,
+        }
+    }
+
     /// `B`: what the queues between the app and one client can hold.
     pub fn b(&self) -> u64 {
         match self.proxy_hold {
@@ -90,6 +103,13 @@ impl PathBuffers {
             Some(hold) => 2 * self.wmem_max + self.proxy_rcvbuf + hold + self.client_rcvbuf,
         }
     }
+}
+
+/// A slow client's receive buffer as `B` counts it: nothing for readers
+/// that read unpaced behind a link (their receive buffers stay empty; the
+/// bytes ahead of them wait in the sender's buffer), else `rcvbuf`.
+pub fn client_rcvbuf(behind_link: bool, rcvbuf: Option<u64>) -> Option<u64> {
+    if behind_link { Some(0) } else { rcvbuf }
 }
 
 /// The proxy's own buffer on `route`: `buffer_size` with buffering off,
@@ -128,15 +148,9 @@ fn sysctl_field(r: &ResultSet, sysctls: &[Sysctl], side: Side, key: &str, i: usi
         .iter()
         .rev()
         .find(|s| s.key == key && s.applies_to(side))
-        .and_then(|s| triple_field(&s.value, i))
+        .and_then(|s| s.triple())
+        .map(|t| t[i])
         .or_else(|| r.sysctl_triple(key).map(|t| t[i] as u64))
-}
-
-fn parse_sysctls(cell: Option<&str>) -> Vec<Sysctl> {
-    cell.unwrap_or("")
-        .split(';')
-        .filter_map(|s| s.parse().ok())
-        .collect()
 }
 
 /// A condition of the model: its runs share server, route, slow clients
@@ -271,7 +285,7 @@ fn row(
         Some(l) => Some(l.share(first.slow_clients) as f64),
         None => paced,
     };
-    let sysctls = parse_sysctls(first.sysctls.as_deref());
+    let sysctls = Sysctl::from_cell(first.sysctls.as_deref());
     let ids: Vec<&str> = runs.iter().map(|x| x.run_id.as_str()).collect();
     let granted = r
         .large
@@ -286,13 +300,12 @@ fn row(
             rmem_max: sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?,
             proxy_rcvbuf: sysctl_field(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem", 1)?
                 .min(sysctl_max(r, &sysctls, Side::Server, "net.ipv4.tcp_rmem")?),
-            client_rcvbuf: match link {
-                // Unpaced readers keep their receive buffers empty.
-                Some(_) => 0,
-                None => granted
+            client_rcvbuf: client_rcvbuf(
+                link.is_some(),
+                granted
                     .or_else(|| r.profile_f64(&["rcvbuf"]).map(|v| 2 * v as u64))
-                    .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem"))?,
-            },
+                    .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem")),
+            )?,
             proxy_hold: proxy_hold(route?, buffers),
         })
     })();
@@ -398,6 +411,15 @@ mod tests {
             proxy_hold: None,
         };
         assert_eq!(direct.b(), (4 << 20) + (16 << 10));
+        assert_eq!(
+            PathBuffers::direct(4 << 20, 6 << 20, 16 << 10).b(),
+            direct.b()
+        );
+        // Readers behind a link keep their receive buffers empty.
+        assert_eq!(client_rcvbuf(true, Some(16 << 10)), Some(0));
+        assert_eq!(client_rcvbuf(true, None), Some(0));
+        assert_eq!(client_rcvbuf(false, Some(16 << 10)), Some(16 << 10));
+        assert_eq!(client_rcvbuf(false, None), None);
         // 16 MiB at 2 MiB/s with ~4 MiB ahead: ~6 s.
         let t = app_send_s(16 << 20, direct.b(), (2 << 20) as f64);
         assert!((t - 5.99).abs() < 0.01, "{t}");
@@ -414,8 +436,7 @@ mod tests {
             ..direct
         };
         assert_eq!(off.b(), (8 << 20) + (128 << 10) + (16 << 10) + (16 << 10));
-        assert_eq!(triple_field("4096 16384 16777216", 2), Some(16 << 20));
-        let s = parse_sysctls(Some(
+        let s = Sysctl::from_cell(Some(
             "server:net.ipv4.tcp_wmem=4096 16384 524288;net.ipv4.tcp_rmem=4096 131072 1048576",
         ));
         assert_eq!(s.len(), 2);

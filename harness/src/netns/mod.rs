@@ -39,7 +39,9 @@ pub use args::{NetnsArgs, environment, reap_and_report};
 pub use ip::{enter, within};
 pub use link::{Link, Per, SlowKind};
 pub use reap::reap_stale;
-pub use sysctl::{ALLOWED, Sysctl, parse as parse_sysctl, read_in as read_sysctl_in};
+pub use sysctl::{
+    ALLOWED, Sysctl, parse as parse_sysctl, read_in as read_sysctl_in, triple as parse_triple,
+};
 
 /// The server end of link `k` is `198.18.0.(4k+1)/30`, the client end
 /// `.(4k+2)`. Link 0 is the one every run has; a later link (a second,

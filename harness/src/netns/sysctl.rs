@@ -44,6 +44,21 @@ impl Sysctl {
         self.side.is_none_or(|s| s == side)
     }
 
+    /// The `--sysctl`s of a `runs.csv` `sysctls` cell
+    /// ([`super::NetSpec::sysctls_cell`]), `;` between them; a part that
+    /// does not parse is left out.
+    pub fn from_cell(cell: Option<&str>) -> Vec<Sysctl> {
+        cell.unwrap_or("")
+            .split(';')
+            .filter_map(|s| s.parse().ok())
+            .collect()
+    }
+
+    /// The value as a `min default max` triple (`tcp_wmem`, `tcp_rmem`).
+    pub fn triple(&self) -> Option<[u64; 3]> {
+        triple(&self.value)
+    }
+
     /// Writes it into the namespace at `netns` (the calling thread's
     /// namespace decides which `/proc/sys/net` a write reaches).
     pub fn write_in(&self, netns: &Path) -> Result<()> {
@@ -64,6 +79,14 @@ impl Sysctl {
 /// `/proc/sys/net/ipv4/tcp_wmem` for `net.ipv4.tcp_wmem`.
 pub fn proc_path(key: &str) -> String {
     format!("/proc/sys/{}", key.replace('.', "/"))
+}
+
+/// A sysctl value of exactly three whole numbers, `min default max` (as
+/// `tcp_wmem` and `tcp_rmem` read and are written).
+pub fn triple(value: &str) -> Option<[u64; 3]> {
+    let mut words = value.split_whitespace().map(|w| w.parse::<u64>().ok());
+    let t = [words.next()??, words.next()??, words.next()??];
+    words.next().is_none().then_some(t)
 }
 
 /// Reads `key` in the namespace at `netns` (the host's when none), with
@@ -164,6 +187,24 @@ mod tests {
                 .unwrap_err()
                 .contains("not per network namespace")
         );
+    }
+
+    #[test]
+    fn triples_are_three_whole_numbers_and_cells_split_at_semicolons() {
+        assert_eq!(
+            triple("4096 16384  16777216\n"),
+            Some([4096, 16384, 16 << 20])
+        );
+        for bad in ["4096 16384", "4096 16384 1 2", "4096 x 1", ""] {
+            assert_eq!(triple(bad), None, "{bad:?}");
+        }
+        let s = Sysctl::from_cell(Some(
+            "server:net.ipv4.tcp_wmem=4096 16384 524288;net.ipv4.tcp_rmem=4096 131072 1048576;bogus",
+        ));
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].side, Some(Side::Server));
+        assert_eq!(s[1].triple(), Some([4096, 131072, 1 << 20]));
+        assert!(Sysctl::from_cell(None).is_empty());
     }
 
     #[test]

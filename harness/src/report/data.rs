@@ -102,12 +102,8 @@ impl ResultSet {
 
     /// A sysctl triple such as `net.ipv4.tcp_wmem` (min, default, max).
     pub fn sysctl_triple(&self, name: &str) -> Option<[f64; 3]> {
-        let s = self.env_str(&["sysctls", name])?;
-        let v: Vec<f64> = s
-            .split_whitespace()
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        (v.len() == 3).then(|| [v[0], v[1], v[2]])
+        let t = crate::netns::parse_triple(&self.env_str(&["sysctls", name])?)?;
+        Some(t.map(|v| v as f64))
     }
 
     /// The load profile of the runs (the first preset's, as `reproduce`

@@ -70,30 +70,19 @@ impl BufferCell {
     /// not a cell (it stays visible in the `sysctls` column).
     pub fn from_sysctls(cell: Option<&str>) -> BufferCell {
         let mut out = BufferCell::default();
-        for s in cell
-            .unwrap_or("")
-            .split(';')
-            .filter_map(|s| s.parse::<Sysctl>().ok())
+        for s in Sysctl::from_cell(cell)
+            .into_iter()
             .filter(|s| s.side.is_none())
         {
+            let max = s.triple().map(|t| t[2]);
             match s.key.as_str() {
-                WMEM => out.wmem = triple_max(&s.value),
-                RMEM => out.rmem = triple_max(&s.value),
+                WMEM => out.wmem = max,
+                RMEM => out.rmem = max,
                 _ => {}
             }
         }
         out
     }
-}
-
-/// The max of a `min default max` triple.
-pub fn triple_max(v: &str) -> Option<u64> {
-    triple_field(v, 2)
-}
-
-/// Field `i` of a sysctl triple (`min default max`).
-pub fn triple_field(v: &str, i: usize) -> Option<u64> {
-    v.split_whitespace().nth(i)?.parse().ok()
 }
 
 /// How a condition's slow clients are slow, when the condition says so.

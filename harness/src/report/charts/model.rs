@@ -2,6 +2,8 @@
 //! prediction, one point per condition of `model.csv`, the diagonal drawn,
 //! and in words where the model holds and where it does not.
 
+use std::collections::BTreeMap;
+
 use anyhow::Result;
 use plotters::prelude::*;
 
@@ -287,30 +289,23 @@ fn published_gap(rows: &[ModelRow]) -> Option<String> {
     }
     // The same stack's other routes: under the closest setting, and where
     // their own published p95 is closest, with what this route measured
-    // there.
-    let same_stack = |m: &&ModelRow| {
-        m.server == best.server && m.slow_clients == best.slow_clients && m.route != best.route
-    };
-    let mut routes: Vec<&RouteName> = Vec::new();
-    for m in rows.iter().filter(same_stack) {
-        if !routes.contains(&&m.route) {
-            routes.push(&m.route);
-        }
+    // there. Their rows with a p95, grouped by route once (in the routes'
+    // order, as `model::rows` sorts them).
+    let mut others: BTreeMap<&RouteName, Vec<&ModelRow>> = BTreeMap::new();
+    for m in rows.iter().filter(|m| {
+        m.server == best.server
+            && m.slow_clients == best.slow_clients
+            && m.route != best.route
+            && m.p95_ms.is_some()
+    }) {
+        others.entry(&m.route).or_default().push(m);
     }
-    for route in routes {
-        let of_route = |m: &&ModelRow| &m.route == route && m.p95_ms.is_some();
-        let Some(pr) = rows
-            .iter()
-            .filter(same_stack)
-            .filter(of_route)
-            .find_map(reference)
-        else {
+    for (route, of_route) in others {
+        let Some(pr) = of_route.iter().copied().find_map(reference) else {
             continue;
         };
-        if let Some(v) = rows
+        if let Some(v) = of_route
             .iter()
-            .filter(same_stack)
-            .filter(of_route)
             .find(|m| m.dims() == best.dims())
             .and_then(|m| m.p95_ms)
         {
@@ -320,10 +315,9 @@ fn published_gap(rows: &[ModelRow]) -> Option<String> {
                 fmt::ms_published(pr.p95)
             ));
         }
-        let own = rows
+        let own = of_route
             .iter()
-            .filter(same_stack)
-            .filter(of_route)
+            .copied()
             .min_by(|a, b| dist(a).total_cmp(&dist(b)));
         if let Some(own) = own.filter(|own| own.dims() != best.dims()) {
             let there = off
