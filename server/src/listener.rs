@@ -1,7 +1,7 @@
 //! The listening socket, `accept` itself and the accept loop's error policy.
 //!
-//! `sync` and `threads` accept with [`accept4`] (`async` with tokio's own
-//! accept): the connection comes non-blocking
+//! Every model accepts with [`accept4`] (`sync` blocking in it, `threads`
+//! and `async` through [`accept`]): the connection comes non-blocking
 //! and close-on-exec without a further system call, and without the peer's
 //! address (nothing here needs it). It is a plain [`TcpStream`], not yet
 //! registered with any runtime: [`crate::stream`] registers it only if it
