@@ -125,3 +125,52 @@ pub async fn after_accept_error(err: &io::Error) {
         tracing::debug!(cause = %err, "accept failed");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Connections queued before the first accept are all taken: the queue
+    /// length is read right, and readiness is cleared only once it is empty.
+    #[tokio::test]
+    async fn every_queued_connection_is_accepted_and_then_accept_waits() {
+        let std_listener = bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        assert_eq!(accept_queue_len(&std_listener), Some(0));
+        let clients: Vec<_> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        // The handshakes complete in the kernel; let them reach the queue.
+        for _ in 0..100 {
+            if accept_queue_len(&std_listener) == Some(3) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(accept_queue_len(&std_listener), Some(3));
+        // SAFETY: the listener owns its descriptor until the `AsyncFd`
+        // (its owner from here on) drops it.
+        let listener =
+            unsafe { AsyncFd::register_with_interest(std_listener, tokio::io::Interest::READABLE) }
+                .map_err(io::Error::from)
+                .unwrap();
+        for left in (0..3).rev() {
+            let accepted = tokio::time::timeout(Duration::from_secs(2), accept(&listener)).await;
+            assert!(
+                accepted
+                    .expect("a queued connection was not accepted")
+                    .is_ok()
+            );
+            assert_eq!(accept_queue_len(listener.get_ref()), Some(left));
+        }
+        // Empty now: accept waits, and takes a connection that comes later.
+        let waiting = tokio::time::timeout(Duration::from_millis(100), accept(&listener)).await;
+        assert!(waiting.is_err(), "accept returned with an empty queue");
+        let late = TcpStream::connect(addr).unwrap();
+        let accepted = tokio::time::timeout(Duration::from_secs(2), accept(&listener)).await;
+        assert!(
+            accepted
+                .expect("a later connection was not accepted")
+                .is_ok()
+        );
+        drop((clients, late));
+    }
+}
