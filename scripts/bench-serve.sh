@@ -210,8 +210,10 @@ run_slowlab() {
 # Like run_slowlab, with the binary "$1" first.
 run_binary() {
     local bin=$1 name=$2; shift 2
-    # One file per server: the redirection of a background job happens
-    # later, so a shared file could still show the previous server's line.
+    # One file per server, removed first: the redirection of a background
+    # job happens later, so an old file (another server's, or this one's in
+    # the previous round) could still show an old line.
+    rm -f "$TMP/out-$name"
     "${SERVER_CPU[@]}" "$bin" serve --listen 127.0.0.1:0 "$@" >"$TMP/out-$name" 2>"$TMP/err" &
     SERVER_PID=$!
     local addr

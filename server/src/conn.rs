@@ -33,7 +33,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_BUF: usize = 8192;
 
 /// Serves `stream` (see [`crate::stream`]: registered with the current
-/// runtime already, or only once it has to wait) until the connection closes or `cancel` fires (then
+/// runtime only once it has to wait) until the connection closes or `cancel` fires (then
 /// after [`SHUTDOWN_GRACE`] at most). `header_timeout` closes a connection whose
 /// request head is not complete by then; `None`: never.
 pub async fn serve(
@@ -73,7 +73,12 @@ pub async fn serve(
         .header_read_timeout(header_timeout)
         .serve_connection(io, service);
     tokio::pin!(conn);
+    // Biased, connection first: no random pick per poll, and a connection
+    // served in one poll (a `/fast` request in hand) never registers with
+    // the token. Whenever the connection waits, the token is polled, so a
+    // shutdown is seen as before.
     let result = tokio::select! {
+        biased;
         result = conn.as_mut() => result,
         () = cancel.cancelled() => {
             conn.as_mut().graceful_shutdown();

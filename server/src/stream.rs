@@ -51,13 +51,6 @@ impl LazyStream {
         }
     }
 
-    /// A stream already registered with the current runtime.
-    pub fn registered(stream: TcpStream) -> Self {
-        LazyStream {
-            state: State::Registered(stream),
-        }
-    }
-
     /// True once the socket had to wait and is registered with the runtime.
     pub fn is_registered(&self) -> bool {
         matches!(self.state, State::Registered(_))

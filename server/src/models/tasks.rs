@@ -14,11 +14,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::net::TcpListener;
+use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{OwnRuntime, current_thread_runtime, spawn_thread};
+use super::{OwnRuntime, current_thread_runtime, register, spawn_thread};
 use crate::app::App;
 use crate::stream::LazyStream;
 use crate::{conn, listener};
@@ -67,14 +67,7 @@ pub fn start(
     Ok(())
 }
 
-/// A clone of the listening socket, registered with `runtime`.
-fn register(listener: &StdListener, runtime: &OwnRuntime) -> anyhow::Result<TcpListener> {
-    let own = listener.try_clone().context("cannot clone the listener")?;
-    let _enter = runtime.get().enter();
-    TcpListener::from_std(own).context("cannot register the listener")
-}
-
-async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToken) {
+async fn acceptor(listener: AsyncFd<StdListener>, app: Arc<App>, cancel: CancellationToken) {
     // Every connection task holds a clone; recv() returns None once all are
     // gone (mini-redis's shutdown pattern). Unlike a JoinSet, nothing is
     // locked or woken here when a connection ends.
@@ -83,17 +76,14 @@ async fn acceptor(listener: TcpListener, app: Arc<App>, cancel: CancellationToke
         let accepted = tokio::select! {
             biased;
             () = cancel.cancelled() => break,
-            accepted = listener.accept() => accepted,
+            accepted = listener::accept(&listener) => accepted,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok(stream) => {
                 let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
-                    // Registered by tokio's accept already: the lazy
-                    // registration of the other models measured no better
-                    // here (see README, bench-serve).
-                    let stream = LazyStream::registered(stream);
+                    let stream = LazyStream::new(stream);
                     conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
                 });
             }
