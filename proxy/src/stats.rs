@@ -220,15 +220,7 @@ impl StatsLog {
     /// Writes the pending rows every `every` until `stop` resolves, and
     /// once more then.
     pub async fn run_flusher(self, every: Duration, stop: impl std::future::Future<Output = ()>) {
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tokio::pin!(stop);
-        loop {
-            tokio::select! {
-                _ = &mut stop => break,
-                _ = ticks.tick() => self.flush(),
-            }
-        }
+        ticking(every, stop, || self.flush()).await;
         self.flush();
     }
 }
@@ -332,14 +324,27 @@ impl GaugeLog {
         interval: Duration,
         stop: impl std::future::Future<Output = ()>,
     ) {
-        let mut ticks = tokio::time::interval(interval);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tokio::pin!(stop);
-        loop {
-            tokio::select! {
-                _ = &mut stop => break,
-                _ = ticks.tick() => self.0.append(&gauges.sample(SystemTime::now())),
-            }
+        ticking(interval, stop, || {
+            self.0.append(&gauges.sample(SystemTime::now()))
+        })
+        .await;
+    }
+}
+
+/// Calls `tick` every `interval` (the first time at once; late ticks are
+/// delayed, not bunched) until `stop` resolves.
+async fn ticking(
+    interval: Duration,
+    stop: impl std::future::Future<Output = ()>,
+    mut tick: impl FnMut(),
+) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = ticks.tick() => tick(),
         }
     }
 }
