@@ -62,6 +62,11 @@ impl ProxyApp {
         }
     }
 
+    /// The stats log, if there is one.
+    pub fn stats(&self) -> Option<&StatsLog> {
+        self.stats.as_ref()
+    }
+
     fn record(&self, row: StatsRow) {
         if let Some(log) = &self.stats {
             log.write(&row);

@@ -22,7 +22,7 @@ use crate::app::ProxyApp;
 use crate::client::ClientIo;
 use crate::config::ProxyConfig;
 use crate::pipe::stopped;
-use crate::stats::{GaugeLog, Gauges, StatsLog};
+use crate::stats::{GaugeLog, Gauges, STATS_FLUSH_EVERY, StatsLog};
 
 /// The listen backlog: NGINX's on Linux (`NGX_LISTEN_BACKLOG`, 511). std's
 /// `bind` listens with 128, and under a CPU cap the accept queue overflows
@@ -159,6 +159,13 @@ async fn serve(
         let stop = async move { stopped(&mut cut).await };
         tokio::spawn(log.run(gauges, cfg.gauge_interval, stop))
     });
+    // The stats rows are written in batches (see `StatsLog`); this task
+    // writes them out while the proxy runs, once more when it stops.
+    let flush_task = stats.clone().map(|log| {
+        let mut cut = cut_rx.clone();
+        let stop = async move { stopped(&mut cut).await };
+        tokio::spawn(log.run_flusher(STATS_FLUSH_EVERY, stop))
+    });
     let app = Arc::new(ProxyApp::new(cfg.clone(), stats, gauges));
     // Every connection task holds a clone; recv() returns None once all
     // are gone (mini-redis's shutdown pattern).
@@ -196,6 +203,10 @@ async fn serve(
     }
     drop(listener);
     drop(alive_tx);
+    if let Some(log) = app.stats() {
+        // The rows so far reach the file before the grace period starts.
+        log.flush();
+    }
     tracing::info!("stopping: no new connections");
     let all_done = tokio::time::timeout(cfg.shutdown_grace, alive_rx.recv()).await;
     if all_done.is_err() {
@@ -205,6 +216,9 @@ async fn serve(
     }
     let _ = cut_tx.send(true);
     if let Some(task) = gauge_task {
+        let _ = task.await;
+    }
+    if let Some(task) = flush_task {
         let _ = task.await;
     }
 }

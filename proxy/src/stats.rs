@@ -106,42 +106,122 @@ pub struct RequestStats {
 impl StatsRow {
     /// The CSV line, with a trailing newline.
     pub fn to_line(&self) -> String {
-        fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-            v.map_or(String::new(), |v| v.to_string())
+        let mut line = String::new();
+        self.write_line(&mut line);
+        line
+    }
+
+    /// Appends the CSV line (with its newline) to `out`: each field is
+    /// formatted in place, no string per field.
+    pub fn write_line(&self, out: &mut String) {
+        /// An optional number, empty when `None`.
+        struct Opt<T>(Option<T>);
+        impl<T: std::fmt::Display> std::fmt::Display for Opt<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match &self.0 {
+                    Some(v) => v.fmt(f),
+                    None => Ok(()),
+                }
+            }
+        }
+        /// Optional seconds, six decimals, empty when `None`.
+        struct Secs(Option<f64>);
+        impl std::fmt::Display for Secs {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.0 {
+                    Some(s) => write!(f, "{s:.6}"),
+                    None => Ok(()),
+                }
+            }
         }
         let req = &self.req;
-        format!(
-            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        // Writing to a String cannot fail.
+        let _ = writeln!(
+            out,
+            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             self.start_unix_s,
             self.mode,
-            opt(self.status),
+            Opt(self.status),
             self.bytes,
             self.mem_peak_bytes,
             self.spilled_bytes,
-            opt(self.upstream_done_s.map(|s| format!("{s:.6}"))),
-            opt(self.client_done_s.map(|s| format!("{s:.6}"))),
+            Secs(self.upstream_done_s),
+            Secs(self.client_done_s),
             self.error.unwrap_or(""),
             req.mode.unwrap_or(""),
             req.bytes,
             req.mem_peak_bytes,
             req.spilled_bytes,
-            opt(req.done_s.map(|s| format!("{s:.6}"))),
-            opt(req.upstream_start_s.map(|s| format!("{s:.6}"))),
-        )
+            Secs(req.done_s),
+            Secs(req.upstream_start_s),
+        );
     }
 }
 
-/// `--stats-log`.
+/// `--stats-log`. Rows are gathered in memory and appended in batches,
+/// each with one `write(2)`: when [`STATS_BATCH_BYTES`] are pending, at every
+/// [`StatsLog::run_flusher`] tick, and when the last handle is dropped (the
+/// proxy stopping). A row therefore reaches the file at most one flush
+/// interval after its response ended, and no row costs a system call of its
+/// own (NGINX in the same stacks keeps no access log at all).
+#[derive(Debug, Clone)]
+pub struct StatsLog(Arc<StatsInner>);
+
 #[derive(Debug)]
-pub struct StatsLog(CsvFile);
+struct StatsInner {
+    file: CsvFile,
+    pending: Mutex<String>,
+}
+
+/// Pending rows beyond this size are written at once (some 700 rows).
+pub const STATS_BATCH_BYTES: usize = 64 * 1024;
+
+/// How often pending rows are written while the proxy runs.
+pub const STATS_FLUSH_EVERY: Duration = Duration::from_millis(100);
+
+impl StatsInner {
+    fn flush(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        // Under the lock, so that batches reach the file in order.
+        self.file.append(&pending);
+        pending.clear();
+    }
+}
+
+impl Drop for StatsInner {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
 
 impl StatsLog {
     pub fn open(path: &Path) -> anyhow::Result<StatsLog> {
-        CsvFile::open(path, STATS_HEADER).map(StatsLog)
+        let file = CsvFile::open(path, STATS_HEADER)?;
+        Ok(StatsLog(Arc::new(StatsInner {
+            file,
+            pending: Mutex::new(String::new()),
+        })))
     }
 
     pub fn write(&self, row: &StatsRow) {
-        self.0.append(&row.to_line());
+        let mut pending = self.0.pending.lock().unwrap_or_else(|p| p.into_inner());
+        row.write_line(&mut pending);
+        if pending.len() >= STATS_BATCH_BYTES {
+            self.0.file.append(&pending);
+            pending.clear();
+        }
+    }
+
+    /// Writes the pending rows now.
+    pub fn flush(&self) {
+        self.0.flush();
+    }
+
+    /// Writes the pending rows every `every` until `stop` resolves, and
+    /// once more then.
+    pub async fn run_flusher(self, every: Duration, stop: impl std::future::Future<Output = ()>) {
+        ticking(every, stop, || self.flush()).await;
+        self.flush();
     }
 }
 
@@ -244,14 +324,27 @@ impl GaugeLog {
         interval: Duration,
         stop: impl std::future::Future<Output = ()>,
     ) {
-        let mut ticks = tokio::time::interval(interval);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tokio::pin!(stop);
-        loop {
-            tokio::select! {
-                _ = &mut stop => break,
-                _ = ticks.tick() => self.0.append(&gauges.sample(SystemTime::now())),
-            }
+        ticking(interval, stop, || {
+            self.0.append(&gauges.sample(SystemTime::now()))
+        })
+        .await;
+    }
+}
+
+/// Calls `tick` every `interval` (the first time at once; late ticks are
+/// delayed, not bunched) until `stop` resolves.
+async fn ticking(
+    interval: Duration,
+    stop: impl std::future::Future<Output = ()>,
+    mut tick: impl FnMut(),
+) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = ticks.tick() => tick(),
         }
     }
 }
@@ -316,10 +409,36 @@ mod tests {
             error: None,
             req: RequestStats::default(),
         });
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{STATS_HEADER}\n"),
+            "a row waits for its batch"
+        );
+        log.flush();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
             format!("{STATS_HEADER}\n0.000000,off,,0,0,0,,,,,0,0,0,,\n")
+        );
+        let row = StatsRow {
+            start_unix_s: 1.0,
+            mode: "on",
+            status: Some(200),
+            bytes: 12,
+            mem_peak_bytes: 12,
+            spilled_bytes: 0,
+            upstream_done_s: Some(0.5),
+            client_done_s: Some(0.75),
+            error: None,
+            req: RequestStats::default(),
+        };
+        log.write(&row);
+        drop(log);
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .ends_with(&row.to_line()),
+            "the last handle writes what is pending"
         );
 
         let gauges = Arc::new(Gauges::default());
