@@ -23,7 +23,17 @@
 //!
 //! The application above it awaited `read(limit)` and then slept until the
 //! paced deadline of everything read so far; while it slept the event loop
-//! kept receiving. Here the one thread is that event loop: while the
+//! kept receiving. Its sleep ends on the event loop's clock:
+//! - `base_events.py`, `BaseEventLoop._run_once`: the selector waits
+//!   `when - self.time()` for the earliest timer, and a timer runs in the
+//!   first turn that finds its `when` passed;
+//! - `selectors.py`, `EpollSelector.select`: "epoll_wait() has a resolution
+//!   of 1 millisecond, round away from zero": the wait is
+//!   `math.ceil(timeout * 1e3) * 1e-3`.
+//!
+//! So a sleep ends up to 1 ms after its deadline (the deadlines stay
+//! absolute, so the rate does not drift), and a transport resumed by the
+//! application's next `read` resumes that much later. Here the one thread is that event loop: while the
 //! application sleeps and reading is not paused it waits in `ppoll` for the
 //! socket or the deadline, whichever comes first, and receives as soon as
 //! bytes arrive, so the kernel's receive queue is emptied within a wake-up
@@ -133,7 +143,7 @@ pub fn read(
                 publish(gauge, &buf);
                 let due = pace.start + pacing::due(body, pace.rate);
                 if done {
-                    latency::sleep_until(due);
+                    sleep_to(due);
                     gauge.consumed.store(body, Ordering::Relaxed);
                     return Ok(());
                 }
@@ -157,13 +167,13 @@ pub fn read(
             // Only the application's timer is left: it is sleeping, since
             // a paused or ended buffer is not empty or ends the loop above.
             if let Some(due) = sleeping {
-                latency::sleep_until(due);
+                sleep_to(due);
             }
             continue;
         }
         // The event loop: the socket or the application's deadline.
         let wait = match sleeping {
-            Some(due) => due.saturating_duration_since(Instant::now()),
+            Some(due) => epoll_timeout(due.saturating_duration_since(Instant::now())),
             None => pace.timeout,
         };
         if !readable(socket, wait).map_err(|e| response::read_failure(&e))? {
@@ -186,6 +196,20 @@ pub fn read(
         }
         publish(gauge, &buf);
     }
+}
+
+/// The event loop's wait for a timer `wait` away: whole milliseconds,
+/// rounded up (`EpollSelector.select`).
+fn epoll_timeout(wait: Duration) -> Duration {
+    let ms = wait.as_nanos().div_ceil(1_000_000);
+    Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+}
+
+/// The application's sleep to `due` with nothing else to wake the loop:
+/// one wait of [`epoll_timeout`].
+fn sleep_to(due: Instant) {
+    let now = Instant::now();
+    latency::sleep_until(now + epoll_timeout(due.saturating_duration_since(now)));
 }
 
 fn publish(gauge: &Gauge, buf: &Buffer) {
@@ -233,6 +257,27 @@ mod tests {
             paused: false,
             eof: false,
         }
+    }
+
+    #[test]
+    fn the_event_loop_waits_in_whole_milliseconds_rounded_up() {
+        assert_eq!(epoll_timeout(Duration::ZERO), Duration::ZERO);
+        assert_eq!(
+            epoll_timeout(Duration::from_nanos(1)),
+            Duration::from_millis(1)
+        );
+        assert_eq!(
+            epoll_timeout(Duration::from_micros(1_000)),
+            Duration::from_millis(1)
+        );
+        assert_eq!(
+            epoll_timeout(Duration::from_micros(1_001)),
+            Duration::from_millis(2)
+        );
+        assert_eq!(
+            epoll_timeout(Duration::from_micros(5_800)),
+            Duration::from_millis(6)
+        );
     }
 
     #[test]
