@@ -100,7 +100,18 @@ fn a_slow_readers_sender_grows_its_send_buffer_and_its_queues_agree() {
             m.wmem_queued
         );
         assert!(u64::from(m.wmem_queued) <= u64::from(m.sndbuf) + 256 * 1024);
-        assert!(u64::from(t.notsent_bytes.unwrap()) <= tx);
+        // The kernel reads the write sequence twice for one reply: for the
+        // queue (`tcp_diag_get_info`) and again for `tcpi_notsent_bytes`
+        // (`tcp_get_info`), and the writer, woken meanwhile, can add to it
+        // in between (seen once in CI: notsent above tx). A blocked writer
+        // is woken when a third of the send buffer is free, so notsent may
+        // exceed tx by up to about that: half the buffer bounds it.
+        let notsent = u64::from(t.notsent_bytes.unwrap());
+        let slack = u64::from(m.sndbuf) / 2;
+        assert!(
+            notsent <= tx + slack,
+            "notsent {notsent} > tx {tx} + {slack}"
+        );
         // The unsent bytes are what the unacknowledged segments do not
         // cover.
         let unacked = u64::from(t.unacked.unwrap()) * u64::from(t.snd_mss.unwrap());
