@@ -1,5 +1,21 @@
 # Sourced by scripts/bench-proxy.sh, scripts/bench-serve.sh and
-# scripts/bench-syscalls.sh: NGINX's configuration for the benches.
+# scripts/bench-syscalls.sh: NGINX's configuration for the benches, and the
+# load tool they share.
+#
+# need_tool NAME [PACKAGE]: makes sure NAME is on PATH, installing the
+# Debian package (default: NAME) when it is missing and we are root;
+# otherwise exits with a one-line error.
+need_tool() {
+    local tool=$1 package=${2:-$1}
+    command -v "$tool" >/dev/null && return
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "$(basename "$0" .sh): installing $package for $tool" >&2
+        apt-get install -y -q "$package" >/dev/null 2>&1 ||
+            { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$package" >/dev/null 2>&1; } || true
+    fi
+    command -v "$tool" >/dev/null ||
+        { echo "$(basename "$0" .sh): $tool not found (apt-get install $package)" >&2; exit 1; }
+}
 #
 # free_port: prints a free TCP port on 127.0.0.1 (for NGINX, which cannot
 # bind port 0 and tell us which one it got).

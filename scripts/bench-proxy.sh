@@ -39,7 +39,7 @@ if [[ -z "${SLOWLAB:-}" ]]; then
 fi
 NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
 [[ -x "$NGINX" ]] || { echo "bench-proxy: no nginx at $NGINX" >&2; exit 1; }
-command -v wrk >/dev/null || { echo "bench-proxy: wrk not found" >&2; exit 1; }
+need_tool wrk
 
 # shellcheck source=scripts/bench-procs.sh
 source scripts/bench-procs.sh

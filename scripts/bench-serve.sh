@@ -68,7 +68,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-command -v wrk >/dev/null || { echo "bench-serve: wrk not found (apt-get install wrk)" >&2; exit 1; }
+need_tool wrk
 [[ -x $NGINX ]] || { echo "bench-serve: no nginx at $NGINX (slowlab prepare, or set NGINX=)" >&2; exit 1; }
 HAVE_GUNICORN=1
 [[ -x $GUNICORN ]] || { echo "bench-serve: no gunicorn at $GUNICORN (set GUNICORN=); skipping it" >&2; HAVE_GUNICORN=0; }

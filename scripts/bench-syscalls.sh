@@ -31,9 +31,8 @@ if [[ -z "${SLOWLAB:-}" ]]; then
 fi
 NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
 [[ -x "$NGINX" ]] || { echo "bench-syscalls: no nginx at $NGINX" >&2; exit 1; }
-for tool in wrk strace; do
-    command -v "$tool" >/dev/null || { echo "bench-syscalls: $tool not found" >&2; exit 1; }
-done
+need_tool wrk
+need_tool strace
 
 # shellcheck source=scripts/bench-procs.sh
 source scripts/bench-procs.sh
