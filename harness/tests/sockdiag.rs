@@ -81,13 +81,19 @@ fn a_slow_readers_sender_grows_its_send_buffer_and_its_queues_agree() {
         "the send buffer never grew past 4 x tcp_wmem default ({wmem_default}): {sndbuf:?}"
     );
     // Once the writer is blocked, the queue holds about a send buffer's
-    // worth, and each view of it agrees.
+    // worth, and each view of it agrees. A blocked writer's queue stays
+    // above half the send buffer (it is woken at two thirds and fills it
+    // again); before that, while it is still filling a growing buffer, it
+    // can add megabytes between two reads of the kernel's (seen once in a
+    // full test run: 983,040 bytes through sock_diag, 3,901,952 through
+    // /proc a moment later, with the send buffer at 3,939,840 in the first
+    // sample), so those samples are not compared.
     let mut compared = 0;
     for (e, proc_tx) in &seen {
         let m = e.mem.unwrap();
         let t = e.tcp.unwrap();
         let tx = e.tx_queue;
-        if tx < 256 * 1024 {
+        if tx < 256 * 1024 || u64::from(m.wmem_queued) < u64::from(m.sndbuf) / 2 {
             continue;
         }
         compared += 1;
@@ -116,12 +122,15 @@ fn a_slow_readers_sender_grows_its_send_buffer_and_its_queues_agree() {
         // cover.
         let unacked = u64::from(t.unacked.unwrap()) * u64::from(t.snd_mss.unwrap());
         assert!(u64::from(t.notsent_bytes.unwrap()) + unacked >= tx * 9 / 10);
-        // /proc read a moment later: the queue moves by at most what the
-        // reader takes in that moment.
+        // /proc read a moment later: the queue moves by what the reader
+        // takes in that moment and what a woken writer adds, the same slack.
         let diff = tx.abs_diff(*proc_tx);
-        assert!(diff <= 512 * 1024, "sock_diag {tx} vs /proc {proc_tx}");
+        assert!(
+            diff <= slack,
+            "sock_diag {tx} vs /proc {proc_tx} (slack {slack})"
+        );
     }
-    assert!(compared >= 3, "the writer's queue never filled: {seen:?}");
+    assert!(compared >= 3, "the writer was never blocked: {seen:?}");
     assert!(
         seen.last()
             .unwrap()
