@@ -261,23 +261,20 @@ mod tests {
 
     #[test]
     fn the_event_loop_waits_in_whole_milliseconds_rounded_up() {
-        assert_eq!(epoll_timeout(Duration::ZERO), Duration::ZERO);
-        assert_eq!(
-            epoll_timeout(Duration::from_nanos(1)),
-            Duration::from_millis(1)
-        );
-        assert_eq!(
-            epoll_timeout(Duration::from_micros(1_000)),
-            Duration::from_millis(1)
-        );
-        assert_eq!(
-            epoll_timeout(Duration::from_micros(1_001)),
-            Duration::from_millis(2)
-        );
-        assert_eq!(
-            epoll_timeout(Duration::from_micros(5_800)),
-            Duration::from_millis(6)
-        );
+        // (wait in nanoseconds, the loop's wait in milliseconds)
+        for (wait_ns, ms) in [
+            (0, 0),
+            (1, 1),
+            (1_000_000, 1),
+            (1_001_000, 2),
+            (5_800_000, 6),
+        ] {
+            assert_eq!(
+                epoll_timeout(Duration::from_nanos(wait_ns)),
+                Duration::from_millis(ms),
+                "a wait of {wait_ns} ns"
+            );
+        }
     }
 
     #[test]
