@@ -255,6 +255,7 @@ mod tests {
             ("--rcvbuf", "1GiB", "2GiB"),
             ("--read-chunk", "1MiB", "2MiB"),
             ("--read-chunk", "1", "0"),
+            ("--loop-lag", "100ms", "101ms"),
             ("--slow-upload", "1024", "1025"),
             ("--upload-bytes", "64GiB", "65GiB"),
             ("--upload-rate", "1", "0"),
@@ -300,6 +301,7 @@ mod tests {
             (&["--label", "seq=1"][..], "clash"),
             (&["--fast-path", "fast"][..], "must start with /"),
             (&["--upload-path", "up"][..], "must start with /"),
+            (&["--loop-lag", "95us"][..], "--reader streamreader only"),
         ] {
             let args = try_parse(extra).expect("parses");
             let err = LoadConfig::from_args(&args).expect_err(needle);
@@ -342,6 +344,7 @@ mod tests {
                 read_chunk: Size(16 << 10),
                 large_path: "/big".into(),
                 reader: crate::config::ReaderModel::Streamreader,
+                loop_lag: Duration::from_micros(95),
             },
             upload: UploadArgs {
                 slow_upload: 2,

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use common::bounds::size_in;
+use common::bounds::{duration_in, size_in};
 use common::exit::BadInput;
 use common::units::Size;
 
@@ -72,6 +72,11 @@ impl std::fmt::Display for ReaderModel {
     }
 }
 
+/// The longest `--loop-lag`: CPython's, measured here, is a tenth of a
+/// millisecond; at 100 ms a reader of 16 KiB reads would stall at well under
+/// its pace, and the model would be of something else.
+pub const MAX_LOOP_LAG: Duration = Duration::from_millis(100);
+
 /// The highest `--fast-rate`: the scheduler thread creates a socket and
 /// starts a connect per request, some 20-50 us each; ten thousand a second
 /// is already most of one core.
@@ -116,6 +121,9 @@ pub struct LoadConfig {
     pub rcvbuf: usize,
     pub read_chunk: usize,
     pub reader: ReaderModel,
+    /// `streamreader` only: the modelled event loop's time from readiness
+    /// to `recv` (`--loop-lag`).
+    pub loop_lag: Duration,
     /// Full request path of the slow readers (base path included).
     pub large_path: String,
     pub fast_rate: f64,
@@ -189,6 +197,7 @@ impl LoadConfig {
             rcvbuf,
             read_chunk: reader.read_chunk.as_usize(),
             reader: reader.reader,
+            loop_lag: reader.loop_lag,
             fast_rate: args.fast_rate,
             fast_duration: args.fast_duration,
             fast_start: args.fast_start,
@@ -252,6 +261,13 @@ pub struct SlowReaderArgs {
     /// while it holds at most 2 x --read-chunk, the application paced).
     #[arg(long, value_enum, default_value = "strict")]
     pub reader: ReaderModel,
+    /// streamreader only: how long the modelled event loop takes from the
+    /// socket's readiness to its recv, spent on the CPU as an interpreter
+    /// spends it (0s to 100ms; 0s, the default, receives at once).
+    /// CPython's own is printed by harness/python/slowlab_reference_reader.py
+    /// as loop_lag_us_median; see README "The reader models".
+    #[arg(long, default_value = "0s", value_parser = duration_in(Duration::ZERO, MAX_LOOP_LAG))]
+    pub loop_lag: Duration,
 }
 
 impl SlowReaderArgs {
@@ -265,6 +281,9 @@ impl SlowReaderArgs {
         }
         if self.read_chunk.bytes() == 0 {
             bail!("--read-chunk must be at least 1 byte");
+        }
+        if self.reader != ReaderModel::Streamreader && !self.loop_lag.is_zero() {
+            bail!("--loop-lag applies to --reader streamreader only");
         }
         usize::try_from(self.rcvbuf.bytes())
             .ok()
@@ -280,6 +299,7 @@ impl SlowReaderArgs {
             read_chunk,
             large_path,
             reader,
+            loop_lag,
         } = self;
         vec![
             "--slow-rate".into(),
@@ -292,6 +312,8 @@ impl SlowReaderArgs {
             large_path.into(),
             "--reader".into(),
             reader.as_str().into(),
+            "--loop-lag".into(),
+            common::units::format_duration(*loop_lag).into(),
         ]
     }
 }

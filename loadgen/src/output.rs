@@ -52,6 +52,7 @@ pub const LARGE_COLUMNS: &[&str] = &[
     "error",
     "reader",
     "first_read_bytes",
+    "loop_lag_us",
 ];
 
 /// Columns of `slow-progress.csv` after the labels.
@@ -258,6 +259,7 @@ pub fn large_row(r: &LargeRecord) -> Vec<String> {
         cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
         r.reader.as_str().to_string(),
         cell(r.first_read_bytes, |v| v.to_string()),
+        cell(r.loop_lag, |d| format!("{:.3}", d.as_secs_f64() * 1e6)),
     ]
 }
 

@@ -53,6 +53,7 @@ fn report() -> Report {
             verified: Verified::Pattern,
             error: None,
             reader: crate::config::ReaderModel::Streamreader,
+            loop_lag: Some(std::time::Duration::from_micros(95)),
         }],
         progress: vec![ProgressRow {
             t_s: 0.1,
@@ -145,7 +146,7 @@ fn csv_headers_are_pinned() {
     );
     assert_eq!(
         lines(&dir.path().join("large-responses.csv"))[0],
-        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error,reader,first_read_bytes"
+        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error,reader,first_read_bytes,loop_lag_us"
     );
     assert_eq!(
         lines(&dir.path().join("slow-progress.csv"))[0],
@@ -170,7 +171,7 @@ fn rows_use_empty_cells_for_missing_values() {
     let large = lines(&dir.path().join("large-responses.csv"));
     assert_eq!(
         large[1],
-        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,,streamreader,4279"
+        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,,streamreader,4279,95.000"
     );
     let progress = lines(&dir.path().join("slow-progress.csv"));
     assert_eq!(

@@ -1,6 +1,8 @@
 //! One row per request, per download and per progress sample: what the CSV
 //! files hold. Times are relative to t0 (when the slow readers start).
 
+use std::time::Duration;
+
 use crate::config::ReaderModel;
 use crate::error::Failure;
 
@@ -81,6 +83,8 @@ pub struct LargeRecord {
     pub error: Option<Failure>,
     /// The reader model that read it.
     pub reader: ReaderModel,
+    /// `streamreader` only: its `--loop-lag`.
+    pub loop_lag: Option<Duration>,
 }
 
 /// One sample of a slow reader's progress (a row of `slow-progress.csv`).

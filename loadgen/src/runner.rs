@@ -75,6 +75,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         timeout: config.timeout,
         verify: config.verify,
         reader: config.reader,
+        loop_lag: config.loop_lag,
         bind: config.binds,
     });
     let readers = (0..config.slow)

@@ -51,6 +51,9 @@ pub struct SlowContext {
     pub timeout: Duration,
     pub verify: VerifyMode,
     pub reader: ReaderModel,
+    /// `streamreader` only: the modelled event loop's time from readiness
+    /// to `recv`.
+    pub loop_lag: Duration,
     /// Reader `i` binds `bind.slow_client(i)` (`--slow-bind`).
     pub bind: crate::bind::Binds,
 }
@@ -250,6 +253,7 @@ fn download(
         },
         error,
         reader: ctx.reader,
+        loop_lag: (ctx.reader == ReaderModel::Streamreader).then_some(ctx.loop_lag),
     }
 }
 
@@ -307,6 +311,7 @@ fn transfer(
                 start,
                 rate: ctx.rate,
                 timeout: ctx.timeout,
+                loop_lag: ctx.loop_lag,
             };
             crate::streamreader::read(&mut socket, buf.len(), pace, &mut p.reader, sink, gauge)
         }

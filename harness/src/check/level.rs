@@ -76,6 +76,7 @@ impl Plan {
                 read_chunk: Size(16 << 10),
                 large_path: self.large_path.clone(),
                 reader: self.reader,
+                loop_lag: Duration::ZERO,
             },
             upload: loadgen::upload_args::UploadArgs {
                 slow_upload: of(Direction::Upload),

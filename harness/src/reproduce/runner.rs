@@ -201,6 +201,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
             read_chunk: Size(p.read_chunk),
             large_path: "/large".into(),
             reader: spec.reader(),
+            loop_lag: Duration::ZERO,
         },
         upload: spec.condition.upload_args(&p),
         // The stack's run sets them in its namespaces.

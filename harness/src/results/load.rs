@@ -93,6 +93,10 @@ pub struct LargeRow {
     /// in files from before it was recorded.
     #[serde(default)]
     pub first_read_bytes: Option<u64>,
+    /// `streamreader` only: its `--loop-lag` in microseconds; empty for
+    /// `strict` and in files from before the flag.
+    #[serde(default)]
+    pub loop_lag_us: Option<f64>,
 }
 
 impl LargeRow {

@@ -371,6 +371,7 @@ fn load_args(
             read_chunk: Size(profile.read_chunk),
             large_path: "/large".into(),
             reader: profile.reader,
+            loop_lag: Duration::ZERO,
         },
         upload: UploadArgs {
             upload_rate: Size(crate::netns::reader_rate(

@@ -182,6 +182,8 @@ pub struct SweepConfig {
     pub rcvbuf: usize,
     pub read_chunk: usize,
     pub reader: crate::config::ReaderModel,
+    /// `--loop-lag` (`streamreader` only).
+    pub loop_lag: Duration,
     /// Slow uploaders and slowloris clients.
     pub upload: UploadConfig,
     pub out: PathBuf,
@@ -233,6 +235,7 @@ impl SweepConfig {
             rcvbuf,
             read_chunk: reader.read_chunk.as_usize(),
             reader: reader.reader,
+            loop_lag: reader.loop_lag,
             upload,
             out: args.out.clone(),
             stop_when_saturated: args.stop_when_saturated,
@@ -363,6 +366,7 @@ mod tests {
                 read_chunk: common::units::Size(16 << 10),
                 large_path: "/big".into(),
                 reader: crate::config::ReaderModel::Streamreader,
+                loop_lag: Duration::from_micros(95),
             },
             upload: UploadArgs {
                 slow_upload: 2,

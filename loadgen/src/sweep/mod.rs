@@ -205,6 +205,7 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
             timeout: config.timeout,
             verify: VerifyMode::Auto,
             reader: config.reader,
+            loop_lag: config.loop_lag,
             bind: config.binds,
         });
         let chunk = config.read_chunk;
