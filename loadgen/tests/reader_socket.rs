@@ -149,3 +149,71 @@ fn streamreader_drains_the_socket_and_strict_leaves_it_full() {
         "streamreader drains its queue while reading: {stream_q} B"
     );
 }
+
+/// Serves one response whose head and body leave `gap` apart: the head,
+/// then, `gap` later, a body of `len` bytes in one write.
+fn head_then_body(gap: Duration, len: usize) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut req = [0u8; 4096];
+        let mut got = Vec::new();
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut req) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&req[..n]),
+            }
+        }
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n");
+        if s.write_all(head.as_bytes()).is_ok() {
+            thread::sleep(gap);
+            let _ = s.write_all(&vec![0u8; len]);
+        }
+    });
+    addr
+}
+
+/// `--loop-lag` is the time from readiness to `recv`: with none, the first
+/// `recv` takes the head as it arrives and the body comes 20 ms later; with
+/// 60 ms, the body has arrived by the time the first `recv` runs. The row
+/// records the lag, in microseconds.
+#[test]
+fn the_loop_lag_delays_each_recv_after_readiness() {
+    let (gap, body) = (Duration::from_millis(20), 4096);
+    let first_read = |lag: &str| {
+        let url = format!("http://{}", head_then_body(gap, body));
+        let words = [
+            "--target",
+            &url,
+            "--slow",
+            "1",
+            "--fast-rate",
+            "0",
+            "--reader",
+            "streamreader",
+            "--loop-lag",
+            lag,
+        ];
+        let report = support::run(&words);
+        let large = &report.large[0];
+        assert!(large.error.is_none(), "{large:?}");
+        (
+            large.first_read_bytes.expect("a first read"),
+            large.loop_lag,
+        )
+    };
+    let head = "HTTP/1.1 200 OK\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n".len();
+    assert_eq!(
+        first_read("0s"),
+        (head, Some(Duration::ZERO)),
+        "no lag: the head alone"
+    );
+    assert_eq!(
+        first_read("60ms"),
+        (head + body, Some(Duration::from_millis(60))),
+        "a 60 ms lag: head and body in one recv"
+    );
+}
