@@ -44,7 +44,7 @@ enum State {
 }
 
 impl LazyStream {
-    /// Takes a non-blocking accepted socket (see [`crate::listener::accept4`]).
+    /// Takes a non-blocking accepted socket (see `common::accept::accept4`).
     pub fn new(stream: std::net::TcpStream) -> Self {
         LazyStream {
             state: State::Plain(stream),

@@ -12,14 +12,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use common::accept;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::{current_thread_runtime, register, spawn_thread};
 use crate::app::App;
+use crate::conn;
 use crate::stream::LazyStream;
-use crate::{conn, listener};
 
 /// The handlers share one receiver; the one holding the lock is the idle
 /// handler next in line.
@@ -64,7 +65,7 @@ async fn acceptor(
         let accepted = tokio::select! {
             biased;
             () = cancel.cancelled() => return,
-            accepted = listener::accept(&listener) => accepted,
+            accepted = accept::accept(&listener) => accepted,
         };
         match accepted {
             // Registered with no runtime yet: the handler's adopts it if it
@@ -74,7 +75,7 @@ async fn acceptor(
                     return; // every handler has stopped
                 }
             }
-            Err(err) => listener::after_accept_error(&err).await,
+            Err(err) => accept::after_accept_error(&err).await,
         }
     }
 }
