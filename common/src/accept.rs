@@ -50,6 +50,19 @@ pub fn register(listener: TcpListener) -> io::Result<AsyncFd<TcpListener>> {
         .map_err(io::Error::from)
 }
 
+/// A connection taken by [`accept`].
+#[derive(Debug)]
+pub struct Accepted {
+    pub stream: TcpStream,
+    /// Nobody was left in the accept queue once this connection was taken:
+    /// the loop is keeping up, so it most likely took the connection as its
+    /// handshake completed, before the client's first bytes could arrive.
+    /// False when others were waiting behind it (the loop is behind, and
+    /// the connection may have waited long enough for its request to come),
+    /// or when the queue could not be read.
+    pub caught_up: bool,
+}
+
 /// The next connection of a non-blocking `listener` registered with the
 /// current runtime ([`register`]), awaited without a thread.
 ///
@@ -62,8 +75,9 @@ pub fn register(listener: TcpListener) -> io::Result<AsyncFd<TcpListener>> {
 /// reports for a listening socket without a lock, says whether to try again
 /// at once or to wait for epoll: tokio's readiness is cleared only if no
 /// event came meanwhile, and every connection queued later raises a new
-/// one. Which connection is accepted, and when, stays the same.
-pub async fn accept(listener: &AsyncFd<TcpListener>) -> io::Result<TcpStream> {
+/// one. Which connection is accepted, and when, stays the same. The same
+/// length is [`Accepted::caught_up`].
+pub async fn accept(listener: &AsyncFd<TcpListener>) -> io::Result<Accepted> {
     loop {
         let mut ready = listener.readable().await?;
         // `try_io` clears the readiness itself on `WouldBlock`.
@@ -71,10 +85,11 @@ pub async fn accept(listener: &AsyncFd<TcpListener>) -> io::Result<TcpStream> {
             continue;
         };
         let stream = accepted?;
-        if accept_queue_len(listener.get_ref()) == Some(0) {
+        let caught_up = accept_queue_len(listener.get_ref()) == Some(0);
+        if caught_up {
             ready.clear_ready();
         }
-        return Ok(stream);
+        return Ok(Accepted { stream, caught_up });
     }
 }
 
@@ -131,7 +146,8 @@ mod tests {
     use super::*;
 
     /// Connections queued before the first accept are all taken: the queue
-    /// length is read right, and readiness is cleared only once it is empty.
+    /// length is read right, readiness is cleared only once it is empty, and
+    /// only the last one taken is `caught_up`.
     #[tokio::test]
     async fn every_queued_connection_is_accepted_and_then_accept_waits() {
         let std_listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -150,23 +166,21 @@ mod tests {
         let listener = register(std_listener).unwrap();
         for left in (0..3).rev() {
             let accepted = tokio::time::timeout(Duration::from_secs(2), accept(&listener)).await;
-            assert!(
-                accepted
-                    .expect("a queued connection was not accepted")
-                    .is_ok()
-            );
+            let accepted = accepted
+                .expect("a queued connection was not accepted")
+                .unwrap();
             assert_eq!(accept_queue_len(listener.get_ref()), Some(left));
+            assert_eq!(accepted.caught_up, left == 0);
         }
         // Empty now: accept waits, and takes a connection that comes later.
         let waiting = tokio::time::timeout(Duration::from_millis(100), accept(&listener)).await;
         assert!(waiting.is_err(), "accept returned with an empty queue");
         let late = TcpStream::connect(addr).unwrap();
         let accepted = tokio::time::timeout(Duration::from_secs(2), accept(&listener)).await;
-        assert!(
-            accepted
-                .expect("a later connection was not accepted")
-                .is_ok()
-        );
+        let accepted = accepted
+            .expect("a later connection was not accepted")
+            .unwrap();
+        assert!(accepted.caught_up);
         drop((clients, late));
     }
 }

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::accept;
+use common::accept::{self, Accepted};
 use pingora_core::protocols::Stream;
 use tokio::sync::{mpsc, watch};
 
@@ -180,7 +180,7 @@ async fn serve(
             biased;
             _ = stopped(&mut stop) => break,
             accepted = accept::accept(&listener) => match accepted
-                .and_then(tokio::net::TcpStream::from_std)
+                .and_then(|Accepted { stream, .. }| tokio::net::TcpStream::from_std(stream))
             {
                 Ok(tcp) => {
                     // TCP_NODELAY is set by ClientIo before the first write

@@ -16,7 +16,7 @@
 //! - [`listener`]: binding with Gunicorn's backlog (the accept itself, and
 //!   what to do when it fails, is `common::accept`).
 //! - [`stream`]: the accepted socket, registered with the runtime only once
-//!   it has to wait.
+//!   it has to wait (or, just accepted, at its first read).
 //! - [`models`]: the `sync`, `threads` and `async` worker models.
 
 pub mod app;

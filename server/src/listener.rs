@@ -5,7 +5,8 @@
 //! comes non-blocking and close-on-exec without a further system call, and
 //! without the peer's address (nothing here needs it). It is a plain
 //! [`std::net::TcpStream`], not yet registered with any runtime:
-//! [`crate::stream`] registers it only if it must wait.
+//! [`crate::stream`] registers it only if it must wait (`async`: at its
+//! first read when it was accepted right after its handshake).
 
 use std::io;
 use std::net::SocketAddr;

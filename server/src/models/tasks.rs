@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::accept;
+use common::accept::{self, Accepted};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -80,11 +80,18 @@ async fn acceptor(listener: AsyncFd<StdListener>, app: Arc<App>, cancel: Cancell
             accepted = accept::accept(&listener) => accepted,
         };
         match accepted {
-            Ok(stream) => {
+            Ok(Accepted { stream, caught_up }) => {
                 let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
-                    let stream = LazyStream::new(stream);
+                    // Taken as its handshake completed, the connection
+                    // has most likely not sent its request yet: a first
+                    // read would find nothing (see `LazyStream::fresh`).
+                    let stream = if caught_up {
+                        LazyStream::fresh(stream)
+                    } else {
+                        LazyStream::new(stream)
+                    };
                     conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
                 });
             }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common::accept;
+use common::accept::{self, Accepted};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -69,8 +69,10 @@ async fn acceptor(
         };
         match accepted {
             // Registered with no runtime yet: the handler's adopts it if it
-            // has to wait.
-            Ok(stream) => {
+            // has to wait. Its first read is tried whatever the accept
+            // queue said: a connection may wait in the handlers' queue
+            // until its request is there.
+            Ok(Accepted { stream, .. }) => {
                 if queue.send(stream).is_err() {
                     return; // every handler has stopped
                 }
