@@ -7,7 +7,10 @@
 //! grace in whole seconds. The accept is `serve`'s, `common::accept` (one
 //! `accept4` per connection, none that finds the queue empty, and the same
 //! policy when it fails). Each accepted socket is registered with the
-//! runtime at once as a tokio `TcpStream` and becomes a pingora [`Stream`]
+//! runtime at once as a tokio `TcpStream` (`from_std`, which starts with
+//! no readiness: the first read waits for epoll, as NGINX's does, where
+//! the stream of tokio's own accept tried the socket first and, under
+//! wrk, often found nothing) and becomes a pingora [`Stream`]
 //! (our [`ClientIo`]) and a pingora HTTP/1 `ServerSession`, served by
 //! [`ProxyApp::serve_connection`].
 
