@@ -16,8 +16,11 @@
 # or target/), NGINX (default: nginx on PATH, else
 # .slowlab/nginx/usr/sbin/nginx as `slowlab prepare` installs it),
 # WRK_DURATION (8s), WRK_CONNS (8), SLOW_RATE (2MiB), ROUNDS (2: every proxy
-# is started afresh and measured once per round). After the rows of every
-# round, a summary per component: the median over the rounds and the range.
+# is started afresh and measured once per round), SLOWLAB_BASE (an older
+# slowlab binary: its proxy is measured too in every round, as
+# base-pingora-MODE right after pingora-MODE, against the same NGINX, so
+# that a change is compared in one run). After the rows of every round, a
+# summary per component: the median over the rounds and the range.
 #
 # CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
 # wrk and the slow readers share CPU 0. Every proxy gets the same treatment.
@@ -83,7 +86,7 @@ slow_downloads() {
     fi
 }
 
-ROW_FORMAT='%-13s %9s %9s %10s %10s %12s %11s %8s %5s'
+ROW_FORMAT='%-16s %9s %9s %10s %10s %12s %11s %8s %5s'
 # row NAME IDLE PEAK RATIO: one table row from the last fast_wrk.
 results=()
 row() {
@@ -107,30 +110,45 @@ measure() {
 }
 
 # mode_round MODE: NGINX and pingora in MODE side by side, measured in the
-# order NGINX, pingora, NGINX; pingora's peer is the mean of the two NGINX
-# figures around it, so that a neighbour's load that changes during the
-# round weighs on both sides.
+# order NGINX, pingora, NGINX (then base-pingora, NGINX with SLOWLAB_BASE);
+# a proxy's peer is the mean of the two NGINX figures around it, so that a
+# neighbour's load that changes during the round weighs on both sides.
 mode_round() {
     local mode=$1 ng_pid ng_addr before ng_idle ng_peak
     start_nginx "nginx-$mode-$round" "$(proxy_location "$ORIGIN" "$mode")"
     ng_pid=$PID ng_addr=$ADDR
-    mkdir -p "$work/tmp-$mode"
-    start_slowlab "pingora-$mode-$round" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
-        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$mode"
     measure "nginx-$mode" "$ng_pid" "$ng_addr"
     ng_idle=$IDLE ng_peak=$PEAK before=$CPU_US
     row "nginx-$mode" "$ng_idle" "$ng_peak" peer
-    measure "pingora-$mode" "$PID" "$ADDR"
+    pingora_then_nginx "pingora-$mode" "$SLOWLAB"
+    if [[ -n ${SLOWLAB_BASE:-} ]]; then
+        pingora_then_nginx "base-pingora-$mode" "$SLOWLAB_BASE"
+    fi
+    kill "$ng_pid"
+    wait "$ng_pid" 2>/dev/null || true
+}
+
+# pingora_then_nginx NAME BINARY (inside mode_round): BINARY's proxy in
+# $mode measured, stopped, then NGINX again; rows for both, the proxy's
+# ratio against $before and the new NGINX figure, which becomes $before.
+pingora_then_nginx() {
+    local name=$1 bin=$2
+    mkdir -p "$work/tmp-$name"
+    SLOWLAB=$bin start_slowlab "$name-$round" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
+        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$name"
+    local pg_pid=$PID
+    measure "$name" "$pg_pid" "$ADDR"
     local pg_out=$OUT pg_cpu=$CPU_US pg_idle=$IDLE pg_peak=$PEAK
+    kill "$pg_pid"
+    wait "$pg_pid" 2>/dev/null || true
     fast_wrk "$ng_pid" "$ng_addr"
     local after_out=$OUT after=$CPU_US
     OUT=$pg_out CPU_US=$pg_cpu
-    row "pingora-$mode" "$pg_idle" "$pg_peak" \
+    row "$name" "$pg_idle" "$pg_peak" \
         "$(awk -v a="$pg_cpu" -v b="$before" -v c="$after" 'BEGIN { m = (b + c) / 2; printf "%.2fx", (m > 0 ? a / m : 0) }')"
     OUT=$after_out CPU_US=$after
     row "nginx-$mode" "$ng_idle" "$ng_peak" peer
-    kill "$PID" "$ng_pid"
-    wait "$PID" "$ng_pid" 2>/dev/null || true
+    before=$after
 }
 
 start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0

@@ -13,7 +13,14 @@
 # wake-up rather than per connection (epoll_wait, and a read that finds
 # EAGAIN), which a slower server batches more.
 #
-# Usage: scripts/bench-syscalls.sh     (WRK_DURATION=4s WRK_CONNS=8)
+# COUNTER=perf counts with `perf stat` on the `syscalls:sys_enter_*`
+# tracepoints instead (Debian's linux-perf), which leaves the server at
+# its speed: then the calls made per wake-up, and whether a connection's
+# request is already there at its first read, are what they are without a
+# tracer. Its errors are only the `EAGAIN`s of `recvfrom` and `accept4`
+# (`sys_exit_*` filtered on `ret == -11`).
+#
+# Usage: scripts/bench-syscalls.sh     (WRK_DURATION=4s WRK_CONNS=8 COUNTER=strace)
 # Environment: SLOWLAB, NGINX as for scripts/bench-proxy.sh.
 # Prints one table: a row per system call, a column per server; CALLS/ERRS
 # where some calls failed (EAGAIN and the like), both per request.
@@ -24,6 +31,7 @@ source scripts/bench-nginx.sh
 
 WRK_DURATION=${WRK_DURATION:-4s}
 WRK_CONNS=${WRK_CONNS:-8}
+COUNTER=${COUNTER:-strace}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [[ -z "${SLOWLAB:-}" ]]; then
     cargo build --release -q -p harness --bin slowlab
@@ -32,29 +40,51 @@ fi
 NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
 [[ -x "$NGINX" ]] || { echo "bench-syscalls: no nginx at $NGINX" >&2; exit 1; }
 need_tool wrk
-need_tool strace
+case $COUNTER in
+    strace) need_tool strace ;;
+    perf) need_tool perf linux-perf ;;
+    *) echo "bench-syscalls: COUNTER is strace or perf, not $COUNTER" >&2; exit 2 ;;
+esac
 
 # shellcheck source=scripts/bench-procs.sh
 source scripts/bench-procs.sh
 
 names=()
-# trace NAME PID ADDR: strace -c of PID under wrk; writes $work/NAME.per
-# ("syscall per_request" lines).
+# trace NAME PID ADDR: strace -c (or perf stat) of PID under wrk; writes
+# $work/NAME.per ("syscall per_request" lines).
 trace() {
     local name=$1 pid=$2 addr=$3 out n
-    strace -f -c -q -o "$work/$name.strace" -p "$pid" &
+    if [[ $COUNTER == perf ]]; then
+        perf stat -x, -o "$work/$name.perf" -p "$pid" -e 'syscalls:sys_enter_*' \
+            -e syscalls:sys_exit_recvfrom --filter 'ret == -11' \
+            -e syscalls:sys_exit_accept4 --filter 'ret == -11' &
+    else
+        strace -f -c -q -o "$work/$name.strace" -p "$pid" &
+    fi
     local st=$!
     sleep 0.5
     out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" -H 'Connection: close' "http://$addr/fast")
     kill -INT "$st"
     wait "$st" 2>/dev/null || true
     n=$(awk '/requests in/ { print $1 }' <<<"$out")
-    # strace -c rows: % time, seconds, usecs/call, calls, [errors], syscall.
-    awk -v n="$n" '$1 ~ /^[0-9.]+$/ && $NF != "total" {
-        printf "%s %.2f", $NF, $4 / n
-        if (NF == 6) printf "/%.2f", $5 / n
-        printf "\n" }' "$work/$name.strace" >"$work/$name.per"
-    echo "  $name: $n requests traced" >&2
+    if [[ $COUNTER == perf ]]; then
+        # perf stat -x, rows: count, unit, event, ...; the sys_exit rows are
+        # the EAGAINs of their call.
+        awk -F, -v n="$n" '$3 ~ /^syscalls:sys_(enter|exit)_/ && $1 ~ /^[0-9]+$/ && $1 > 0 {
+                call = $3; sub(/^syscalls:sys_(enter|exit)_/, "", call)
+                if ($3 ~ /sys_enter_/) calls[call] = $1; else errs[call] = $1 }
+            END { for (c in calls) {
+                printf "%s %.2f", c, calls[c] / n
+                if (c in errs) printf "/%.2f", errs[c] / n
+                printf "\n" } }' "$work/$name.perf" | sort >"$work/$name.per"
+    else
+        # strace -c rows: % time, seconds, usecs/call, calls, [errors], syscall.
+        awk -v n="$n" '$1 ~ /^[0-9.]+$/ && $NF != "total" {
+            printf "%s %.2f", $NF, $4 / n
+            if (NF == 6) printf "/%.2f", $5 / n
+            printf "\n" }' "$work/$name.strace" >"$work/$name.per"
+    fi
+    echo "  $name: $n requests counted ($COUNTER)" >&2
     names+=("$name")
 }
 
@@ -86,7 +116,7 @@ for mode in off on; do
     kill "$PID"
 done
 
-echo "# system calls per request (strace -f -c under wrk -t1 -c$WRK_CONNS -d$WRK_DURATION -H 'Connection: close' /fast)"
+echo "# system calls per request ($COUNTER under wrk -t1 -c$WRK_CONNS -d$WRK_DURATION -H 'Connection: close' /fast)"
 header="syscall"
 for name in "${names[@]}"; do header+=" $name"; done
 {

@@ -11,7 +11,10 @@
 //!   [`exit::Denied`], [`exit::Interrupted`].
 //! - [`bounds`]: the range of every numeric flag and its clap value parsers.
 //! - [`loopback`]: the loopback-only rule for addresses.
+//! - [`accept`]: `accept4`, the accept loops' await on a registered
+//!   listener, and what they do when an accept fails (`serve` and `proxy`).
 
+pub mod accept;
 pub mod bounds;
 pub mod exit;
 pub mod loopback;

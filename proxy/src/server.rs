@@ -4,7 +4,13 @@
 //! listening `Service`: those bind inside the runtime and panic when the port
 //! is taken, cannot tell us the port picked for `:0`, install their own
 //! signal handlers, exit the process from `run_forever`, and count shutdown
-//! grace in whole seconds. Each accepted socket becomes a pingora [`Stream`]
+//! grace in whole seconds. The accept is `serve`'s, `common::accept` (one
+//! `accept4` per connection, none that finds the queue empty, and the same
+//! policy when it fails). Each accepted socket is registered with the
+//! runtime at once as a tokio `TcpStream` (`from_std`, which starts with
+//! no readiness: the first read waits for epoll, as NGINX's does, where
+//! the stream of tokio's own accept tried the socket first and, under
+//! wrk, often found nothing) and becomes a pingora [`Stream`]
 //! (our [`ClientIo`]) and a pingora HTTP/1 `ServerSession`, served by
 //! [`ProxyApp::serve_connection`].
 
@@ -15,6 +21,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use common::accept::{self, Accepted};
 use pingora_core::protocols::Stream;
 use tokio::sync::{mpsc, watch};
 
@@ -142,7 +149,7 @@ async fn serve(
     gauge_log: Option<GaugeLog>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let listener = match tokio::net::TcpListener::from_std(listener) {
+    let listener = match accept::register(listener) {
         Ok(l) => l,
         Err(e) => {
             tracing::error!(cause = %e, "registering the listening socket");
@@ -175,8 +182,10 @@ async fn serve(
         tokio::select! {
             biased;
             _ = stopped(&mut stop) => break,
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, _peer)) => {
+            accepted = accept::accept(&listener) => match accepted
+                .and_then(|Accepted { stream, .. }| tokio::net::TcpStream::from_std(stream))
+            {
+                Ok(tcp) => {
                     // TCP_NODELAY is set by ClientIo before the first write
                     // that needs it.
                     let stream: Stream = Box::new(ClientIo::new(tcp));
@@ -193,11 +202,7 @@ async fn serve(
                         app.serve_connection(stream, &cut).await;
                     }));
                 }
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!(cause = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                Err(e) => accept::after_accept_error(&e).await,
             }
         }
     }

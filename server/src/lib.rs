@@ -13,9 +13,10 @@
 //! - [`send_log`], [`recv_log`]: the `--send-log` and `--recv-log` CSVs,
 //!   both a [`log_file::LogFile`].
 //! - [`conn`]: serving one connection with hyper; shutdown grace.
-//! - [`listener`]: binding, `accept`, and what to do when it fails.
+//! - [`listener`]: binding with Gunicorn's backlog (the accept itself, and
+//!   what to do when it fails, is `common::accept`).
 //! - [`stream`]: the accepted socket, registered with the runtime only once
-//!   it has to wait.
+//!   it has to wait (or, just accepted, at its first read).
 //! - [`models`]: the `sync`, `threads` and `async` worker models.
 
 pub mod app;

@@ -1,20 +1,18 @@
-//! The listening socket, `accept` itself and the accept loop's error policy.
+//! The listening socket.
 //!
-//! Every model accepts with [`accept4`] (`sync` blocking in it, `threads`
-//! and `async` through [`accept`]): the connection comes non-blocking
-//! and close-on-exec without a further system call, and without the peer's
-//! address (nothing here needs it). It is a plain [`TcpStream`], not yet
-//! registered with any runtime: [`crate::stream`] registers it only if it
-//! must wait.
+//! Every model accepts with `common::accept` (`sync` blocking in its
+//! `accept4`, `threads` and `async` through its `accept`): the connection
+//! comes non-blocking and close-on-exec without a further system call, and
+//! without the peer's address (nothing here needs it). It is a plain
+//! [`std::net::TcpStream`], not yet registered with any runtime:
+//! [`crate::stream`] registers it only if it must wait (`async`: at its
+//! first read when it was accepted right after its handshake).
 
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd as _, FromRawFd as _};
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::unix::AsyncFd;
 
 /// Gunicorn's default `backlog`: connections beyond the busy workers wait
 /// here, in the kernel, which is the whole point of the sync model.
@@ -34,143 +32,4 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
         Ok(socket.into())
     };
     bind().with_context(|| format!("cannot listen on {addr}"))
-}
-
-/// One `accept4(2)` on `listener`; blocks or not as the listener does, and
-/// fails with `WouldBlock` when a non-blocking listener has nobody waiting.
-pub fn accept4(listener: &TcpListener) -> io::Result<TcpStream> {
-    // SAFETY: `accept4` on a listening socket the caller holds, without an
-    // address buffer; a descriptor it returns is new and ours alone.
-    let fd = unsafe {
-        libc::accept4(
-            listener.as_raw_fd(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: see above; the stream takes over closing it.
-    Ok(unsafe { TcpStream::from_raw_fd(fd) })
-}
-
-/// The next connection of a non-blocking `listener` registered with the
-/// current runtime (readable interest), awaited without a thread.
-///
-/// An `accept4` that finds the queue empty is not cheap: the kernel
-/// allocates the new socket and its file before it looks, and frees them
-/// again (the free runs on the way back to user space). Under a load of one
-/// connection at a time, trying once more after every connection paid that
-/// for 0.6 of the requests (`perf stat`, bench-serve's `/fast` load). So
-/// after a connection is taken, the accept queue's length, which the kernel
-/// reports for a listening socket without a lock, says whether to try again
-/// at once or to wait for epoll: tokio's readiness is cleared only if no
-/// event came meanwhile, and every connection queued later raises a new
-/// one. Which connection is accepted, and when, stays the same.
-pub async fn accept(listener: &AsyncFd<TcpListener>) -> io::Result<TcpStream> {
-    loop {
-        let mut ready = listener.readable().await?;
-        // `try_io` clears the readiness itself on `WouldBlock`.
-        let Ok(accepted) = ready.try_io(|l| accept4(l.get_ref())) else {
-            continue;
-        };
-        let stream = accepted?;
-        if accept_queue_len(listener.get_ref()) == Some(0) {
-            ready.clear_ready();
-        }
-        return Ok(stream);
-    }
-}
-
-/// `TCP_LISTEN` in Linux's `include/net/tcp_states.h` (not in `libc`).
-const TCP_LISTEN: u8 = 10;
-
-/// Connections waiting in `listener`'s accept queue: `tcp_info`'s
-/// `tcpi_unacked`, which a listening socket reports as its backlog
-/// (`tcp_get_info` in Linux's `net/ipv4/tcp.c`). `None` if it cannot be
-/// read, and then the caller simply tries `accept` again.
-fn accept_queue_len(listener: &TcpListener) -> Option<u32> {
-    // SAFETY: `tcp_info` is plain integers, valid when zeroed.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::tcp_info>()).ok()?;
-    // SAFETY: `info` and `len` outlive the call, and `len` is `info`'s size;
-    // the kernel writes at most that many bytes.
-    let rc = unsafe {
-        libc::getsockopt(
-            listener.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            std::ptr::from_mut(&mut info).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0 && info.tcpi_state == TCP_LISTEN).then_some(info.tcpi_unacked)
-}
-
-/// What an accept loop should do after a failed `accept`.
-pub async fn after_accept_error(err: &io::Error) {
-    // Out of descriptors or memory: retrying at once would spin, and the
-    // connection stays in the backlog meanwhile.
-    let exhausted = matches!(
-        err.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-    );
-    if exhausted {
-        tracing::warn!(cause = %err, "accept failed; pausing 100 ms");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    } else {
-        // For example a connection reset while it waited in the backlog.
-        tracing::debug!(cause = %err, "accept failed");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Connections queued before the first accept are all taken: the queue
-    /// length is read right, and readiness is cleared only once it is empty.
-    #[tokio::test]
-    async fn every_queued_connection_is_accepted_and_then_accept_waits() {
-        let std_listener = bind(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
-        let addr = std_listener.local_addr().unwrap();
-        assert_eq!(accept_queue_len(&std_listener), Some(0));
-        let clients: Vec<_> = (0..3).map(|_| TcpStream::connect(addr).unwrap()).collect();
-        // The handshakes complete in the kernel; let them reach the queue.
-        for _ in 0..100 {
-            if accept_queue_len(&std_listener) == Some(3) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_eq!(accept_queue_len(&std_listener), Some(3));
-        // SAFETY: the listener owns its descriptor until the `AsyncFd`
-        // (its owner from here on) drops it.
-        let listener =
-            unsafe { AsyncFd::register_with_interest(std_listener, tokio::io::Interest::READABLE) }
-                .map_err(io::Error::from)
-                .unwrap();
-        for left in (0..3).rev() {
-            let accepted = tokio::time::timeout(Duration::from_secs(2), accept(&listener)).await;
-            assert!(
-                accepted
-                    .expect("a queued connection was not accepted")
-                    .is_ok()
-            );
-            assert_eq!(accept_queue_len(listener.get_ref()), Some(left));
-        }
-        // Empty now: accept waits, and takes a connection that comes later.
-        let waiting = tokio::time::timeout(Duration::from_millis(100), accept(&listener)).await;
-        assert!(waiting.is_err(), "accept returned with an empty queue");
-        let late = TcpStream::connect(addr).unwrap();
-        let accepted = tokio::time::timeout(Duration::from_secs(2), accept(&listener)).await;
-        assert!(
-            accepted
-                .expect("a later connection was not accepted")
-                .is_ok()
-        );
-        drop((clients, late));
-    }
 }

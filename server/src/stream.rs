@@ -1,8 +1,8 @@
 //! The connection's socket, registered with the runtime only once it has to
 //! wait.
 //!
-//! A `/fast` request is usually in the socket's receive queue by the time it
-//! is accepted, and its response fits the send buffer: read, write and close
+//! A `/fast` request may be in the socket's receive queue by the time it is
+//! accepted, and its response fits the send buffer: read, write and close
 //! succeed at once. Registering such a socket with epoll (`EPOLL_CTL_ADD`)
 //! and deregistering it before the close (tokio's `EPOLL_CTL_DEL`) would be
 //! two system calls, and tokio's registration an allocation, for nothing.
@@ -11,6 +11,19 @@
 //! the current runtime, and from then on it is an ordinary tokio
 //! [`TcpStream`](tokio::net::TcpStream) waiting for readiness. Nothing
 //! waits without being registered: `Pending` only ever comes from tokio.
+//!
+//! The other case is a connection accepted as its handshake completed (the
+//! accept loop found nobody else waiting, `common::accept::Accepted`'s
+//! `caught_up`): a client sends its request only after the handshake, so a
+//! first read there most often finds nothing, an `EAGAIN` `recvfrom` (on
+//! about three in four such connections under bench-serve's wrk load, and
+//! on two in three of the others).
+//! [`LazyStream::fresh`] registers such a socket at its first read without
+//! trying it, as NGINX reads only once epoll says the socket is readable:
+//! a socket registered through `TcpStream::from_std` starts with no
+//! readiness, so tokio reads it only after epoll's first event (tokio's own
+//! `TcpListener::accept`, by contrast, marks what it accepts ready and
+//! reads at once).
 //!
 //! What a connection does (its bytes, and when it blocks its worker) is the
 //! same either way; only the system calls around it differ.
@@ -32,6 +45,8 @@ use crate::meter::NoDelay;
 #[derive(Debug)]
 pub struct LazyStream {
     state: State,
+    /// Whether a read is tried on the plain socket before registering.
+    try_read: bool,
 }
 
 #[derive(Debug)]
@@ -44,10 +59,22 @@ enum State {
 }
 
 impl LazyStream {
-    /// Takes a non-blocking accepted socket (see [`crate::listener::accept4`]).
+    /// Takes a non-blocking accepted socket (see `common::accept::accept4`).
     pub fn new(stream: std::net::TcpStream) -> Self {
         LazyStream {
             state: State::Plain(stream),
+            try_read: true,
+        }
+    }
+
+    /// Takes a non-blocking socket accepted right after its handshake, whose
+    /// first bytes are most likely still to come: the first read registers
+    /// it and waits for epoll instead of trying the socket. Writes are tried
+    /// directly as with [`LazyStream::new`].
+    pub fn fresh(stream: std::net::TcpStream) -> Self {
+        LazyStream {
+            state: State::Plain(stream),
+            try_read: false,
         }
     }
 
@@ -66,7 +93,8 @@ impl LazyStream {
     }
 
     /// The registered stream, registering the plain one with the current
-    /// runtime; called after an operation on it would have blocked. Tokio
+    /// runtime; called after an operation on it would have blocked, or at a
+    /// fresh stream's first read. Tokio
     /// starts it with no readiness, so the caller's next poll waits for
     /// epoll (which reports at once what is already ready).
     fn register(&mut self) -> io::Result<&mut TcpStream> {
@@ -129,7 +157,9 @@ impl AsyncRead for LazyStream {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        if let State::Plain(s) = &self.state {
+        if let State::Plain(s) = &self.state
+            && self.try_read
+        {
             // SAFETY: `recv` only writes initialised bytes into the slice,
             // and `assume_init` below covers exactly the `n` it wrote.
             let unfilled = unsafe { buf.unfilled_mut() };
@@ -201,11 +231,17 @@ mod tests {
     use std::io::Read as _;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-    fn pair() -> (LazyStream, std::net::TcpStream) {
+    /// An accepted non-blocking socket and its client.
+    fn sockets() -> (std::net::TcpStream, std::net::TcpStream) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         server.set_nonblocking(true).unwrap();
+        (server, client)
+    }
+
+    fn pair() -> (LazyStream, std::net::TcpStream) {
+        let (server, client) = sockets();
         (LazyStream::new(server), client)
     }
 
@@ -240,6 +276,24 @@ mod tests {
         assert!(server.is_registered());
         assert!(server.peer_addr().is_ok());
         drop(writer.join().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_fresh_stream_registers_at_its_first_read() {
+        let (server, mut client) = sockets();
+        let mut server = LazyStream::fresh(server);
+        // In hand already, yet read through tokio: the socket was not tried.
+        client.write_all(b"ping").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut got = [0u8; 4];
+        server.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"ping");
+        assert!(server.is_registered());
+        server.write_all(b"pong").await.unwrap();
+        drop(server);
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut client, &mut back).unwrap();
+        assert_eq!(back, b"pong");
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::io::Interest;
+use common::accept;
 use tokio::io::unix::AsyncFd;
 use tokio::runtime::Runtime;
 
@@ -61,15 +61,11 @@ impl Drop for OwnRuntime {
 }
 
 /// A clone of the listening socket, registered with `runtime` for
-/// [`crate::listener::accept`].
+/// [`common::accept::accept`].
 fn register(listener: &TcpListener, runtime: &OwnRuntime) -> anyhow::Result<AsyncFd<TcpListener>> {
     let own = listener.try_clone().context("cannot clone the listener")?;
     let _enter = runtime.get().enter();
-    // SAFETY: the listener owns its descriptor, which stays open and the same
-    // until the `AsyncFd` (its owner from here on) drops it.
-    unsafe { AsyncFd::register_with_interest(own, Interest::READABLE) }
-        .map_err(std::io::Error::from)
-        .context("cannot register the listener")
+    accept::register(own).context("cannot register the listener")
 }
 
 /// A single-threaded runtime for one worker, handler or acceptor thread.

@@ -35,13 +35,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use common::accept::{accept4, after_accept_error};
 use socket2::SockRef;
 use tokio_util::sync::CancellationToken;
 
 use super::{OwnRuntime, current_thread_runtime, spawn_thread};
 use crate::app::App;
+use crate::conn;
 use crate::stream::LazyStream;
-use crate::{conn, listener};
 
 /// Gunicorn's default `--timeout`, the default `--worker-timeout`.
 pub const GUNICORN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -99,7 +100,7 @@ fn worker(
             Ok(Some(stream)) => runtime.block_on(serve_or_abort(stream, app, cancel)),
             // The receive timeout: look at `cancel` again.
             Ok(None) => {}
-            Err(err) => runtime.block_on(listener::after_accept_error(&err)),
+            Err(err) => runtime.block_on(after_accept_error(&err)),
         }
     }
 }
@@ -107,7 +108,7 @@ fn worker(
 /// Waits at most [`ACCEPT_POLL`] for the next connection; it comes
 /// non-blocking, as tokio wants it, without a further system call.
 fn accept(listener: &StdListener) -> io::Result<Option<std::net::TcpStream>> {
-    match listener::accept4(listener) {
+    match accept4(listener) {
         Ok(stream) => Ok(Some(stream)),
         Err(err)
             if matches!(

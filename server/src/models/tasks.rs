@@ -14,14 +14,15 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use common::accept::{self, Accepted};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{OwnRuntime, current_thread_runtime, register, spawn_thread};
 use crate::app::App;
+use crate::conn;
 use crate::stream::LazyStream;
-use crate::{conn, listener};
 
 /// Starts the runtime and the thread that drives its accept loop, pushing it
 /// to `threads`; the runtime's own threads are stopped by that thread.
@@ -76,18 +77,25 @@ async fn acceptor(listener: AsyncFd<StdListener>, app: Arc<App>, cancel: Cancell
         let accepted = tokio::select! {
             biased;
             () = cancel.cancelled() => break,
-            accepted = listener::accept(&listener) => accepted,
+            accepted = accept::accept(&listener) => accepted,
         };
         match accepted {
-            Ok(stream) => {
+            Ok(Accepted { stream, caught_up }) => {
                 let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
                 tokio::spawn(async move {
                     let _alive = alive;
-                    let stream = LazyStream::new(stream);
+                    // Taken as its handshake completed, the connection
+                    // has most likely not sent its request yet: a first
+                    // read would find nothing (see `LazyStream::fresh`).
+                    let stream = if caught_up {
+                        LazyStream::fresh(stream)
+                    } else {
+                        LazyStream::new(stream)
+                    };
                     conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
                 });
             }
-            Err(err) => listener::after_accept_error(&err).await,
+            Err(err) => accept::after_accept_error(&err).await,
         }
     }
     drop(alive_tx);

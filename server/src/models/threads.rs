@@ -12,14 +12,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use common::accept::{self, Accepted};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::{current_thread_runtime, register, spawn_thread};
 use crate::app::App;
+use crate::conn;
 use crate::stream::LazyStream;
-use crate::{conn, listener};
 
 /// The handlers share one receiver; the one holding the lock is the idle
 /// handler next in line.
@@ -64,17 +65,19 @@ async fn acceptor(
         let accepted = tokio::select! {
             biased;
             () = cancel.cancelled() => return,
-            accepted = listener::accept(&listener) => accepted,
+            accepted = accept::accept(&listener) => accepted,
         };
         match accepted {
             // Registered with no runtime yet: the handler's adopts it if it
-            // has to wait.
-            Ok(stream) => {
+            // has to wait. Its first read is tried whatever the accept
+            // queue said: a connection may wait in the handlers' queue
+            // until its request is there.
+            Ok(Accepted { stream, .. }) => {
                 if queue.send(stream).is_err() {
                     return; // every handler has stopped
                 }
             }
-            Err(err) => listener::after_accept_error(&err).await,
+            Err(err) => accept::after_accept_error(&err).await,
         }
     }
 }
