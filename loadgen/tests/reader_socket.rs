@@ -26,6 +26,19 @@ const BODY: usize = 4 << 20;
 const AHEAD: usize = 24 << 10;
 const PIECE: usize = 4 << 10;
 
+/// Reads a request's head; false if the connection ended first.
+fn read_request(s: &mut std::net::TcpStream) -> bool {
+    let mut req = [0u8; 4096];
+    let mut got = Vec::new();
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut req) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => got.extend_from_slice(&req[..n]),
+        }
+    }
+    true
+}
+
 /// Serves `connections` downloads of [`BODY`] bytes, each [`AHEAD`] bytes
 /// ahead of the pace and then at [`RATE`].
 fn paced_sender(connections: usize) -> std::net::SocketAddr {
@@ -36,14 +49,7 @@ fn paced_sender(connections: usize) -> std::net::SocketAddr {
             let Ok((mut s, _)) = listener.accept() else {
                 return;
             };
-            let mut req = [0u8; 4096];
-            let mut got = Vec::new();
-            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut req) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&req[..n]),
-                }
-            }
+            read_request(&mut s);
             let head =
                 format!("HTTP/1.1 200 OK\r\nContent-Length: {BODY}\r\nConnection: close\r\n\r\n");
             let piece = [0u8; PIECE];
@@ -83,19 +89,18 @@ fn median(mut v: Vec<u64>) -> u64 {
     v[v.len() / 2]
 }
 
-fn run(reader: &str, addr: std::net::SocketAddr) -> Vec<ProgressRow> {
+/// One slow reader of `addr`, no `/fast` load, with `extra` flags.
+fn download(addr: std::net::SocketAddr, extra: &[&str]) -> loadgen::Report {
     let url = format!("http://{addr}");
-    let report = support::run(&[
-        "--target",
-        &url,
-        "--slow",
-        "1",
-        "--fast-rate",
-        "0",
-        "--reader",
-        reader,
-    ]);
+    let mut words = vec!["--target", &url, "--slow", "1", "--fast-rate", "0"];
+    words.extend_from_slice(extra);
+    let report = support::run(&words);
     assert!(report.large[0].error.is_none(), "{:?}", report.large[0]);
+    report
+}
+
+fn run(reader: &str, addr: std::net::SocketAddr) -> Vec<ProgressRow> {
+    let report = download(addr, &["--reader", reader]);
     report.progress
 }
 
@@ -159,13 +164,8 @@ fn head_then_body(gap: Duration, len: usize) -> std::net::SocketAddr {
         let Ok((mut s, _)) = listener.accept() else {
             return;
         };
-        let mut req = [0u8; 4096];
-        let mut got = Vec::new();
-        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-            match s.read(&mut req) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => got.extend_from_slice(&req[..n]),
-            }
+        if !read_request(&mut s) {
+            return;
         }
         let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n");
         if s.write_all(head.as_bytes()).is_ok() {
@@ -184,22 +184,9 @@ fn head_then_body(gap: Duration, len: usize) -> std::net::SocketAddr {
 fn the_loop_lag_delays_each_recv_after_readiness() {
     let (gap, body) = (Duration::from_millis(20), 4096);
     let first_read = |lag: &str| {
-        let url = format!("http://{}", head_then_body(gap, body));
-        let words = [
-            "--target",
-            &url,
-            "--slow",
-            "1",
-            "--fast-rate",
-            "0",
-            "--reader",
-            "streamreader",
-            "--loop-lag",
-            lag,
-        ];
-        let report = support::run(&words);
+        let addr = head_then_body(gap, body);
+        let report = download(addr, &["--reader", "streamreader", "--loop-lag", lag]);
         let large = &report.large[0];
-        assert!(large.error.is_none(), "{large:?}");
         (
             large.first_read_bytes.expect("a first read"),
             large.loop_lag,
