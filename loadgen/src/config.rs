@@ -111,19 +111,29 @@ pub struct UploadConfig {
     pub header_interval: Duration,
 }
 
-/// Everything one run needs, already checked.
-#[derive(Debug, Clone)]
-pub struct LoadConfig {
-    pub target: Target,
-    pub slow: usize,
-    /// Bytes per second of each slow reader.
-    pub slow_rate: u64,
+/// How every slow reader of a run reads, checked from [`SlowReaderArgs`]:
+/// the one form in which `load` and `sweep-load` hand it to the readers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowReading {
+    /// Bytes per second of each reader.
+    pub rate: u64,
+    /// The `SO_RCVBUF` request (0: the kernel's default).
     pub rcvbuf: usize,
+    /// Largest single read.
     pub read_chunk: usize,
     pub reader: ReaderModel,
     /// `streamreader` only: the modelled event loop's time from readiness
     /// to `recv` (`--loop-lag`).
     pub loop_lag: Duration,
+}
+
+/// Everything one run needs, already checked.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub target: Target,
+    pub slow: usize,
+    /// How each slow reader reads.
+    pub reading: SlowReading,
     /// Full request path of the slow readers (base path included).
     pub large_path: String,
     pub fast_rate: f64,
@@ -157,7 +167,7 @@ impl LoadConfig {
         let reader = &args.slow_reader;
         check_path("--large-path", &reader.large_path)?;
         check_path("--fast-path", &args.fast_path)?;
-        let rcvbuf = reader.check(args.slow)?;
+        let reading = reader.check(args.slow)?;
         let upload = args.upload.config(&target)?;
         if !args.fast_rate.is_finite() || args.fast_rate < 0.0 {
             bail!("--fast-rate must be a number of requests per second, 0 or more");
@@ -193,11 +203,7 @@ impl LoadConfig {
             fast_path: target.path(&args.fast_path),
             target,
             slow: args.slow,
-            slow_rate: reader.slow_rate.bytes(),
-            rcvbuf,
-            read_chunk: reader.read_chunk.as_usize(),
-            reader: reader.reader,
-            loop_lag: reader.loop_lag,
+            reading,
             fast_rate: args.fast_rate,
             fast_duration: args.fast_duration,
             fast_start: args.fast_start,
@@ -273,9 +279,8 @@ pub struct SlowReaderArgs {
 impl SlowReaderArgs {
     /// Checks the flags for `slow` readers (the one check for `load` and
     /// `sweep-load`; `--large-path` goes through [`check_path`] with the
-    /// other paths); returns the `SO_RCVBUF` request as the `int` that
-    /// `setsockopt` takes.
-    pub(crate) fn check(&self, slow: usize) -> anyhow::Result<usize> {
+    /// other paths) into what every reader is given.
+    pub(crate) fn check(&self, slow: usize) -> anyhow::Result<SlowReading> {
         if slow > 0 && self.slow_rate.bytes() == 0 {
             bail!("--slow-rate must be more than 0 bytes per second");
         }
@@ -285,10 +290,18 @@ impl SlowReaderArgs {
         if self.reader != ReaderModel::Streamreader && !self.loop_lag.is_zero() {
             bail!("--loop-lag applies to --reader streamreader only");
         }
-        usize::try_from(self.rcvbuf.bytes())
+        // The `SO_RCVBUF` request is the `int` that `setsockopt` takes.
+        let rcvbuf = usize::try_from(self.rcvbuf.bytes())
             .ok()
             .filter(|v| i32::try_from(*v).is_ok())
-            .context("--rcvbuf is too large")
+            .context("--rcvbuf is too large")?;
+        Ok(SlowReading {
+            rate: self.slow_rate.bytes(),
+            rcvbuf,
+            read_chunk: self.read_chunk.as_usize(),
+            reader: self.reader,
+            loop_lag: self.loop_lag,
+        })
     }
 
     /// The flags that parse back into these arguments.

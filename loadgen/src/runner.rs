@@ -70,16 +70,13 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
     let slow_ctx = Arc::new(SlowContext {
         addr: config.target.addr,
         request: net::request(authority, &config.large_path),
-        rate: config.slow_rate,
-        rcvbuf: config.rcvbuf,
+        reading: config.reading,
         timeout: config.timeout,
         verify: config.verify,
-        reader: config.reader,
-        loop_lag: config.loop_lag,
         bind: config.binds,
     });
     let readers = (0..config.slow)
-        .map(|i| SlowReader::spawn(i, slow_ctx.clone(), config.read_chunk))
+        .map(|i| SlowReader::spawn(i, slow_ctx.clone()))
         .collect::<anyhow::Result<Vec<SlowReader>>>()?;
     let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
     let up = &config.upload;
@@ -110,8 +107,8 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
                 h.start(t0);
             }
             scheduler.start(t0);
-            let sampler =
-                (!gauges.is_empty()).then(|| tokio::spawn(sample(t0, gauges, config.reader)));
+            let sampler = (!gauges.is_empty())
+                .then(|| tokio::spawn(sample(t0, gauges, config.reading.reader)));
             let (tuning, fast) = scheduler.records().await?;
             let mut large = Vec::with_capacity(readers.len());
             for r in readers {

@@ -44,16 +44,11 @@ use crate::verify::VerifySink;
 pub struct SlowContext {
     pub addr: std::net::SocketAddr,
     pub request: Vec<u8>,
-    /// Bytes per second.
-    pub rate: u64,
-    pub rcvbuf: usize,
     /// The longest wait for the connect or any single read or write.
     pub timeout: Duration,
     pub verify: VerifyMode,
-    pub reader: ReaderModel,
-    /// `streamreader` only: the modelled event loop's time from readiness
-    /// to `recv`.
-    pub loop_lag: Duration,
+    /// How each reader reads (its rate, buffers and model).
+    pub reading: crate::config::SlowReading,
     /// Reader `i` binds `bind.slow_client(i)` (`--slow-bind`).
     pub bind: crate::bind::Binds,
 }
@@ -134,7 +129,8 @@ pub struct SlowReader {
 impl SlowReader {
     /// Starts the thread (its buffer allocated); it waits for
     /// [`SlowReader::start`].
-    pub fn spawn(client: usize, ctx: Arc<SlowContext>, read_chunk: usize) -> anyhow::Result<Self> {
+    pub fn spawn(client: usize, ctx: Arc<SlowContext>) -> anyhow::Result<Self> {
+        let read_chunk = ctx.reading.read_chunk;
         let gauge = Arc::new(Gauge::default());
         let (go, go_rx) = mpsc::channel::<Instant>();
         let (done, record) = oneshot::channel();
@@ -242,7 +238,7 @@ fn download(
         bytes: p.reader.body_bytes(),
         content_length: sink.content_length,
         receive_s: p.connected.zip(p.consumed_all).map(|(a, b)| secs(a, b)),
-        rcvbuf_requested_bytes: ctx.rcvbuf,
+        rcvbuf_requested_bytes: ctx.reading.rcvbuf,
         rcvbuf_granted_bytes: p.granted,
         first_read_bytes: p.first_read,
         verified: match (&error, sink.checks_pattern(), p.reader.framing()) {
@@ -252,8 +248,8 @@ fn download(
             (None, false, _) => Verified::Length,
         },
         error,
-        reader: ctx.reader,
-        loop_lag: (ctx.reader == ReaderModel::Streamreader).then_some(ctx.loop_lag),
+        reader: ctx.reading.reader,
+        loop_lag: (ctx.reading.reader == ReaderModel::Streamreader).then_some(ctx.reading.loop_lag),
     }
 }
 
@@ -271,8 +267,9 @@ fn transfer(
         Some(Protocol::TCP),
     )
     .map_err(|e| io_failure("socket", &e))?;
-    p.granted =
-        Some(net::set_rcvbuf(&socket, ctx.rcvbuf).map_err(|e| io_failure("SO_RCVBUF", &e))?);
+    p.granted = Some(
+        net::set_rcvbuf(&socket, ctx.reading.rcvbuf).map_err(|e| io_failure("SO_RCVBUF", &e))?,
+    );
     crate::bind::bind(&socket, ctx.bind.slow_client(client)).map_err(|e| io_failure("bind", &e))?;
     socket
         .connect_timeout(&ctx.addr.into(), ctx.timeout)
@@ -294,7 +291,7 @@ fn transfer(
         stream: &stream,
         first: &mut p.first_read,
     };
-    match ctx.reader {
+    match ctx.reading.reader {
         // Each read is followed by a sleep to the paced deadline of every
         // byte read so far; at EOF everything read has been consumed at
         // that rate.
@@ -302,16 +299,16 @@ fn transfer(
             response::read_blocking(&mut socket, buf, &mut p.reader, sink, |reader| {
                 let bytes = reader.body_bytes();
                 gauge.received.store(bytes, Ordering::Relaxed);
-                latency::sleep_until(start + pacing::due(bytes, ctx.rate));
+                latency::sleep_until(start + pacing::due(bytes, ctx.reading.rate));
                 gauge.consumed.store(bytes, Ordering::Relaxed);
             })
         }
         ReaderModel::Streamreader => {
             let pace = crate::streamreader::Pace {
                 start,
-                rate: ctx.rate,
+                rate: ctx.reading.rate,
                 timeout: ctx.timeout,
-                loop_lag: ctx.loop_lag,
+                loop_lag: ctx.reading.loop_lag,
             };
             crate::streamreader::read(&mut socket, buf.len(), pace, &mut p.reader, sink, gauge)
         }

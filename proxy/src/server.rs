@@ -177,11 +177,15 @@ async fn serve(
     // Every connection task holds a clone; recv() returns None once all
     // are gone (mini-redis's shutdown pattern).
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    // One wait for the stop signal for the whole loop, not a new one (which
+    // joins and leaves the channel's waiter list) per connection.
+    let stop = stopped(&mut stop);
+    tokio::pin!(stop);
 
     loop {
         tokio::select! {
             biased;
-            _ = stopped(&mut stop) => break,
+            () = &mut stop => break,
             accepted = accept::accept(&listener) => match accepted
                 .and_then(|Accepted { stream, .. }| tokio::net::TcpStream::from_std(stream))
             {

@@ -34,6 +34,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use common::accept::Accepted;
 use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -75,6 +76,18 @@ impl LazyStream {
         LazyStream {
             state: State::Plain(stream),
             try_read: false,
+        }
+    }
+
+    /// A connection as the async accept loop took it: [`LazyStream::fresh`]
+    /// when the loop had caught up with the queue (taken as its handshake
+    /// completed, so its request has most likely not arrived yet),
+    /// [`LazyStream::new`] otherwise.
+    pub fn accepted(accepted: Accepted) -> Self {
+        if accepted.caught_up {
+            LazyStream::fresh(accepted.stream)
+        } else {
+            LazyStream::new(accepted.stream)
         }
     }
 
@@ -294,6 +307,25 @@ mod tests {
         let mut back = Vec::new();
         std::io::Read::read_to_end(&mut client, &mut back).unwrap();
         assert_eq!(back, b"pong");
+    }
+
+    /// The accept loop's choice: a connection taken as the loop caught up
+    /// is fresh (read through tokio), any other is tried first.
+    #[tokio::test]
+    async fn an_accepted_stream_is_fresh_only_when_the_loop_caught_up() {
+        for caught_up in [true, false] {
+            let (server, mut client) = sockets();
+            let mut server = LazyStream::accepted(Accepted {
+                stream: server,
+                caught_up,
+            });
+            client.write_all(b"ping").unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let mut got = [0u8; 4];
+            server.read_exact(&mut got).await.unwrap();
+            assert_eq!(&got, b"ping");
+            assert_eq!(server.is_registered(), caught_up, "caught_up {caught_up}");
+        }
     }
 
     #[tokio::test]

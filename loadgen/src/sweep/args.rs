@@ -177,13 +177,8 @@ pub struct SweepConfig {
     pub step_duration: Duration,
     pub timeout: Duration,
     pub slow: usize,
-    /// Bytes per second of each slow reader.
-    pub slow_rate: u64,
-    pub rcvbuf: usize,
-    pub read_chunk: usize,
-    pub reader: crate::config::ReaderModel,
-    /// `--loop-lag` (`streamreader` only).
-    pub loop_lag: Duration,
+    /// How each slow reader reads.
+    pub reading: crate::config::SlowReading,
     /// Slow uploaders and slowloris clients.
     pub upload: UploadConfig,
     pub out: PathBuf,
@@ -216,7 +211,7 @@ impl SweepConfig {
         if args.timeout.is_zero() {
             bail!("--timeout must be more than 0");
         }
-        let rcvbuf = reader.check(args.slow)?;
+        let reading = reader.check(args.slow)?;
         let upload = args.upload.config(&target)?;
         let up = &args.upload;
         let clients = args.slow.max(up.slow_upload).max(up.slow_headers);
@@ -231,11 +226,7 @@ impl SweepConfig {
             step_duration: args.step_duration,
             timeout: args.timeout,
             slow: args.slow,
-            slow_rate: reader.slow_rate.bytes(),
-            rcvbuf,
-            read_chunk: reader.read_chunk.as_usize(),
-            reader: reader.reader,
-            loop_lag: reader.loop_lag,
+            reading,
             upload,
             out: args.out.clone(),
             stop_when_saturated: args.stop_when_saturated,
@@ -337,7 +328,10 @@ mod tests {
         let c = SweepConfig::from_args(&a).expect("valid");
         assert_eq!(c.rates, vec![50.0, 100.0]);
         assert_eq!(c.step_duration, Duration::from_secs(3));
-        assert_eq!((c.slow, c.slow_rate, c.rcvbuf), (2, 2 << 20, 8192));
+        assert_eq!(
+            (c.slow, c.reading.rate, c.reading.rcvbuf),
+            (2, 2 << 20, 8192)
+        );
         assert_eq!(c.fast_path, "/fast");
         assert!(c.stop_when_saturated);
     }

@@ -200,17 +200,13 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
         let ctx = Arc::new(SlowContext {
             addr: config.target.addr,
             request: crate::net::request(authority, &config.large_path),
-            rate: config.slow_rate,
-            rcvbuf: config.rcvbuf,
+            reading: config.reading,
             timeout: config.timeout,
             verify: VerifyMode::Auto,
-            reader: config.reader,
-            loop_lag: config.loop_lag,
             bind: config.binds,
         });
-        let chunk = config.read_chunk;
         Pool::<LargeRecord>::start(config.slow, t0, rt, move |slot| {
-            SlowReader::spawn(slot, ctx.clone(), chunk)
+            SlowReader::spawn(slot, ctx.clone())
         })
     });
     let up = &config.upload;

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::accept::{self, Accepted};
+use common::accept;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -69,31 +69,35 @@ pub fn start(
 }
 
 async fn acceptor(listener: AsyncFd<StdListener>, app: Arc<App>, cancel: CancellationToken) {
+    // Shared by reference count: a token's own clone locks its tree node,
+    // once to clone and once to drop, for every connection.
+    let cancel = Arc::new(cancel);
     // Every connection task holds a clone; recv() returns None once all are
     // gone (mini-redis's shutdown pattern). Unlike a JoinSet, nothing is
     // locked or woken here when a connection ends.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    // One wait for the token for the whole loop: a new one per connection
+    // would join and leave the token's waiter list (two lock round trips)
+    // for every connection accepted.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let accepted = tokio::select! {
             biased;
-            () = cancel.cancelled() => break,
+            () = &mut cancelled => break,
             accepted = accept::accept(&listener) => accepted,
         };
         match accepted {
-            Ok(Accepted { stream, caught_up }) => {
-                let (app, cancel, alive) = (app.clone(), cancel.clone(), alive_tx.clone());
-                tokio::spawn(async move {
+            Ok(accepted) => {
+                let (app, cancel, alive) = (app.clone(), Arc::clone(&cancel), alive_tx.clone());
+                // Boxed, as the proxy's are: the task holds a pointer, not
+                // the connection's state, which tokio would otherwise copy
+                // into the task at spawn and over again as it finishes.
+                tokio::spawn(Box::pin(async move {
                     let _alive = alive;
-                    // Taken as its handshake completed, the connection
-                    // has most likely not sent its request yet: a first
-                    // read would find nothing (see `LazyStream::fresh`).
-                    let stream = if caught_up {
-                        LazyStream::fresh(stream)
-                    } else {
-                        LazyStream::new(stream)
-                    };
+                    let stream = LazyStream::accepted(accepted);
                     conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
-                });
+                }));
             }
             Err(err) => accept::after_accept_error(&err).await,
         }
