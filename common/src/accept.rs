@@ -8,14 +8,17 @@
 //! it must wait). [`accept`] awaits the next connection of a listener
 //! registered with the current runtime ([`register`]) without ever making
 //! an `accept4` that finds nobody; [`after_accept_error`] is what every loop
-//! does when an accept fails.
+//! does when an accept fails. [`until`] is an accept loop's one step: the
+//! next connection, or the end once the loop is told to stop.
 //!
 //! Binding stays with each component, which has its own backlog (Gunicorn's
 //! for `serve`, NGINX's for `proxy`).
 
+use std::future::Future;
 use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd as _, FromRawFd as _};
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio::io::Interest;
@@ -90,6 +93,28 @@ pub async fn accept(listener: &AsyncFd<TcpListener>) -> io::Result<Accepted> {
             ready.clear_ready();
         }
         return Ok(Accepted { stream, caught_up });
+    }
+}
+
+/// The next connection of `listener` ([`accept`]), or `None` once `stop`
+/// resolves. `stop` is polled first, so a busy queue never hides it, and it
+/// is the caller's one future for the whole loop: a new wait per
+/// connection would join and leave its waiter list every time. A failed
+/// accept gets [`after_accept_error`] and the wait goes on.
+pub async fn until<S: Future<Output = ()>>(
+    listener: &AsyncFd<TcpListener>,
+    mut stop: Pin<&mut S>,
+) -> Option<Accepted> {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = stop.as_mut() => return None,
+            accepted = accept(listener) => accepted,
+        };
+        match accepted {
+            Ok(accepted) => return Some(accepted),
+            Err(err) => after_accept_error(&err).await,
+        }
     }
 }
 
@@ -182,5 +207,32 @@ mod tests {
             .unwrap();
         assert!(accepted.caught_up);
         drop((clients, late));
+    }
+
+    /// `until` gives the queued connection while its stop is pending, and
+    /// nothing once the stop has come, even with a connection queued.
+    #[tokio::test]
+    async fn until_returns_connections_until_its_stop_comes() {
+        let std_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let listener = register(std_listener).unwrap();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let stop = async move {
+            let _ = stop_rx.await;
+        };
+        tokio::pin!(stop);
+        let first = TcpStream::connect(addr).unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(2), until(&listener, stop.as_mut()))
+            .await
+            .expect("a queued connection was not accepted");
+        assert!(got.is_some());
+        stop_tx.send(()).unwrap();
+        let second = TcpStream::connect(addr).unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(2), until(&listener, stop.as_mut()))
+            .await
+            .expect("until did not see its stop");
+        assert!(got.is_none(), "a connection was taken after the stop");
+        drop((first, second));
     }
 }

@@ -177,38 +177,30 @@ async fn serve(
     // Every connection task holds a clone; recv() returns None once all
     // are gone (mini-redis's shutdown pattern).
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
-    // One wait for the stop signal for the whole loop, not a new one (which
-    // joins and leaves the channel's waiter list) per connection.
     let stop = stopped(&mut stop);
     tokio::pin!(stop);
-
-    loop {
-        tokio::select! {
-            biased;
-            () = &mut stop => break,
-            accepted = accept::accept(&listener) => match accepted
-                .and_then(|Accepted { stream, .. }| tokio::net::TcpStream::from_std(stream))
-            {
-                Ok(tcp) => {
-                    // TCP_NODELAY is set by ClientIo before the first write
-                    // that needs it.
-                    let stream: Stream = Box::new(ClientIo::new(tcp));
-                    let app = app.clone();
-                    let cut = cut_rx.clone();
-                    let alive = alive_tx.clone();
-                    // Boxed: the task then holds a pointer, not the
-                    // connection's kilobytes of state, which tokio would
-                    // otherwise copy into its task cell at spawn and over
-                    // again when the task finishes, and allocate with the
-                    // cell's cache-line alignment (glibc's slow memalign path).
-                    tokio::spawn(Box::pin(async move {
-                        let _alive = alive;
-                        app.serve_connection(stream, &cut).await;
-                    }));
-                }
-                Err(e) => accept::after_accept_error(&e).await,
+    while let Some(Accepted { stream, .. }) = accept::until(&listener, stop.as_mut()).await {
+        let tcp = match tokio::net::TcpStream::from_std(stream) {
+            Ok(tcp) => tcp,
+            Err(e) => {
+                accept::after_accept_error(&e).await;
+                continue;
             }
-        }
+        };
+        // TCP_NODELAY is set by ClientIo before the first write that needs
+        // it.
+        let stream: Stream = Box::new(ClientIo::new(tcp));
+        let app = app.clone();
+        let cut = cut_rx.clone();
+        let alive = alive_tx.clone();
+        // Boxed: the task then holds a pointer, not the connection's
+        // kilobytes of state, which tokio would otherwise copy into its task
+        // cell at spawn and over again when the task finishes, and allocate
+        // with the cell's cache-line alignment (glibc's slow memalign path).
+        tokio::spawn(Box::pin(async move {
+            let _alive = alive;
+            app.serve_connection(stream, &cut).await;
+        }));
     }
     drop(listener);
     drop(alive_tx);

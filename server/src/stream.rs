@@ -253,6 +253,16 @@ mod tests {
         (server, client)
     }
 
+    /// The client sends `ping` and lets it reach the server's receive queue;
+    /// the server reads it.
+    async fn ping_in_hand(server: &mut LazyStream, client: &mut std::net::TcpStream) {
+        client.write_all(b"ping").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut got = [0u8; 4];
+        server.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"ping");
+    }
+
     fn pair() -> (LazyStream, std::net::TcpStream) {
         let (server, client) = sockets();
         (LazyStream::new(server), client)
@@ -261,13 +271,8 @@ mod tests {
     #[tokio::test]
     async fn data_in_hand_is_served_without_registering() {
         let (mut server, mut client) = pair();
-        client.write_all(b"ping").unwrap();
-        // Let the bytes reach the server's receive queue.
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let mut got = [0u8; 4];
-        server.read_exact(&mut got).await.unwrap();
+        ping_in_hand(&mut server, &mut client).await;
         server.write_all(b"pong").await.unwrap();
-        assert_eq!(&got, b"ping");
         assert!(!server.is_registered());
         drop(server);
         let mut back = Vec::new();
@@ -296,11 +301,7 @@ mod tests {
         let (server, mut client) = sockets();
         let mut server = LazyStream::fresh(server);
         // In hand already, yet read through tokio: the socket was not tried.
-        client.write_all(b"ping").unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let mut got = [0u8; 4];
-        server.read_exact(&mut got).await.unwrap();
-        assert_eq!(&got, b"ping");
+        ping_in_hand(&mut server, &mut client).await;
         assert!(server.is_registered());
         server.write_all(b"pong").await.unwrap();
         drop(server);
@@ -319,11 +320,7 @@ mod tests {
                 stream: server,
                 caught_up,
             });
-            client.write_all(b"ping").unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            let mut got = [0u8; 4];
-            server.read_exact(&mut got).await.unwrap();
-            assert_eq!(&got, b"ping");
+            ping_in_hand(&mut server, &mut client).await;
             assert_eq!(server.is_registered(), caught_up, "caught_up {caught_up}");
         }
     }

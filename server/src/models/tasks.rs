@@ -76,31 +76,18 @@ async fn acceptor(listener: AsyncFd<StdListener>, app: Arc<App>, cancel: Cancell
     // gone (mini-redis's shutdown pattern). Unlike a JoinSet, nothing is
     // locked or woken here when a connection ends.
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
-    // One wait for the token for the whole loop: a new one per connection
-    // would join and leave the token's waiter list (two lock round trips)
-    // for every connection accepted.
     let cancelled = cancel.cancelled();
     tokio::pin!(cancelled);
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = &mut cancelled => break,
-            accepted = accept::accept(&listener) => accepted,
-        };
-        match accepted {
-            Ok(accepted) => {
-                let (app, cancel, alive) = (app.clone(), Arc::clone(&cancel), alive_tx.clone());
-                // Boxed, as the proxy's are: the task holds a pointer, not
-                // the connection's state, which tokio would otherwise copy
-                // into the task at spawn and over again as it finishes.
-                tokio::spawn(Box::pin(async move {
-                    let _alive = alive;
-                    let stream = LazyStream::accepted(accepted);
-                    conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
-                }));
-            }
-            Err(err) => accept::after_accept_error(&err).await,
-        }
+    while let Some(accepted) = accept::until(&listener, cancelled.as_mut()).await {
+        let (app, cancel, alive) = (app.clone(), Arc::clone(&cancel), alive_tx.clone());
+        // Boxed, as the proxy's are: the task holds a pointer, not the
+        // connection's state, which tokio would otherwise copy into the task
+        // at spawn and over again as it finishes.
+        tokio::spawn(Box::pin(async move {
+            let _alive = alive;
+            let stream = LazyStream::accepted(accepted);
+            conn::serve(stream, app, &cancel, Some(conn::HEADER_READ_TIMEOUT)).await;
+        }));
     }
     drop(alive_tx);
     // Every connection sees the same token and ends within the grace period;

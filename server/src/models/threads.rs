@@ -61,23 +61,14 @@ async fn acceptor(
     queue: mpsc::UnboundedSender<StdStream>,
     cancel: CancellationToken,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return,
-            accepted = accept::accept(&listener) => accepted,
-        };
-        match accepted {
-            // Registered with no runtime yet: the handler's adopts it if it
-            // has to wait. Its first read is tried whatever the accept
-            // queue said: a connection may wait in the handlers' queue
-            // until its request is there.
-            Ok(Accepted { stream, .. }) => {
-                if queue.send(stream).is_err() {
-                    return; // every handler has stopped
-                }
-            }
-            Err(err) => accept::after_accept_error(&err).await,
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    // Registered with no runtime yet: the handler's adopts it if it has to
+    // wait. Its first read is tried whatever the accept queue said: a
+    // connection may wait in the handlers' queue until its request is there.
+    while let Some(Accepted { stream, .. }) = accept::until(&listener, cancelled.as_mut()).await {
+        if queue.send(stream).is_err() {
+            return; // every handler has stopped
         }
     }
 }
