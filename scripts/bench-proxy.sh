@@ -15,7 +15,9 @@
 # Environment: SLOWLAB (binary; default: build release into $CARGO_TARGET_DIR
 # or target/), NGINX (default: nginx on PATH, else
 # .slowlab/nginx/usr/sbin/nginx as `slowlab prepare` installs it),
-# WRK_DURATION (8s), WRK_CONNS (8), SLOW_RATE (2MiB), ROUNDS (2: every proxy
+# WRK_DURATION (8s), WRK_CONNS (8), KEEPALIVE (0; 1: wrk keeps its
+# connections open between requests, as the sweep's sessions do, instead of
+# `Connection: close`), SLOW_RATE (2MiB), ROUNDS (2: every proxy
 # is started afresh and measured once per round), SLOWLAB_BASE (an older
 # slowlab binary: its proxy is measured too in every round, as
 # base-pingora-MODE right after pingora-MODE, against the same NGINX, so
@@ -35,6 +37,12 @@ WRK_DURATION=${WRK_DURATION:-8s}
 ROUNDS=${ROUNDS:-2}
 WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
+KEEPALIVE=${KEEPALIVE:-0}
+if [[ $KEEPALIVE == 1 ]]; then
+    WRK_HEADER=() WRK_CONN_NOTE="keep-alive: connections reused"
+else
+    WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close' (a new connection per request)"
+fi
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [[ -z "${SLOWLAB:-}" ]]; then
     cargo build --release -q -p harness --bin slowlab
@@ -61,7 +69,7 @@ HZ=$(getconf CLK_TCK)
 fast_wrk() {
     local pid=$1 addr=$2 before after
     before=$(cpu_ticks "$pid")
-    OUT=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency -H 'Connection: close' "http://$addr/fast")
+    OUT=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" --latency "${WRK_HEADER[@]}" "http://$addr/fast")
     after=$(cpu_ticks "$pid")
     CPU_US=$(awk -v t=$((after - before)) -v hz="$HZ" -v n="$(awk '/requests in/ { print $1 }' <<<"$OUT")" \
         'BEGIN { printf "%.1f", (n > 0 ? t / hz / n * 1e6 : 0) }')
@@ -165,7 +173,7 @@ done
 
 echo "# slowlab bench-proxy: $(uname -r), tcp_wmem=[$(sysctl -n net.ipv4.tcp_wmem | tr -s '\t ' ' ')]," \
     "tcp_rmem=[$(sysctl -n net.ipv4.tcp_rmem | tr -s '\t ' ' ')], $("$NGINX" -v 2>&1 | sed 's/.*: //')"
-echo "# wrk -t1 -c$WRK_CONNS -d$WRK_DURATION --latency -H 'Connection: close' /fast (a new connection per request);" \
+echo "# wrk -t1 -c$WRK_CONNS -d$WRK_DURATION --latency $WRK_CONN_NOTE /fast;" \
     "RSS in KiB; peak = VmHWM after two concurrent 16 MiB downloads at $SLOW_RATE"
 echo "# cpu_us_per_req: the proxy's utime+stime over the wrk run / requests (direct: the origin's);" \
     "vs_nginx: against the mean of the NGINX rows just before and after, same mode; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,5 +1,6 @@
-//! The pingora application: one HTTP/1.1 request per client connection,
-//! answered from the upstream through a [`Spool`].
+//! The proxy application on pingora's HTTP/1 sessions: a client
+//! connection's requests, one at a time, each answered from a fresh
+//! upstream connection through a [`Spool`].
 //!
 //! pingora parses the request and writes the response head and body to the
 //! client ([`ServerSession`]); this module decides what to send: nothing
@@ -10,21 +11,23 @@
 //! upstream fails before its head arrived, nothing when the client left
 //! before it (noticed by a peek every 200 ms while the head is awaited),
 //! otherwise the upstream's head (minus hop-by-hop headers and
-//! `X-Accel-Buffering`, plus `Connection: close`) and the body through
-//! [`pipe::run`].
+//! `X-Accel-Buffering`; pingora adds `Connection: keep-alive` or `close`)
+//! and the body through [`pipe::run`]. A connection is kept open for its
+//! next request only after a response delivered whole
+//! ([`crate::keepalive`]); after an error page it closes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime};
 
-use async_trait::async_trait;
-use pingora_core::apps::{HttpServerApp, ReusedHttpStream};
-use pingora_core::protocols::http::ServerSession;
+use pingora_core::protocols::http::{ReusableHttpStream, ServerSession};
 use pingora_core::server::ShutdownWatch;
 use pingora_error::ErrorType;
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 
 use crate::config::{Buffering, ProxyConfig};
+use crate::keepalive;
 use crate::pipe::{self, PipeParams};
 use crate::reqbody::{self, BodyError, Buffered};
 use crate::spool::Spool;
@@ -39,6 +42,13 @@ pub struct ProxyApp {
     /// registered.
     gauges: Option<Arc<Gauges>>,
     next_conn: AtomicU64,
+}
+
+/// One accepted client connection.
+struct Conn {
+    /// Numbers the connections, for the log.
+    id: u64,
+    accepted: Instant,
 }
 
 /// When and how a request started, for its stats row.
@@ -105,27 +115,54 @@ impl ProxyApp {
         }
     }
 
-    /// Serves one accepted client connection: one request, one response.
+    /// Serves one accepted client connection: its requests one after the
+    /// other, the connection kept open between them as NGINX keeps it
+    /// (see [`crate::keepalive`]), until a response closes it, the client
+    /// leaves or idles too long, or `stop` says the proxy is stopping.
     ///
     /// The accept loop calls this directly with pingora's HTTP/1 session
     /// rather than through `ServerApp::process_new`: that dispatch boxes the
     /// whole response future twice (two `async_trait` calls, each copying
-    /// it), peeks for an HTTP/2 preface only to find none, and prepares
-    /// keep-alive that every response here turns off.
+    /// it) and peeks for an HTTP/2 preface only to find none.
     pub async fn serve_connection(
         &self,
         stream: pingora_core::protocols::Stream,
         cut: &ShutdownWatch,
+        stop: &mut watch::Receiver<bool>,
     ) {
-        let session = ServerSession::new_http1(stream);
-        self.serve(session, cut.clone()).await;
+        let conn = Conn {
+            id: self.next_conn.fetch_add(1, Ordering::Relaxed),
+            accepted: Instant::now(),
+        };
+        let mut session = keepalive::first_session(stream);
+        let mut nth = 1;
+        loop {
+            let Some(reusable) = self.serve(session, &conn, nth, cut.clone()).await else {
+                return;
+            };
+            let timeout = self.cfg.keepalive.timeout;
+            match keepalive::next_session(reusable, timeout, stop).await {
+                Some(next) => session = next,
+                None => return,
+            }
+            nth += 1;
+        }
     }
 
-    async fn serve(&self, mut session: ServerSession, shutdown: ShutdownWatch) {
-        let conn = self.next_conn.fetch_add(1, Ordering::Relaxed);
+    /// Serves the `nth` request of a connection; returns the connection
+    /// when it is to wait for another.
+    async fn serve(
+        &self,
+        mut session: ServerSession,
+        connection: &Conn,
+        nth: u32,
+        shutdown: ShutdownWatch,
+    ) -> Option<ReusableHttpStream> {
+        let conn = connection.id;
         let rc = &self.cfg.request;
         // NGINX's client_header_timeout: one deadline for the whole head
-        // from the accept, however slowly its lines come (a slowloris
+        // from the accept (on a connection kept open, from the next
+        // request's first bytes), however slowly its lines come (a slowloris
         // client's one line every few seconds would reset a per-read
         // timer). pingora's per-read timers are off meanwhile, so the head
         // still costs one timer.
@@ -150,13 +187,14 @@ impl ProxyApp {
                 let none = RequestStats::default();
                 self.fail(&mut session, &started, None, "client_header_timeout", none)
                     .await;
-                return;
+                return None;
             }
         };
         match read {
             Ok(true) => {}
-            // The client connected and left without a request.
-            Ok(false) => return,
+            // The client connected (or finished its last request) and left
+            // without another.
+            Ok(false) => return None,
             Err(e) => {
                 if matches!(
                     e.etype(),
@@ -169,12 +207,19 @@ impl ProxyApp {
                     self.fail(&mut session, &started, Some(400), "bad_request", none)
                         .await;
                 }
-                return;
+                return None;
             }
         }
-        // One request per connection, as in the experiment: reading the
-        // request set keep-alive from its version, so turn it off again.
-        session.set_keepalive(None);
+        // Reading the request set keep-alive from its version and
+        // `Connection` header; NGINX's limits may still make this request
+        // the connection's last, and its response then says so.
+        if !self
+            .cfg
+            .keepalive
+            .allows_another(nth, connection.accepted.elapsed())
+        {
+            session.set_keepalive(None);
+        }
         session.set_write_timeout(Some(self.cfg.send_timeout));
         // client_body_timeout: pingora times each body read.
         session.set_read_timeout(Some(rc.body_timeout));
@@ -201,7 +246,7 @@ impl ProxyApp {
                     }
                     self.fail(&mut session, &started, e.status(), e.label(), req)
                         .await;
-                    return;
+                    return None;
                 }
             }
         }
@@ -233,7 +278,7 @@ impl ProxyApp {
                 }
                 self.fail(&mut session, &started, e.status(), e.label(), req)
                     .await;
-                return;
+                return None;
             }
         };
         let mode = head.accel.unwrap_or(self.cfg.buffering);
@@ -263,7 +308,7 @@ impl ProxyApp {
         if let Err(e) = session.write_response_header(Box::new(head.header)).await {
             tracing::debug!(conn, cause = %e, "client gone before the response head");
             self.record(row(0, 0, 0, None, None, Some("client_closed"), req));
-            return;
+            return None;
         }
 
         if open.is_none() {
@@ -301,11 +346,10 @@ impl ProxyApp {
             report.error.as_ref().map(pipe::PipeError::label),
             req,
         ));
-        if let Some(session) = session {
-            // Not reusable (keepalive is off): this flushes and lets the
-            // connection close.
-            let _ = Box::pin(session.finish()).await;
-        }
+        // Flushes; the connection comes back if it is to be kept open
+        // (pingora shuts it down otherwise).
+        let session = session?;
+        Box::pin(session.finish()).await.ok().flatten()
     }
 
     /// Decides how a request's body goes upstream and, when it is to be
@@ -427,17 +471,4 @@ struct Sent<'a> {
     body: RequestBody,
     progress: &'a Progress,
     started: &'a Started,
-}
-
-#[async_trait]
-impl HttpServerApp for ProxyApp {
-    async fn process_new_http(
-        self: &Arc<Self>,
-        session: ServerSession,
-        shutdown: &ShutdownWatch,
-    ) -> Option<ReusedHttpStream> {
-        self.serve(session, shutdown.clone()).await;
-        // Never reused: every response ends with `Connection: close`.
-        None
-    }
 }

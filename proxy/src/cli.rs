@@ -18,7 +18,7 @@ use common::loopback;
 use common::units::{Size, format_duration};
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::config::{BufferConfig, ProxyConfig, RequestConfig, parse_buffers};
+use crate::config::{BufferConfig, KeepAlive, ProxyConfig, RequestConfig, parse_buffers};
 
 pub use crate::config::Buffering;
 
@@ -95,6 +95,19 @@ pub struct ProxyArgs {
     /// reads (1ms to 1day).
     #[arg(long, default_value = "60s", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
     pub client_body_timeout: Duration,
+    /// keepalive_timeout: how long a client connection waits idle for its
+    /// next request; 0 closes every connection after its response (0 to
+    /// 1day).
+    #[arg(long, default_value = "75s", value_parser = duration_in(Duration::ZERO, MAX_DURATION))]
+    pub keepalive_timeout: Duration,
+    /// keepalive_requests: the most requests one client connection serves
+    /// (1 to 1000000).
+    #[arg(long, default_value_t = 1000, value_parser = int_in(1, MAX_KEEPALIVE_REQUESTS))]
+    pub keepalive_requests: u32,
+    /// keepalive_time: a request that starts on a connection older than
+    /// this is its last (1ms to 1day).
+    #[arg(long, default_value = "1h", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
+    pub keepalive_time: Duration,
 }
 
 pub use common::loopback::RemoteRefused;
@@ -108,6 +121,8 @@ pub const MAX_BUFFERS: usize = 1024;
 /// The most memory `--buffer-size` plus all `--buffers` may hold per
 /// response.
 pub const MAX_RESPONSE_MEMORY: u64 = 1 << 30;
+/// The most `--keepalive-requests`.
+pub const MAX_KEEPALIVE_REQUESTS: u32 = 1_000_000;
 /// The largest `--client-max-body-size`.
 pub const MAX_BODY_BYTES: u64 = 1 << 40;
 
@@ -150,6 +165,9 @@ impl ProxyArgs {
             client_max_body_size,
             client_header_timeout,
             client_body_timeout,
+            keepalive_timeout,
+            keepalive_requests,
+            keepalive_time,
         } = self;
         let mut a: Vec<OsString> = vec![
             "--listen".into(),
@@ -186,6 +204,12 @@ impl ProxyArgs {
             format_duration(*client_header_timeout).into(),
             "--client-body-timeout".into(),
             format_duration(*client_body_timeout).into(),
+            "--keepalive-timeout".into(),
+            format_duration(*keepalive_timeout).into(),
+            "--keepalive-requests".into(),
+            keepalive_requests.to_string().into(),
+            "--keepalive-time".into(),
+            format_duration(*keepalive_time).into(),
         ];
         for (flag, path) in [
             ("--temp-path", temp_path),
@@ -254,6 +278,11 @@ impl ProxyArgs {
                 max_body_size: self.client_max_body_size.bytes(),
                 header_timeout: self.client_header_timeout,
                 body_timeout: self.client_body_timeout,
+            },
+            keepalive: KeepAlive {
+                timeout: self.keepalive_timeout,
+                requests: self.keepalive_requests,
+                time: self.keepalive_time,
             },
             threads: self.threads,
             read_timeout: self.read_timeout,
@@ -398,6 +427,10 @@ mod tests {
             ("--client-max-body-size", "1024GiB", "1025GiB"),
             ("--client-header-timeout", "1ms", "0s"),
             ("--client-body-timeout", "24h", "25h"),
+            ("--keepalive-timeout", "0s", "25h"),
+            ("--keepalive-requests", "1000000", "1000001"),
+            ("--keepalive-requests", "1", "0"),
+            ("--keepalive-time", "1ms", "0s"),
         ] {
             assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
             let err = try_parse(&[flag, bad]).expect_err(bad).to_string();
@@ -452,6 +485,9 @@ mod tests {
             client_max_body_size: Size(0),
             client_header_timeout: Duration::from_millis(1500),
             client_body_timeout: Duration::from_secs(7),
+            keepalive_timeout: Duration::ZERO,
+            keepalive_requests: 7,
+            keepalive_time: Duration::from_millis(90_500),
         };
         for args in [defaults, all] {
             assert_eq!(parse(args.to_args()), args);

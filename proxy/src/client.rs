@@ -15,8 +15,13 @@
 //!   response's only write: a streamed body gets it exactly as before, a
 //!   response sent in one write never needs it.
 //!
-//! Shutdown does not call `shutdown(2)`: every response closes its
-//! connection, and the `close(2)` that follows at once sends the same FIN.
+//! Between two requests on a connection kept open, [`ClientIo::next_response`]
+//! sets `TCP_NODELAY` as NGINX does, and [`ClientIo::readable`] is the idle
+//! wait for the next request.
+//!
+//! Shutdown does not call `shutdown(2)`: pingora shuts a connection down
+//! only to close it, and the `close(2)` that follows at once sends the same
+//! FIN.
 
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, RawFd};
@@ -44,7 +49,7 @@ pub struct ClientIo {
     cork: AtomicBool,
     /// The corked head, not yet written.
     held: Vec<u8>,
-    /// Nothing was written to the socket yet.
+    /// Nothing of the current response was written yet.
     fresh: bool,
     nodelay: bool,
 }
@@ -68,6 +73,22 @@ impl ClientIo {
     /// upstream.
     pub fn cork(&self) {
         self.cork.store(true, Ordering::Relaxed);
+    }
+
+    /// Between two responses on a connection kept open: like NGINX, which
+    /// sets `TCP_NODELAY` as a connection enters keep-alive (`tcp_nodelay
+    /// on`), so that a small response is not held behind an unacknowledged
+    /// segment of the previous one; the next response's head may be corked
+    /// again.
+    pub fn next_response(&mut self) {
+        self.streaming();
+        self.fresh = true;
+    }
+
+    /// Resolves when the client sent something or closed (or the socket
+    /// failed): the wait of an idle connection for its next request.
+    pub async fn readable(&self) -> io::Result<()> {
+        self.stream.readable().await
     }
 
     /// Before a write that is not the only write of a corked response.
@@ -142,7 +163,7 @@ impl AsyncWrite for ClientIo {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        // A cork applies to the connection's first write only.
+        // A cork applies to a response's first write only.
         let corked = this.cork.swap(false, Ordering::Relaxed);
         if corked && this.fresh && this.held.is_empty() {
             this.held.extend_from_slice(buf);
@@ -190,7 +211,8 @@ impl AsyncWrite for ClientIo {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // The connection is closed right after; close(2) sends the FIN.
+        // pingora shuts down only a connection it then closes; close(2)
+        // sends the FIN.
         self.poll_flush(cx)
     }
 }

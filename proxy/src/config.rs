@@ -183,6 +183,51 @@ impl RequestConfig {
     }
 }
 
+/// Client connections kept open between requests: NGINX's
+/// `keepalive_timeout`, `keepalive_requests` and `keepalive_time`, with
+/// their defaults. A connection is kept only where the client asked for it
+/// (HTTP/1.1 without `Connection: close`, or HTTP/1.0 with
+/// `Connection: keep-alive`) and its response was delivered whole with a
+/// known length; the upstream connection is never kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepAlive {
+    /// `keepalive_timeout`: how long an idle connection waits for the next
+    /// request; zero turns keep-alive off.
+    pub timeout: Duration,
+    /// `keepalive_requests`: the most requests one connection serves; the
+    /// last one's response says `Connection: close`.
+    pub requests: u32,
+    /// `keepalive_time`: a request that starts on a connection older than
+    /// this is its last.
+    pub time: Duration,
+}
+
+impl KeepAlive {
+    /// NGINX 1.22's defaults: 75 s, 1000 requests, 1 h.
+    pub fn nginx_defaults() -> Self {
+        KeepAlive {
+            timeout: Duration::from_secs(75),
+            requests: 1000,
+            time: Duration::from_secs(3600),
+        }
+    }
+
+    /// Every connection closes after its first response.
+    pub fn off() -> Self {
+        KeepAlive {
+            timeout: Duration::ZERO,
+            ..KeepAlive::nginx_defaults()
+        }
+    }
+
+    /// Whether the `nth` request (from 1) of a connection accepted `age`
+    /// ago may leave the connection open for another one (NGINX decides
+    /// this as the request starts: `ngx_http_update_location_config`).
+    pub fn allows_another(&self, nth: u32, age: Duration) -> bool {
+        !self.timeout.is_zero() && nth < self.requests && age <= self.time
+    }
+}
+
 /// Everything a proxy instance needs; `slowlab proxy` builds it from its
 /// flags, tests build it directly.
 #[derive(Debug, Clone)]
@@ -194,6 +239,8 @@ pub struct ProxyConfig {
     /// The request side; its body's temp file goes to
     /// `buffers.temp_path` too.
     pub request: RequestConfig,
+    /// Client connections kept open between requests.
+    pub keepalive: KeepAlive,
     /// Tokio worker threads (NGINX: worker processes).
     pub threads: usize,
     /// `proxy_read_timeout`, also used for connecting and sending the request.
@@ -222,6 +269,7 @@ impl ProxyConfig {
                 buffering: Buffering::Off,
                 ..RequestConfig::nginx_defaults()
             },
+            keepalive: KeepAlive::nginx_defaults(),
             threads: 1,
             read_timeout: Duration::from_secs(60),
             send_timeout: Duration::from_secs(60),
@@ -237,6 +285,10 @@ impl ProxyConfig {
         self.buffers.validate()?;
         self.request.validate()?;
         ensure!(self.threads >= 1, "--threads must be at least 1");
+        ensure!(
+            self.keepalive.requests >= 1,
+            "--keepalive-requests must be at least 1"
+        );
         ensure!(
             !self.read_timeout.is_zero(),
             "--read-timeout must be positive"
@@ -262,6 +314,17 @@ impl ProxyConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keepalive_ends_at_nginx_limits() {
+        let k = KeepAlive::nginx_defaults();
+        assert!(k.allows_another(1, Duration::ZERO));
+        assert!(k.allows_another(999, Duration::from_secs(3600)));
+        // keepalive_requests 1000: the 1000th response closes.
+        assert!(!k.allows_another(1000, Duration::ZERO));
+        assert!(!k.allows_another(1, Duration::from_secs(3601)));
+        assert!(!KeepAlive::off().allows_another(1, Duration::ZERO));
+    }
 
     #[test]
     fn buffers_parse_both_spellings() {

@@ -12,7 +12,10 @@
 //! - [`upstream`]: connecting, the HTTP/1.0 request and the response head.
 //! - [`pipe`]: the loop that moves one body from upstream to client and
 //!   decides when the upstream is read.
-//! - [`app`]: the pingora `HttpServerApp`: request, errors, head, stats.
+//! - [`app`]: a connection's requests on pingora's HTTP/1 sessions:
+//!   request, errors, head, stats.
+//! - [`keepalive`]: a client connection between two requests (NGINX's
+//!   `keepalive_*`).
 //! - [`client`]: the client connection as pingora's `IO`: one write for a
 //!   response that is whole at once, `TCP_NODELAY` only where it matters.
 //! - [`stats`]: `--stats-log` and `--gauge-log`.
@@ -22,6 +25,7 @@ pub mod app;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod keepalive;
 pub mod pipe;
 pub mod reqbody;
 pub mod server;
@@ -31,5 +35,5 @@ pub mod stats;
 pub mod upstream;
 
 pub use cli::{ProxyArgs, run};
-pub use config::{BufferConfig, Buffering, ProxyConfig, RequestConfig};
+pub use config::{BufferConfig, Buffering, KeepAlive, ProxyConfig, RequestConfig};
 pub use server::{ProxyHandle, spawn};

@@ -177,6 +177,8 @@ async fn serve(
     // Every connection task holds a clone; recv() returns None once all
     // are gone (mini-redis's shutdown pattern).
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
+    // Idle kept-open connections close as soon as the stop comes.
+    let idle_stop = stop.clone();
     let stop = stopped(&mut stop);
     tokio::pin!(stop);
     while let Some(Accepted { stream, .. }) = accept::until(&listener, stop.as_mut()).await {
@@ -193,13 +195,14 @@ async fn serve(
         let app = app.clone();
         let cut = cut_rx.clone();
         let alive = alive_tx.clone();
+        let mut stop = idle_stop.clone();
         // Boxed: the task then holds a pointer, not the connection's
         // kilobytes of state, which tokio would otherwise copy into its task
         // cell at spawn and over again when the task finishes, and allocate
         // with the cell's cache-line alignment (glibc's slow memalign path).
         tokio::spawn(Box::pin(async move {
             let _alive = alive;
-            app.serve_connection(stream, &cut).await;
+            app.serve_connection(stream, &cut, &mut stop).await;
         }));
     }
     drop(listener);

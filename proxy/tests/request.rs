@@ -19,7 +19,9 @@ fn proxy_with(upstream: std::net::SocketAddr, request: Buffering, dir: &Path) ->
 }
 
 fn post_head(len: usize) -> String {
-    format!("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n")
+    format!(
+        "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+    )
 }
 
 /// Sends a `len`-byte pattern body at `rate` through `addr`; returns the
@@ -118,7 +120,7 @@ fn a_body_beyond_the_maximum_is_413_and_never_reaches_the_upstream() {
         assert_eq!(reply.status, 413, "{request:?}");
         // Chunked: answered once it grows past the limit.
         let mut s = connect(proxy.local_addr(), None);
-        s.write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        s.write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
             .unwrap();
         let chunk = format!("{:x}\r\n{}\r\n", 40_000, "a".repeat(40_000));
         for _ in 0..2 {
@@ -141,7 +143,7 @@ fn a_chunked_body_goes_upstream_de_chunked_with_a_content_length() {
         let dir = tempfile::tempdir().unwrap();
         let proxy = proxy_with(upstream.addr, request, dir.path());
         let mut s = connect(proxy.local_addr(), None);
-        s.write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        s.write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
             .unwrap();
         let body = pattern(50_000);
         for piece in body.chunks(7_000) {

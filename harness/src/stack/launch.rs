@@ -430,6 +430,9 @@ impl Launcher<'_> {
                     client_max_body_size: Size(request.max_body_bytes),
                     client_header_timeout: defaults.request.header_timeout,
                     client_body_timeout: defaults.request.body_timeout,
+                    keepalive_timeout: defaults.keepalive.timeout,
+                    keepalive_requests: defaults.keepalive.requests,
+                    keepalive_time: defaults.keepalive.time,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
                 start_and_probe(spec, cgroup.as_ref(), None, probe)?

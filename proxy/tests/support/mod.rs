@@ -94,7 +94,7 @@ pub fn connect(addr: SocketAddr, rcvbuf: Option<usize>) -> TcpStream {
 pub fn get(addr: SocketAddr, path: &str, reader: &Reader) -> Reply {
     let started = Instant::now();
     let mut stream = connect(addr, reader.rcvbuf);
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).expect("send request");
     read_reply(&mut stream, reader, started)
 }

@@ -1,0 +1,265 @@
+//! Client keep-alive as NGINX does it: a connection serves requests one
+//! after the other (each on a fresh upstream connection) until the client
+//! says `close`, `keepalive_requests` is reached, it idles past
+//! `keepalive_timeout`, a response cannot be framed, or the proxy stops.
+
+mod support;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use proxy::{Buffering, KeepAlive, ProxyHandle};
+use support::*;
+
+/// One response read by its `Content-Length`, the connection left open.
+struct One {
+    status: u16,
+    head: String,
+    body: Vec<u8>,
+}
+
+impl One {
+    fn connection(&self) -> String {
+        self.head
+            .split("\r\n")
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.eq_ignore_ascii_case("connection"))
+            .map(|(_, v)| v.trim().to_ascii_lowercase())
+            .unwrap_or_default()
+    }
+}
+
+/// Reads one response; `pending` holds bytes read past the previous one.
+fn read_one(s: &mut TcpStream, pending: &mut Vec<u8>) -> One {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = find(pending, b"\r\n\r\n") {
+            break i + 4;
+        }
+        assert!(Instant::now() < deadline, "no response head");
+        match s.read(&mut buf) {
+            Ok(0) => panic!("closed before a response head"),
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) => panic!("reading the head: {e}"),
+        }
+    };
+    let head = String::from_utf8_lossy(&pending[..end]).to_string();
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
+    let length: usize = head
+        .split("\r\n")
+        .filter_map(|l| l.split_once(':'))
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .map(|(_, v)| v.trim().parse().unwrap())
+        .expect("a Content-Length");
+    while pending.len() < end + length {
+        assert!(Instant::now() < deadline, "body short");
+        match s.read(&mut buf) {
+            Ok(0) => panic!("closed within the body"),
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) => panic!("reading the body: {e}"),
+        }
+    }
+    let body = pending[end..end + length].to_vec();
+    pending.drain(..end + length);
+    One { status, head, body }
+}
+
+/// Waits up to `within` for the proxy to close `s`; how long it took.
+fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 64];
+    while started.elapsed() < within {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(n) => panic!("{n} unexpected bytes on an idle connection"),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => return Some(started.elapsed()),
+        }
+    }
+    None
+}
+
+/// An upstream answering `answer` to every request, counting connections.
+fn counting_upstream(answer: &'static [u8]) -> (FakeUpstream, Arc<AtomicUsize>) {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let count = seen.clone();
+    let upstream = FakeUpstream::start(move |mut s| {
+        count.fetch_add(1, Ordering::SeqCst);
+        let _ = s.write_all(answer);
+    });
+    (upstream, seen)
+}
+
+const OK: &[u8] = b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+fn proxy(upstream: SocketAddr, keepalive: KeepAlive, dir: &std::path::Path) -> ProxyHandle {
+    let mut cfg = proxy_config(upstream, Buffering::On, dir);
+    cfg.keepalive = keepalive;
+    start_proxy(cfg)
+}
+
+fn get(s: &mut TcpStream, extra: &str) {
+    let req = format!("GET /fast HTTP/1.1\r\nHost: x\r\n{extra}\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+}
+
+#[test]
+fn one_connection_serves_requests_until_the_client_says_close() {
+    let (upstream, seen) = counting_upstream(OK);
+    for buffering in [Buffering::On, Buffering::Off] {
+        seen.store(0, Ordering::SeqCst);
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = proxy_config(upstream.addr, buffering, dir.path());
+        cfg.keepalive = KeepAlive::nginx_defaults();
+        let proxy = start_proxy(cfg);
+        let mut s = connect(proxy.local_addr(), None);
+        let mut pending = Vec::new();
+        for _ in 0..3 {
+            get(&mut s, "");
+            let r = read_one(&mut s, &mut pending);
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+            assert_eq!(r.connection(), "keep-alive", "{buffering:?}: {}", r.head);
+        }
+        get(&mut s, "Connection: close\r\n");
+        let r = read_one(&mut s, &mut pending);
+        assert_eq!(r.connection(), "close", "{}", r.head);
+        assert!(closed_within(&mut s, Duration::from_secs(2)).is_some());
+        // Each request had an upstream connection of its own (NGINX's
+        // HTTP/1.0 upstream, no upstream keepalive).
+        assert_eq!(seen.load(Ordering::SeqCst), 4, "{buffering:?}");
+        let rows = rows(&dir.path().join("stats.csv"), 4);
+        assert!(rows.iter().all(|r| r.get("status") == "200"), "{rows:?}");
+    }
+}
+
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let upstream = SyncUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = proxy(upstream.addr, KeepAlive::nginx_defaults(), dir.path());
+    let mut s = connect(proxy.local_addr(), None);
+    // Three requests in one write; the upstream echoes each path.
+    s.write_all(
+        b"GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /bb HTTP/1.1\r\nHost: x\r\n\r\n\
+          GET /ccc HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    for path in ["/a", "/bb", "/ccc"] {
+        let got = upstream.next();
+        assert!(
+            got.head.starts_with(&format!("GET {path} HTTP/1.0")),
+            "{}",
+            got.head
+        );
+    }
+    let mut pending = Vec::new();
+    let statuses: Vec<u16> = (0..3)
+        .map(|_| read_one(&mut s, &mut pending).status)
+        .collect();
+    assert_eq!(statuses, [200, 200, 200]);
+    assert!(closed_within(&mut s, Duration::from_secs(2)).is_some());
+}
+
+#[test]
+fn keepalive_requests_and_http_1_0_end_the_connection() {
+    let (upstream, _) = counting_upstream(OK);
+    let dir = tempfile::tempdir().unwrap();
+    let keepalive = KeepAlive {
+        requests: 2,
+        ..KeepAlive::nginx_defaults()
+    };
+    let proxy = proxy(upstream.addr, keepalive, dir.path());
+    // keepalive_requests 2: the second response closes.
+    let mut s = connect(proxy.local_addr(), None);
+    let mut pending = Vec::new();
+    get(&mut s, "");
+    assert_eq!(read_one(&mut s, &mut pending).connection(), "keep-alive");
+    get(&mut s, "");
+    assert_eq!(read_one(&mut s, &mut pending).connection(), "close");
+    assert!(closed_within(&mut s, Duration::from_secs(2)).is_some());
+    // HTTP/1.0 keeps the connection only when it asks to.
+    for (extra, kept) in [("", false), ("Connection: keep-alive\r\n", true)] {
+        let mut s = connect(proxy.local_addr(), None);
+        let req = format!("GET /fast HTTP/1.0\r\n{extra}\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        let r = read_one(&mut s, &mut Vec::new());
+        let want = if kept { "keep-alive" } else { "close" };
+        assert_eq!(r.connection(), want, "HTTP/1.0 {extra:?}: {}", r.head);
+        let closed = closed_within(&mut s, Duration::from_millis(500));
+        assert_eq!(closed.is_some(), !kept, "HTTP/1.0 {extra:?}");
+    }
+}
+
+#[test]
+fn an_idle_connection_closes_after_the_keepalive_timeout() {
+    let (upstream, _) = counting_upstream(OK);
+    for timeout in [Duration::ZERO, Duration::from_millis(300)] {
+        let dir = tempfile::tempdir().unwrap();
+        let keepalive = KeepAlive {
+            timeout,
+            ..KeepAlive::nginx_defaults()
+        };
+        let proxy = proxy(upstream.addr, keepalive, dir.path());
+        let mut s = connect(proxy.local_addr(), None);
+        get(&mut s, "");
+        let r = read_one(&mut s, &mut Vec::new());
+        let want = if timeout.is_zero() {
+            "close"
+        } else {
+            "keep-alive"
+        };
+        assert_eq!(r.connection(), want, "keepalive_timeout {timeout:?}");
+        let idle = closed_within(&mut s, Duration::from_secs(5)).expect("closed");
+        // pingora's timer fires on a 10 ms tick; a loaded VM adds more.
+        assert!(
+            idle >= timeout.saturating_sub(Duration::from_millis(20)),
+            "{idle:?}"
+        );
+        assert!(idle < timeout + Duration::from_secs(2), "{idle:?}");
+    }
+}
+
+#[test]
+fn a_response_without_a_length_or_an_error_page_closes_the_connection() {
+    // An HTTP/1.0 body that ends with the upstream's close cannot be framed
+    // for the client (NGINX would chunk it): the connection closes after it.
+    let (until_close, _) = counting_upstream(b"HTTP/1.0 200 OK\r\n\r\nuntil close");
+    // Nobody listens on the upstream's port: 502.
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    for (upstream, status) in [(until_close.addr, 200), (refused, 502)] {
+        let dir = tempfile::tempdir().unwrap();
+        let proxy = proxy(upstream, KeepAlive::nginx_defaults(), dir.path());
+        let mut s = connect(proxy.local_addr(), None);
+        get(&mut s, "");
+        let reply = read_reply(&mut s, &Reader::fast(), Instant::now());
+        assert_eq!(reply.status, status);
+        assert!(reply.clean_eof, "{status}: the proxy closed the connection");
+    }
+}
+
+#[test]
+fn an_idle_connection_does_not_hold_up_the_stop() {
+    let (upstream, _) = counting_upstream(OK);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = proxy_config(upstream.addr, Buffering::On, dir.path());
+    cfg.shutdown_grace = Duration::from_secs(5);
+    let proxy = start_proxy(cfg);
+    let mut s = connect(proxy.local_addr(), None);
+    get(&mut s, "");
+    assert_eq!(read_one(&mut s, &mut Vec::new()).connection(), "keep-alive");
+    let started = Instant::now();
+    drop(proxy);
+    // Well within the 5 s grace that a response in flight would get.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "stop took {took:?}");
+    assert!(closed_within(&mut s, Duration::from_secs(1)).is_some());
+}
