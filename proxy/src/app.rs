@@ -23,10 +23,10 @@ use std::time::{Instant, SystemTime};
 use pingora_core::protocols::http::{ReusableHttpStream, ServerSession};
 use pingora_core::server::ShutdownWatch;
 use pingora_error::ErrorType;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use crate::config::{Buffering, ProxyConfig};
+use crate::connlimit::{Connections, Slot};
 use crate::keepalive;
 use crate::pipe::{self, PipeParams};
 use crate::reqbody::{self, BodyError, Buffered};
@@ -41,6 +41,8 @@ pub struct ProxyApp {
     /// `None` without `--gauge-log`: nobody samples, so no response is
     /// registered.
     gauges: Option<Arc<Gauges>>,
+    /// `worker_connections`: client and upstream connections alike.
+    conns: Arc<Connections>,
     next_conn: AtomicU64,
 }
 
@@ -63,11 +65,13 @@ impl ProxyApp {
         cfg: Arc<ProxyConfig>,
         stats: Option<StatsLog>,
         gauges: Option<Arc<Gauges>>,
+        conns: Arc<Connections>,
     ) -> ProxyApp {
         ProxyApp {
             cfg,
             stats,
             gauges,
+            conns,
             next_conn: AtomicU64::new(1),
         }
     }
@@ -127,6 +131,7 @@ impl ProxyApp {
     pub async fn serve_connection(
         &self,
         stream: pingora_core::protocols::Stream,
+        slot: Slot,
         cut: &ShutdownWatch,
         stop: &mut watch::Receiver<bool>,
     ) {
@@ -135,14 +140,15 @@ impl ProxyApp {
             accepted: Instant::now(),
         };
         let mut session = keepalive::first_session(stream);
+        let mut slot = slot;
         let mut nth = 1;
         loop {
             let Some(reusable) = self.serve(session, &conn, nth, cut.clone()).await else {
                 return;
             };
             let timeout = self.cfg.keepalive.timeout;
-            match keepalive::next_session(reusable, timeout, stop).await {
-                Some(next) => session = next,
+            match keepalive::next_session(reusable, slot, &self.conns, timeout, stop).await {
+                Some((next, kept)) => (session, slot) = (next, kept),
                 None => return,
             }
             nth += 1;
@@ -395,7 +401,7 @@ impl ProxyApp {
         head_request: bool,
         sent: Sent<'_>,
         req: &mut RequestStats,
-    ) -> Result<(TcpStream, upstream::ResponseHead), NoHead> {
+    ) -> Result<(upstream::Upstream, upstream::ResponseHead), NoHead> {
         let t = self.cfg.read_timeout;
         let Sent {
             body,
@@ -405,33 +411,24 @@ impl ProxyApp {
         req.upstream_start_s = Some(started.at.elapsed().as_secs_f64());
         // No pool: like NGINX without `keepalive` in its upstream block,
         // every request gets a fresh upstream connection.
-        let mut up = upstream::connect(self.cfg.upstream, t).await?;
+        let mut conn = upstream::connect(self.cfg.upstream, t, &self.conns).await?;
+        let up = &mut conn.stream;
         match body {
             RequestBody::Empty => {
-                upstream::send(
-                    &mut up,
-                    &upstream::request_wire(session.req_header(), None),
-                    t,
-                )
-                .await?
+                upstream::send(up, &upstream::request_wire(session.req_header(), None), t).await?
             }
             RequestBody::Buffered(b) => {
                 let wire = upstream::request_wire(session.req_header(), Some(b.len()));
-                b.send(&mut up, wire, t, progress).await?;
+                b.send(up, wire, t, progress).await?;
             }
             RequestBody::Streamed => {
-                upstream::send(
-                    &mut up,
-                    &upstream::request_wire(session.req_header(), None),
-                    t,
-                )
-                .await?;
+                upstream::send(up, &upstream::request_wire(session.req_header(), None), t).await?;
                 loop {
                     match session.read_request_body().await {
                         Ok(Some(chunk)) => {
                             req.bytes += chunk.len() as u64;
                             Progress::set(&progress.req_read, req.bytes);
-                            upstream::send(&mut up, &chunk, t).await?;
+                            upstream::send(up, &chunk, t).await?;
                             Progress::set(&progress.req_sent, req.bytes);
                         }
                         Ok(None) => break,
@@ -444,15 +441,9 @@ impl ProxyApp {
             }
         }
         let client = session.stream().map(|s| s.id());
-        let head = upstream::read_head(
-            &mut up,
-            self.cfg.buffers.buffer_size,
-            t,
-            head_request,
-            client,
-        )
-        .await?;
-        Ok((up, head))
+        let head =
+            upstream::read_head(up, self.cfg.buffers.buffer_size, t, head_request, client).await?;
+        Ok((conn, head))
     }
 }
 

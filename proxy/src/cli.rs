@@ -108,6 +108,11 @@ pub struct ProxyArgs {
     /// this is its last (1ms to 1day).
     #[arg(long, default_value = "1h", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
     pub keepalive_time: Duration,
+    /// worker_connections: client and upstream connections held at once
+    /// per thread, the listening socket's included; beyond it idle
+    /// kept-open connections are closed, then new clients (2 to 1000000).
+    #[arg(long, default_value_t = 1024, value_parser = int_in(2, MAX_WORKER_CONNECTIONS))]
+    pub worker_connections: usize,
 }
 
 pub use common::loopback::RemoteRefused;
@@ -121,6 +126,8 @@ pub const MAX_BUFFERS: usize = 1024;
 /// The most memory `--buffer-size` plus all `--buffers` may hold per
 /// response.
 pub const MAX_RESPONSE_MEMORY: u64 = 1 << 30;
+/// The most `--worker-connections`.
+pub const MAX_WORKER_CONNECTIONS: usize = 1_000_000;
 /// The most `--keepalive-requests`.
 pub const MAX_KEEPALIVE_REQUESTS: u32 = 1_000_000;
 /// The largest `--client-max-body-size`.
@@ -168,6 +175,7 @@ impl ProxyArgs {
             keepalive_timeout,
             keepalive_requests,
             keepalive_time,
+            worker_connections,
         } = self;
         let mut a: Vec<OsString> = vec![
             "--listen".into(),
@@ -210,6 +218,8 @@ impl ProxyArgs {
             keepalive_requests.to_string().into(),
             "--keepalive-time".into(),
             format_duration(*keepalive_time).into(),
+            "--worker-connections".into(),
+            worker_connections.to_string().into(),
         ];
         for (flag, path) in [
             ("--temp-path", temp_path),
@@ -284,6 +294,7 @@ impl ProxyArgs {
                 requests: self.keepalive_requests,
                 time: self.keepalive_time,
             },
+            worker_connections: self.worker_connections,
             threads: self.threads,
             read_timeout: self.read_timeout,
             send_timeout: self.send_timeout,
@@ -431,6 +442,8 @@ mod tests {
             ("--keepalive-requests", "1000000", "1000001"),
             ("--keepalive-requests", "1", "0"),
             ("--keepalive-time", "1ms", "0s"),
+            ("--worker-connections", "2", "1"),
+            ("--worker-connections", "1000000", "1000001"),
         ] {
             assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
             let err = try_parse(&[flag, bad]).expect_err(bad).to_string();
@@ -488,6 +501,7 @@ mod tests {
             keepalive_timeout: Duration::ZERO,
             keepalive_requests: 7,
             keepalive_time: Duration::from_millis(90_500),
+            worker_connections: 77,
         };
         for args in [defaults, all] {
             assert_eq!(parse(args.to_args()), args);

@@ -241,6 +241,9 @@ pub struct ProxyConfig {
     pub request: RequestConfig,
     /// Client connections kept open between requests.
     pub keepalive: KeepAlive,
+    /// `worker_connections` per thread: client and upstream connections
+    /// held at once (the listening socket takes one).
+    pub worker_connections: usize,
     /// Tokio worker threads (NGINX: worker processes).
     pub threads: usize,
     /// `proxy_read_timeout`, also used for connecting and sending the request.
@@ -270,6 +273,8 @@ impl ProxyConfig {
                 ..RequestConfig::nginx_defaults()
             },
             keepalive: KeepAlive::nginx_defaults(),
+            // The lab's nginx.conf (NGINX's own default is 512).
+            worker_connections: 1024,
             threads: 1,
             read_timeout: Duration::from_secs(60),
             send_timeout: Duration::from_secs(60),
@@ -285,6 +290,10 @@ impl ProxyConfig {
         self.buffers.validate()?;
         self.request.validate()?;
         ensure!(self.threads >= 1, "--threads must be at least 1");
+        ensure!(
+            self.worker_connections >= 2,
+            "--worker-connections must be at least 2: the listening socket takes one"
+        );
         ensure!(
             self.keepalive.requests >= 1,
             "--keepalive-requests must be at least 1"

@@ -5,7 +5,9 @@
 //! length, [`KeepAlive`](crate::config::KeepAlive) allowed another
 //! request), the connection waits here for its next request: at most
 //! `keepalive_timeout`, and not at all once the proxy is stopping (NGINX
-//! closes idle connections at once on a graceful stop). Bytes of a next
+//! closes idle connections at once on a graceful stop) or a new connection
+//! needs its place among `worker_connections` ([`crate::connlimit`]).
+//! Bytes of a next
 //! request that arrived with the previous one (pipelining) are handed to
 //! the next session, which then starts without waiting.
 
@@ -16,6 +18,7 @@ use pingora_core::protocols::http::{ReusableHttpStream, ServerSession};
 use tokio::sync::watch;
 
 use crate::client::ClientIo;
+use crate::connlimit::{Connections, Slot};
 use crate::pipe::stopped;
 
 /// A session for the connection's first request, ready for pipelining.
@@ -26,13 +29,15 @@ pub fn first_session(stream: Stream) -> ServerSession {
 }
 
 /// Waits for the connection's next request; `None` when it should close
-/// instead: the client closed or stayed idle for `timeout`, or the proxy
-/// is stopping.
+/// instead: the client closed or stayed idle for `timeout`, the proxy is
+/// stopping, or the connection's `slot` went to a new connection.
 pub async fn next_session(
     reusable: ReusableHttpStream,
+    slot: Slot,
+    conns: &Connections,
     timeout: Duration,
     stop: &mut watch::Receiver<bool>,
-) -> Option<ServerSession> {
+) -> Option<(ServerSession, Slot)> {
     if *stop.borrow() {
         return None;
     }
@@ -43,22 +48,28 @@ pub async fn next_session(
     };
     io.next_response();
     let pipelined = pipelined.filter(|p| !p.is_empty());
-    if pipelined.is_none() {
-        tokio::select! {
-            biased;
-            () = stopped(stop) => return None,
-            ready = pingora_timeout::timeout(timeout, io.readable()) => {
-                // Readable covers a close too: the session's first read
-                // then finds no request and the connection ends quietly.
-                if !matches!(ready, Ok(Ok(()))) {
-                    return None;
+    let slot = match pipelined {
+        Some(_) => slot,
+        None => {
+            let mut idle = conns.park(slot);
+            tokio::select! {
+                biased;
+                () = stopped(stop) => return None,
+                _ = &mut idle.drained => return None,
+                ready = pingora_timeout::timeout(timeout, io.readable()) => {
+                    // Readable covers a close too: the session's first read
+                    // then finds no request and the connection ends quietly.
+                    if !matches!(ready, Ok(Ok(()))) {
+                        return None;
+                    }
                 }
             }
+            conns.unpark(idle)?
         }
-    }
+    };
     let mut session = first_session(io);
     if let Some(bytes) = pipelined {
         session.set_pipelined_prefix(bytes);
     }
-    Some(session)
+    Some((session, slot))
 }

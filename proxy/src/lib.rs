@@ -14,6 +14,8 @@
 //!   decides when the upstream is read.
 //! - [`app`]: a connection's requests on pingora's HTTP/1 sessions:
 //!   request, errors, head, stats.
+//! - [`connlimit`]: NGINX's `worker_connections`, and the idle connections
+//!   closed to make room.
 //! - [`keepalive`]: a client connection between two requests (NGINX's
 //!   `keepalive_*`).
 //! - [`client`]: the client connection as pingora's `IO`: one write for a
@@ -25,6 +27,7 @@ pub mod app;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod connlimit;
 pub mod keepalive;
 pub mod pipe;
 pub mod reqbody;

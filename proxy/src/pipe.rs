@@ -21,12 +21,11 @@ use pingora_core::protocols::http::ServerSession;
 use pingora_core::server::ShutdownWatch;
 use pingora_error::ErrorType;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 use tokio::time::{Interval, MissedTickBehavior};
 
 use crate::spool::Spool;
 use crate::stats::Progress;
-use crate::upstream::{BodyLength, UpstreamError};
+use crate::upstream::{BodyLength, Upstream, UpstreamError};
 
 /// Why a body did not reach the client whole.
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +96,7 @@ pub async fn stopped(watch: &mut ShutdownWatch) {
 /// and temp file go with it.
 pub async fn run(
     session: ServerSession,
-    upstream: TcpStream,
+    upstream: Upstream,
     first: Bytes,
     mut spool: Spool<'_>,
     p: PipeParams<'_>,
@@ -225,7 +224,7 @@ pub async fn run(
             }
             r = async {
                 // room > 0 only while the upstream is open (see above).
-                let stream = upstream.as_mut().expect("reading needs an upstream");
+                let stream = &mut upstream.as_mut().expect("reading needs an upstream").stream;
                 stream.take(room as u64).read_buf(&mut rbuf).await
             }, if room > 0 => {
                 match r {

@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, watch};
 use crate::app::ProxyApp;
 use crate::client::ClientIo;
 use crate::config::ProxyConfig;
+use crate::connlimit::Connections;
 use crate::pipe::stopped;
 use crate::stats::{GaugeLog, Gauges, STATS_FLUSH_EVERY, StatsLog};
 
@@ -173,7 +174,8 @@ async fn serve(
         let stop = async move { stopped(&mut cut).await };
         tokio::spawn(log.run_flusher(STATS_FLUSH_EVERY, stop))
     });
-    let app = Arc::new(ProxyApp::new(cfg.clone(), stats, gauges));
+    let conns = Connections::new(cfg.worker_connections.saturating_mul(cfg.threads));
+    let app = Arc::new(ProxyApp::new(cfg.clone(), stats, gauges, conns.clone()));
     // Every connection task holds a clone; recv() returns None once all
     // are gone (mini-redis's shutdown pattern).
     let (alive_tx, mut alive_rx) = mpsc::channel::<()>(1);
@@ -182,6 +184,11 @@ async fn serve(
     let stop = stopped(&mut stop);
     tokio::pin!(stop);
     while let Some(Accepted { stream, .. }) = accept::until(&listener, stop.as_mut()).await {
+        // NGINX closes a connection it has no room for at once.
+        let Some(slot) = conns.acquire("client") else {
+            drop(stream);
+            continue;
+        };
         let tcp = match tokio::net::TcpStream::from_std(stream) {
             Ok(tcp) => tcp,
             Err(e) => {
@@ -202,7 +209,7 @@ async fn serve(
         // with the cell's cache-line alignment (glibc's slow memalign path).
         tokio::spawn(Box::pin(async move {
             let _alive = alive;
-            app.serve_connection(stream, &cut, &mut stop).await;
+            app.serve_connection(stream, slot, &cut, &mut stop).await;
         }));
     }
     drop(listener);

@@ -23,6 +23,7 @@ use std::cell::RefCell;
 use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -31,6 +32,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::config::Buffering;
+use crate::connlimit::{Connections, Slot};
 use crate::pipe::{IDLE_CHECK, client_gone};
 use crate::reqbody::BodyError;
 
@@ -45,6 +47,9 @@ pub enum UpstreamError {
     Closed(String),
     #[error("upstream sent an invalid response: {0}")]
     Invalid(String),
+    /// No connection free under `worker_connections` (NGINX answers 500).
+    #[error("no connection free for the upstream: worker_connections are not enough")]
+    NoConnection,
 }
 
 impl UpstreamError {
@@ -52,6 +57,7 @@ impl UpstreamError {
     pub fn status(&self) -> u16 {
         match self {
             UpstreamError::Timeout(_) => 504,
+            UpstreamError::NoConnection => 500,
             _ => 502,
         }
     }
@@ -63,6 +69,7 @@ impl UpstreamError {
             UpstreamError::Timeout(_) => "upstream_timeout",
             UpstreamError::Closed(_) => "upstream_closed",
             UpstreamError::Invalid(_) => "upstream_invalid",
+            UpstreamError::NoConnection => "worker_connections",
         }
     }
 }
@@ -133,15 +140,33 @@ const HOP_BY_HOP: [&str; 8] = [
     "expect",
 ];
 
-/// Connects to `addr` within `timeout`.
+/// An upstream connection and its place among `worker_connections`,
+/// released together.
+#[derive(Debug)]
+pub struct Upstream {
+    pub stream: TcpStream,
+    _slot: Slot,
+}
+
+/// Connects to `addr` within `timeout`, in a slot of `conns`.
 ///
 /// This timeout and the head wait's use pingora's timer (10 ms resolution,
 /// fired by its own thread): arming a tokio timer takes the time driver's
 /// lock and, whenever it is the earliest, wakes the driver through its
 /// eventfd, a system call and an extra `epoll_wait` per request here.
-pub async fn connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, UpstreamError> {
+pub async fn connect(
+    addr: SocketAddr,
+    timeout: Duration,
+    conns: &Arc<Connections>,
+) -> Result<Upstream, UpstreamError> {
+    let slot = conns
+        .acquire("upstream")
+        .ok_or(UpstreamError::NoConnection)?;
     match pingora_timeout::timeout(timeout, TcpStream::connect(addr)).await {
-        Ok(Ok(stream)) => Ok(stream),
+        Ok(Ok(stream)) => Ok(Upstream {
+            stream,
+            _slot: slot,
+        }),
         Ok(Err(e)) => Err(UpstreamError::Connect(format!("connecting to {addr}: {e}"))),
         Err(_) => Err(UpstreamError::Timeout(format!(
             "connecting to {addr} took longer than {timeout:?}"

@@ -35,18 +35,11 @@ impl One {
 /// Reads one response; `pending` holds bytes read past the previous one.
 fn read_one(s: &mut TcpStream, pending: &mut Vec<u8>) -> One {
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut buf = [0u8; 4096];
     let end = loop {
         if let Some(i) = find(pending, b"\r\n\r\n") {
             break i + 4;
         }
-        assert!(Instant::now() < deadline, "no response head");
-        match s.read(&mut buf) {
-            Ok(0) => panic!("closed before a response head"),
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) => panic!("reading the head: {e}"),
-        }
+        read_more(s, pending, deadline, "the head");
     };
     let head = String::from_utf8_lossy(&pending[..end]).to_string();
     let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap();
@@ -57,17 +50,23 @@ fn read_one(s: &mut TcpStream, pending: &mut Vec<u8>) -> One {
         .map(|(_, v)| v.trim().parse().unwrap())
         .expect("a Content-Length");
     while pending.len() < end + length {
-        assert!(Instant::now() < deadline, "body short");
-        match s.read(&mut buf) {
-            Ok(0) => panic!("closed within the body"),
-            Ok(n) => pending.extend_from_slice(&buf[..n]),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) => panic!("reading the body: {e}"),
-        }
+        read_more(s, pending, deadline, "the body");
     }
     let body = pending[end..end + length].to_vec();
     pending.drain(..end + length);
     One { status, head, body }
+}
+
+/// One read into `pending`; panics on a close, an error or the deadline.
+fn read_more(s: &mut TcpStream, pending: &mut Vec<u8>, deadline: Instant, what: &str) {
+    assert!(Instant::now() < deadline, "{what} did not arrive");
+    let mut buf = [0u8; 4096];
+    match s.read(&mut buf) {
+        Ok(0) => panic!("closed before {what} was whole"),
+        Ok(n) => pending.extend_from_slice(&buf[..n]),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        Err(e) => panic!("reading {what}: {e}"),
+    }
 }
 
 /// Waits up to `within` for the proxy to close `s`; how long it took.
@@ -262,4 +261,83 @@ fn an_idle_connection_does_not_hold_up_the_stop() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(2), "stop took {took:?}");
     assert!(closed_within(&mut s, Duration::from_secs(1)).is_some());
+}
+
+/// A proxy with room for `n` connections, the listener's included.
+fn proxy_with_room(upstream: SocketAddr, n: usize, dir: &std::path::Path) -> ProxyHandle {
+    let mut cfg = proxy_config(upstream, Buffering::On, dir);
+    cfg.worker_connections = n;
+    start_proxy(cfg)
+}
+
+#[test]
+fn a_full_proxy_closes_idle_connections_for_a_new_client() {
+    let (upstream, _) = counting_upstream(OK);
+    let dir = tempfile::tempdir().unwrap();
+    // The listener, one client and its upstream connection: 3.
+    let proxy = proxy_with_room(upstream.addr, 3, dir.path());
+    let mut idle = connect(proxy.local_addr(), None);
+    get(&mut idle, "");
+    assert_eq!(
+        read_one(&mut idle, &mut Vec::new()).connection(),
+        "keep-alive"
+    );
+    // The idle connection holds the only client slot; a new client takes
+    // it (NGINX's ngx_drain_connections) and is served.
+    let mut fresh = connect(proxy.local_addr(), None);
+    get(&mut fresh, "");
+    let r = read_one(&mut fresh, &mut Vec::new());
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(2)).is_some(),
+        "the idle connection was closed"
+    );
+}
+
+#[test]
+fn a_proxy_full_of_busy_connections_refuses_clients_and_upstream_connections() {
+    // The upstream holds its answer until told: the first request stays busy.
+    let release = Arc::new(std::sync::Mutex::new(()));
+    let held = release.lock().unwrap();
+    let gate = release.clone();
+    let (arrived_tx, arrived) = std::sync::mpsc::channel();
+    let arrived_tx = std::sync::Mutex::new(arrived_tx);
+    let upstream = FakeUpstream::start(move |mut s| {
+        let _ = arrived_tx.lock().unwrap().send(());
+        drop(gate.lock());
+        let _ = s.write_all(OK);
+    });
+    let dir = tempfile::tempdir().unwrap();
+    // Listener + busy client + its upstream + one more client: 4.
+    let proxy = proxy_with_room(upstream.addr, 4, dir.path());
+    let mut busy = connect(proxy.local_addr(), None);
+    get(&mut busy, "Connection: close\r\n");
+    // The fourth slot goes to this client; its upstream finds none: 500.
+    arrived
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the busy request upstream");
+    let mut second = connect(proxy.local_addr(), None);
+    get(&mut second, "Connection: close\r\n");
+    let reply = read_reply(&mut second, &Reader::fast(), Instant::now());
+    assert_eq!(reply.status, 500);
+    // Now with the fourth slot taken by an open client, a fifth is closed
+    // at once, before any request.
+    let mut third = connect(proxy.local_addr(), None);
+    // Accepted once the proxy answers on it; a whole request would end it.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut fourth = connect(proxy.local_addr(), None);
+    get(&mut fourth, "Connection: close\r\n");
+    let refused = read_reply(&mut fourth, &Reader::fast(), Instant::now());
+    assert_eq!(refused.status, 0, "no answer, the connection is closed");
+    drop(held);
+    let ok = read_reply(&mut busy, &Reader::fast(), Instant::now());
+    assert_eq!(ok.status, 200);
+    get(&mut third, "Connection: close\r\n");
+    let later = read_reply(&mut third, &Reader::fast(), Instant::now());
+    assert_eq!(later.status, 200, "served once the busy one is done");
+    let rows = rows(&dir.path().join("stats.csv"), 3);
+    assert!(
+        rows.iter().any(|r| r.get("error") == "worker_connections"),
+        "{rows:?}"
+    );
 }

@@ -433,6 +433,7 @@ impl Launcher<'_> {
                     keepalive_timeout: defaults.keepalive.timeout,
                     keepalive_requests: defaults.keepalive.requests,
                     keepalive_time: defaults.keepalive.time,
+                    worker_connections: defaults.worker_connections,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
                 start_and_probe(spec, cgroup.as_ref(), None, probe)?

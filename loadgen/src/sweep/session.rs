@@ -5,7 +5,8 @@
 //! answer `Connection: close` and close, so the next call opens a new
 //! connection, and every call pays for one, as the experiment's `/fast`
 //! client did; a server or proxy that keeps the connection (Gunicorn
-//! gthread, NGINX toward its clients) gets the next call on it. After a
+//! gthread, NGINX and `slowlab proxy` toward their clients) gets the next
+//! call on it. After a
 //! `close` answer the session waits for the server's FIN before dropping
 //! the socket, so that the server closes first and TIME_WAIT stays on its
 //! side, as with the experiment's client.

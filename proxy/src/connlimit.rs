@@ -1,0 +1,194 @@
+//! NGINX's `worker_connections`: the most connections the proxy holds at
+//! once, client and upstream sockets alike (the listening socket takes
+//! one too), which is what bounds its memory when clients come faster
+//! than it answers them.
+//!
+//! As in `ngx_get_connection`: a connection that finds none free first
+//! closes up to 32 idle kept-open client connections, oldest first
+//! (`ngx_drain_connections`); if none is idle, an accepted client is
+//! closed at once and an upstream connection is not made (NGINX then
+//! answers 500), with "worker_connections are not enough" in the log.
+//!
+//! An idle kept-open connection parks its [`Slot`] here while it waits,
+//! so that draining frees the slot at once; the connection itself sees its
+//! wait end and closes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio::sync::oneshot;
+
+/// Idle connections closed per connection that found none free
+/// (`ngx_drain_connections`).
+const DRAIN: usize = 32;
+
+/// The proxy's connections, counted against the limit.
+#[derive(Debug)]
+pub struct Connections {
+    limit: usize,
+    in_use: AtomicUsize,
+    parked: Mutex<Parked>,
+    /// The second of the last "not enough" warning: one per second at most.
+    warned_s: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Parked {
+    next: u64,
+    /// Oldest first; dropping an entry frees its slot and ends the wait.
+    idle: BTreeMap<u64, (Slot, oneshot::Sender<()>)>,
+}
+
+/// One connection's place; freed when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    conns: Arc<Connections>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.conns.in_use.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A parked idle connection: its key, and the wait that ends when it is
+/// drained.
+pub struct Idle {
+    key: u64,
+    pub drained: oneshot::Receiver<()>,
+}
+
+impl Connections {
+    /// `limit` connections, the listening socket's included.
+    pub fn new(limit: usize) -> Arc<Connections> {
+        Arc::new(Connections {
+            limit,
+            in_use: AtomicUsize::new(1),
+            parked: Mutex::new(Parked::default()),
+            warned_s: AtomicU64::new(0),
+        })
+    }
+
+    /// A slot for a new connection (`what` names it in the warning), after
+    /// closing idle ones if none is free; `None` when all are busy.
+    pub fn acquire(self: &Arc<Self>, what: &str) -> Option<Slot> {
+        if let Some(slot) = self.try_acquire() {
+            return Some(slot);
+        }
+        let drained: Vec<_> = {
+            let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            let keys: Vec<u64> = parked.idle.keys().take(DRAIN).copied().collect();
+            keys.iter().filter_map(|k| parked.idle.remove(k)).collect()
+        };
+        let closed = drained.len();
+        // Outside the lock: each slot returns to the pool as it drops.
+        drop(drained);
+        if closed > 0 {
+            tracing::debug!(closed, "idle kept-open connections closed for a new one");
+        }
+        let slot = self.try_acquire();
+        if slot.is_none() {
+            self.warn(what);
+        }
+        slot
+    }
+
+    fn try_acquire(self: &Arc<Self>) -> Option<Slot> {
+        let taken = self
+            .in_use
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.limit).then_some(n + 1)
+            });
+        taken.ok().map(|_| Slot {
+            conns: Arc::clone(self),
+        })
+    }
+
+    /// Parks an idle connection's slot until [`Connections::unpark`].
+    pub fn park(&self, slot: Slot) -> Idle {
+        let (tx, rx) = oneshot::channel();
+        let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+        let key = parked.next;
+        parked.next += 1;
+        parked.idle.insert(key, (slot, tx));
+        Idle { key, drained: rx }
+    }
+
+    /// The slot back, unless the connection was drained meanwhile.
+    pub fn unpark(&self, idle: Idle) -> Option<Slot> {
+        let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+        parked.idle.remove(&idle.key).map(|(slot, _)| slot)
+    }
+
+    /// Connections held now, the listening socket's included.
+    pub fn in_use(&self) -> usize {
+        self.in_use.load(Ordering::Relaxed)
+    }
+
+    fn warn(&self, what: &str) {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if self.warned_s.swap(now, Ordering::Relaxed) != now {
+            tracing::warn!(
+                limit = self.limit,
+                refused = what,
+                "{} worker_connections are not enough",
+                self.limit
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_counts_the_listener_and_frees_on_drop() {
+        let c = Connections::new(3);
+        let a = c.acquire("client").expect("first");
+        let b = c.acquire("client").expect("second");
+        assert!(c.acquire("client").is_none(), "the listener holds one");
+        drop(a);
+        let _a = c.acquire("client").expect("freed");
+        drop(b);
+        assert_eq!(c.in_use(), 2);
+    }
+
+    #[test]
+    fn a_full_pool_closes_the_oldest_idle_connections_first() {
+        let c = Connections::new(1 + 40);
+        let slots: Vec<Slot> = (0..40).map(|_| c.acquire("client").unwrap()).collect();
+        let mut idle: Vec<Idle> = slots.into_iter().map(|s| c.park(s)).collect();
+        // All 40 are idle: a new connection drains the 32 oldest.
+        let fresh = c.acquire("client").expect("an idle one gave way");
+        assert_eq!(c.in_use(), 1 + 40 - 32 + 1);
+        let mut ended = 0;
+        for (i, w) in idle.iter_mut().enumerate() {
+            let gone = w
+                .drained
+                .try_recv()
+                .is_err_and(|e| e == oneshot::error::TryRecvError::Closed);
+            assert_eq!(gone, i < 32, "connection {i}");
+            ended += usize::from(gone);
+        }
+        assert_eq!(ended, 32);
+        // A drained one cannot take its slot back; a kept one can.
+        let kept = idle.pop().unwrap();
+        let first = idle.remove(0);
+        assert!(c.unpark(first).is_none());
+        let slot = c.unpark(kept).expect("still parked");
+        drop((slot, fresh));
+        assert_eq!(c.in_use(), 1 + 40 - 32 - 1);
+    }
+
+    #[test]
+    fn a_pool_busy_with_active_connections_refuses() {
+        let c = Connections::new(2);
+        let _busy = c.acquire("client").unwrap();
+        assert!(c.acquire("upstream").is_none());
+    }
+}
