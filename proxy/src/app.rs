@@ -98,6 +98,8 @@ impl ProxyApp {
         label: &'static str,
         req: RequestStats,
     ) {
+        // The connection closes after an error page, and the page says so.
+        session.set_keepalive(None);
         let sent = match status {
             Some(status) => session.respond_error(status).await.is_ok(),
             None => false,
@@ -307,6 +309,11 @@ impl ProxyApp {
             error,
             req,
         };
+        if head.body == BodyLength::UntilClose {
+            // Its end is the close, and the head must say so (pingora
+            // writes `Connection` before it sees the body has no length).
+            session.set_keepalive(None);
+        }
         if matches!(head.body, BodyLength::Exact(n) if n <= head.leftover.len() as u64) {
             // The whole body is in hand: head and body leave in one write.
             crate::client::cork(session.stream());

@@ -53,11 +53,29 @@ impl Drop for Slot {
     }
 }
 
-/// A parked idle connection: its key, and the wait that ends when it is
-/// drained.
-pub struct Idle {
-    key: u64,
+/// A parked idle connection: the wait that ends when it is drained. Its
+/// slot comes back with [`Idle::unpark`]; dropped otherwise (the wait
+/// timed out, the client left, the proxy stops), it frees the slot.
+pub struct Idle<'a> {
+    conns: &'a Connections,
+    /// `None` once unparked.
+    key: Option<u64>,
     pub drained: oneshot::Receiver<()>,
+}
+
+impl Idle<'_> {
+    /// The slot back, unless the connection was drained meanwhile.
+    pub fn unpark(mut self) -> Option<Slot> {
+        self.key.take().and_then(|key| self.conns.take(key))
+    }
+}
+
+impl Drop for Idle<'_> {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            drop(self.conns.take(key));
+        }
+    }
 }
 
 impl Connections {
@@ -106,20 +124,23 @@ impl Connections {
         })
     }
 
-    /// Parks an idle connection's slot until [`Connections::unpark`].
-    pub fn park(&self, slot: Slot) -> Idle {
+    /// Parks an idle connection's slot until [`Idle::unpark`].
+    pub fn park(&self, slot: Slot) -> Idle<'_> {
         let (tx, rx) = oneshot::channel();
         let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
         let key = parked.next;
         parked.next += 1;
         parked.idle.insert(key, (slot, tx));
-        Idle { key, drained: rx }
+        Idle {
+            conns: self,
+            key: Some(key),
+            drained: rx,
+        }
     }
 
-    /// The slot back, unless the connection was drained meanwhile.
-    pub fn unpark(&self, idle: Idle) -> Option<Slot> {
+    fn take(&self, key: u64) -> Option<Slot> {
         let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
-        parked.idle.remove(&idle.key).map(|(slot, _)| slot)
+        parked.idle.remove(&key).map(|(slot, _)| slot)
     }
 
     /// Connections held now, the listening socket's included.
@@ -179,10 +200,13 @@ mod tests {
         // A drained one cannot take its slot back; a kept one can.
         let kept = idle.pop().unwrap();
         let first = idle.remove(0);
-        assert!(c.unpark(first).is_none());
-        let slot = c.unpark(kept).expect("still parked");
+        assert!(first.unpark().is_none());
+        let slot = kept.unpark().expect("still parked");
         drop((slot, fresh));
         assert_eq!(c.in_use(), 1 + 40 - 32 - 1);
+        // A wait that ends otherwise (timeout, close, stop) frees its slot.
+        drop(idle);
+        assert_eq!(c.in_use(), 1);
     }
 
     #[test]

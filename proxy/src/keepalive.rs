@@ -64,7 +64,7 @@ pub async fn next_session(
                     }
                 }
             }
-            conns.unpark(idle)?
+            idle.unpark()?
         }
     };
     let mut session = first_session(io);

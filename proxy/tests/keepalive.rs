@@ -241,6 +241,7 @@ fn a_response_without_a_length_or_an_error_page_closes_the_connection() {
         get(&mut s, "");
         let reply = read_reply(&mut s, &Reader::fast(), Instant::now());
         assert_eq!(reply.status, status);
+        assert_eq!(reply.header("connection"), Some("close"), "{status}");
         assert!(reply.clean_eof, "{status}: the proxy closed the connection");
     }
 }
