@@ -86,9 +86,12 @@ impl ClientIo {
     }
 
     /// Resolves when the client sent something or closed (or the socket
-    /// failed): the wait of an idle connection for its next request.
+    /// failed): the wait of an idle connection for its next request. A
+    /// one-byte peek, not tokio's readiness alone: the last read of a
+    /// request body, which took exactly what was left, leaves the socket
+    /// marked readable with nothing in it.
     pub async fn readable(&self) -> io::Result<()> {
-        self.stream.readable().await
+        self.stream.peek(&mut [0u8; 1]).await.map(drop)
     }
 
     /// Before a write that is not the only write of a corked response.

@@ -3,11 +3,15 @@
 //! one too), which is what bounds its memory when clients come faster
 //! than it answers them.
 //!
-//! As in `ngx_get_connection`: a connection that finds none free first
-//! closes up to 32 idle kept-open client connections, oldest first
-//! (`ngx_drain_connections`); if none is idle, an accepted client is
-//! closed at once and an upstream connection is not made (NGINX then
-//! answers 500), with "worker_connections are not enough" in the log.
+//! As in `ngx_get_connection` and `ngx_drain_connections` (NGINX 1.19.1
+//! and later: "reusing connections in advance"): while no more than 1/16
+//! of the connections are free, each new one first closes the oldest idle
+//! kept-open client connections, an eighth of them (at least 1, at most
+//! 32); if still none is free, an accepted client is closed at once and
+//! an upstream connection is not made (NGINX then answers 500), with
+//! "worker_connections are not enough" in the log. NGINX also counts an
+//! accepted connection that has sent nothing yet as reusable; here only
+//! idle kept-open ones are.
 //!
 //! An idle kept-open connection parks its [`Slot`] here while it waits,
 //! so that draining frees the slot at once; the connection itself sees its
@@ -20,7 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::oneshot;
 
-/// Idle connections closed per connection that found none free
+/// The most idle connections closed for one new connection
 /// (`ngx_drain_connections`).
 const DRAIN: usize = 32;
 
@@ -90,27 +94,35 @@ impl Connections {
     }
 
     /// A slot for a new connection (`what` names it in the warning), after
-    /// closing idle ones if none is free; `None` when all are busy.
+    /// closing idle ones when few are free; `None` when all are busy.
     pub fn acquire(self: &Arc<Self>, what: &str) -> Option<Slot> {
-        if let Some(slot) = self.try_acquire() {
-            return Some(slot);
-        }
-        let drained: Vec<_> = {
-            let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
-            let keys: Vec<u64> = parked.idle.keys().take(DRAIN).copied().collect();
-            keys.iter().filter_map(|k| parked.idle.remove(k)).collect()
-        };
-        let closed = drained.len();
-        // Outside the lock: each slot returns to the pool as it drops.
-        drop(drained);
-        if closed > 0 {
-            tracing::debug!(closed, "idle kept-open connections closed for a new one");
+        let free = self
+            .limit
+            .saturating_sub(self.in_use.load(Ordering::Relaxed));
+        if free <= self.limit / 16 {
+            self.drain();
         }
         let slot = self.try_acquire();
         if slot.is_none() {
             self.warn(what);
         }
         slot
+    }
+
+    /// Closes the oldest idle connections: an eighth of them, 1 to 32.
+    fn drain(&self) {
+        let drained: Vec<_> = {
+            let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            let n = (parked.idle.len() / 8).clamp(1, DRAIN);
+            let keys: Vec<u64> = parked.idle.keys().take(n).copied().collect();
+            keys.iter().filter_map(|k| parked.idle.remove(k)).collect()
+        };
+        let closed = drained.len();
+        // Outside the lock: each slot returns to the pool as it drops.
+        drop(drained);
+        if closed > 0 {
+            tracing::debug!(closed, "idle kept-open connections closed for new ones");
+        }
     }
 
     fn try_acquire(self: &Arc<Self>) -> Option<Slot> {
@@ -179,34 +191,49 @@ mod tests {
         assert_eq!(c.in_use(), 2);
     }
 
+    /// Which of `idle` were closed by a drain.
+    fn drained(idle: &mut [Idle]) -> Vec<bool> {
+        idle.iter_mut()
+            .map(|w| {
+                w.drained
+                    .try_recv()
+                    .is_err_and(|e| e == oneshot::error::TryRecvError::Closed)
+            })
+            .collect()
+    }
+
     #[test]
-    fn a_full_pool_closes_the_oldest_idle_connections_first() {
-        let c = Connections::new(1 + 40);
-        let slots: Vec<Slot> = (0..40).map(|_| c.acquire("client").unwrap()).collect();
+    fn a_nearly_full_pool_closes_the_oldest_eighth_of_the_idle_ones() {
+        let c = Connections::new(1 + 320);
+        let slots: Vec<Slot> = (0..320).map(|_| c.acquire("client").unwrap()).collect();
         let mut idle: Vec<Idle> = slots.into_iter().map(|s| c.park(s)).collect();
-        // All 40 are idle: a new connection drains the 32 oldest.
+        // None free: a new connection closes 320 / 8 = 40, at most 32.
         let fresh = c.acquire("client").expect("an idle one gave way");
-        assert_eq!(c.in_use(), 1 + 40 - 32 + 1);
-        let mut ended = 0;
-        for (i, w) in idle.iter_mut().enumerate() {
-            let gone = w
-                .drained
-                .try_recv()
-                .is_err_and(|e| e == oneshot::error::TryRecvError::Closed);
-            assert_eq!(gone, i < 32, "connection {i}");
-            ended += usize::from(gone);
-        }
-        assert_eq!(ended, 32);
+        assert_eq!(c.in_use(), 1 + 320 - 32 + 1);
+        let gone = drained(&mut idle);
+        assert!(gone.iter().take(32).all(|&g| g) && gone.iter().skip(32).all(|&g| !g));
+        // 31 free, more than 321 / 16 = 20: the next takes a free one.
+        let next = c.acquire("client").unwrap();
+        assert_eq!(drained(&mut idle).iter().filter(|&&g| g).count(), 32);
         // A drained one cannot take its slot back; a kept one can.
         let kept = idle.pop().unwrap();
         let first = idle.remove(0);
         assert!(first.unpark().is_none());
         let slot = kept.unpark().expect("still parked");
-        drop((slot, fresh));
-        assert_eq!(c.in_use(), 1 + 40 - 32 - 1);
+        drop((slot, fresh, next));
+        assert_eq!(c.in_use(), 1 + 320 - 32 - 1);
         // A wait that ends otherwise (timeout, close, stop) frees its slot.
         drop(idle);
         assert_eq!(c.in_use(), 1);
+    }
+
+    #[test]
+    fn few_idle_ones_are_closed_one_at_a_time() {
+        let c = Connections::new(1 + 4);
+        let slots: Vec<Slot> = (0..4).map(|_| c.acquire("client").unwrap()).collect();
+        let mut idle: Vec<Idle> = slots.into_iter().map(|s| c.park(s)).collect();
+        let _fresh = c.acquire("client").expect("the oldest gave way");
+        assert_eq!(drained(&mut idle), [true, false, false, false]);
     }
 
     #[test]
