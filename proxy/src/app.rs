@@ -133,7 +133,7 @@ impl ProxyApp {
     pub async fn serve_connection(
         &self,
         stream: pingora_core::protocols::Stream,
-        slot: Slot,
+        mut slot: Slot,
         cut: &ShutdownWatch,
         stop: &mut watch::Receiver<bool>,
     ) {
@@ -142,7 +142,6 @@ impl ProxyApp {
             accepted: Instant::now(),
         };
         let mut session = keepalive::first_session(stream);
-        let mut slot = slot;
         let mut nth = 1;
         loop {
             let Some(reusable) = self.serve(session, &conn, nth, cut.clone()).await else {

@@ -202,11 +202,17 @@ mod tests {
             .collect()
     }
 
+    /// `n` connections taken and parked, oldest first.
+    fn all_idle(c: &Arc<Connections>, n: usize) -> Vec<Idle<'_>> {
+        (0..n)
+            .map(|_| c.park(c.acquire("client").unwrap()))
+            .collect()
+    }
+
     #[test]
     fn a_nearly_full_pool_closes_the_oldest_eighth_of_the_idle_ones() {
         let c = Connections::new(1 + 320);
-        let slots: Vec<Slot> = (0..320).map(|_| c.acquire("client").unwrap()).collect();
-        let mut idle: Vec<Idle> = slots.into_iter().map(|s| c.park(s)).collect();
+        let mut idle = all_idle(&c, 320);
         // None free: a new connection closes 320 / 8 = 40, at most 32.
         let fresh = c.acquire("client").expect("an idle one gave way");
         assert_eq!(c.in_use(), 1 + 320 - 32 + 1);
@@ -230,8 +236,7 @@ mod tests {
     #[test]
     fn few_idle_ones_are_closed_one_at_a_time() {
         let c = Connections::new(1 + 4);
-        let slots: Vec<Slot> = (0..4).map(|_| c.acquire("client").unwrap()).collect();
-        let mut idle: Vec<Idle> = slots.into_iter().map(|s| c.park(s)).collect();
+        let mut idle = all_idle(&c, 4);
         let _fresh = c.acquire("client").expect("the oldest gave way");
         assert_eq!(drained(&mut idle), [true, false, false, false]);
     }
