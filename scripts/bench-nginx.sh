@@ -25,7 +25,9 @@ free_port() {
 
 # nginx_conf DIR PORT LOCATIONS: writes DIR/nginx.conf for one NGINX worker
 # in the foreground, every path inside DIR, no access log, no keep-alive
-# (every response closes its connection, as the experiment's servers do),
+# (every response closes its connection, as the experiment's servers do)
+# unless NGINX_KEEPALIVE_TIMEOUT says otherwise (bench-proxy.sh's
+# KEEPALIVE=1 sets NGINX's default, 75s, as `slowlab proxy` has it),
 # listening on 127.0.0.1:PORT with LOCATIONS (nginx.conf text) in its server
 # block.
 nginx_conf() {
@@ -39,7 +41,7 @@ pid $dir/nginx.pid;
 events { worker_connections 1024; }
 http {
     access_log off;
-    keepalive_timeout 0;
+    keepalive_timeout ${NGINX_KEEPALIVE_TIMEOUT:-0};
     client_body_temp_path $dir/client_body;
     proxy_temp_path $dir/proxy_temp;
     fastcgi_temp_path $dir/fastcgi_temp;

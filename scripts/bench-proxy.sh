@@ -17,7 +17,10 @@
 # .slowlab/nginx/usr/sbin/nginx as `slowlab prepare` installs it),
 # WRK_DURATION (8s), WRK_CONNS (8), KEEPALIVE (0; 1: wrk keeps its
 # connections open between requests, as the sweep's sessions do, instead of
-# `Connection: close`), SLOW_RATE (2MiB), ROUNDS (2: every proxy
+# `Connection: close`; NGINX then keeps them too, keepalive_timeout 75s),
+# PROXY_LOGS (0; 1: `slowlab proxy` writes its stats and gauge logs, as
+# every run of the harness has it; NGINX's access log stays off, as in the
+# lab's nginx.conf), SLOW_RATE (2MiB), ROUNDS (2: every proxy
 # is started afresh and measured once per round), SLOWLAB_BASE (an older
 # slowlab binary: its proxy is measured too in every round, as
 # base-pingora-MODE right after pingora-MODE, against the same NGINX, so
@@ -38,8 +41,12 @@ ROUNDS=${ROUNDS:-2}
 WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 KEEPALIVE=${KEEPALIVE:-0}
+PROXY_LOGS=${PROXY_LOGS:-0}
 if [[ $KEEPALIVE == 1 ]]; then
+    # Both proxies keep client connections open: NGINX as its default
+    # (and the lab's nginx.conf) has it, like `slowlab proxy`'s default.
     WRK_HEADER=() WRK_CONN_NOTE="keep-alive: connections reused"
+    export NGINX_KEEPALIVE_TIMEOUT=75s
 else
     WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close' (a new connection per request)"
 fi
@@ -142,8 +149,12 @@ mode_round() {
 pingora_then_nginx() {
     local name=$1 bin=$2
     mkdir -p "$work/tmp-$name"
+    local logs=()
+    if [[ $PROXY_LOGS == 1 ]]; then
+        logs=(--stats-log "$work/$name-$round-stats.csv" --gauge-log "$work/$name-$round-gauges.csv")
+    fi
     SLOWLAB=$bin start_slowlab "$name-$round" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
-        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$name"
+        --buffering "$mode" --threads 1 --temp-path "$work/tmp-$name" "${logs[@]}"
     local pg_pid=$PID
     measure "$name" "$pg_pid" "$ADDR"
     local pg_out=$OUT pg_cpu=$CPU_US pg_idle=$IDLE pg_peak=$PEAK
@@ -173,6 +184,7 @@ done
 
 echo "# slowlab bench-proxy: $(uname -r), tcp_wmem=[$(sysctl -n net.ipv4.tcp_wmem | tr -s '\t ' ' ')]," \
     "tcp_rmem=[$(sysctl -n net.ipv4.tcp_rmem | tr -s '\t ' ' ')], $("$NGINX" -v 2>&1 | sed 's/.*: //')"
+[[ $PROXY_LOGS == 1 ]] && echo "# slowlab proxy with --stats-log and --gauge-log (as the harness runs it)"
 echo "# wrk -t1 -c$WRK_CONNS -d$WRK_DURATION --latency $WRK_CONN_NOTE /fast;" \
     "RSS in KiB; peak = VmHWM after two concurrent 16 MiB downloads at $SLOW_RATE"
 echo "# cpu_us_per_req: the proxy's utime+stime over the wrk run / requests (direct: the origin's);" \

@@ -110,13 +110,16 @@ fn nginx_request_buffering_relieves_gunicorn_sync2_under_slow_uploads() {
     assert_eq!(set.runs.len(), 2);
     // NGINX hands both buffered bodies to Gunicorn at full speed when the
     // uploads end, at about the same time, and each worker reads and
-    // verifies its 16 MiB for about 0.26 s under the app's 0.25-core cap:
-    // the two or three /fast calls of 72 that arrive then wait, right at
-    // the p95's rank. So one run's p95 lands at about 15 ms, 10x a 1.5 ms
-    // baseline, on either side of the relieved line (the previous CI:
-    // 15.84 ms, relieved; this stop's: 15.53 ms against 1.50, partial).
-    // What must hold is the relief from the 7.4 s of the direct route: not
-    // blocked, and far below the blocked threshold.
+    // verifies its 16 MiB for a quarter to half a second under the app's
+    // 0.25-core cap: the few /fast calls of 72 that arrive then wait, right
+    // at the p95's rank. So the p95 lands anywhere from about 15 ms (10x a
+    // 1.5 ms baseline, on either side of the relieved line: 15.84 ms
+    // relieved, 15.53 ms partial in two CIs) to a good part of the
+    // hand-over (103 ms in a later CI). What must hold is the relief from
+    // the 7.4 s of the direct route: not blocked, and no call waiting
+    // longer than one hand-over, the longest body receive the app logged
+    // (a worker that finishes takes the next call), plus what counts as
+    // relieved for the call itself.
     let row = prediction(&set, "nginx-reqbuf-on");
     let predicted = row.predicted.as_ref().and_then(|v| v.known());
     assert_eq!(predicted, Some(Verdict::Relieved), "{row:?}");
@@ -126,9 +129,23 @@ fn nginx_request_buffering_relieves_gunicorn_sync2_under_slow_uploads() {
         "{row:?}"
     );
     let p95 = row.p95_ms.expect("a p95");
+    let baseline = row.baseline_p95_ms.expect("a baseline p95");
+    let hand_over_ms = set
+        .app_recvs
+        .iter()
+        .filter(|r| {
+            r.route.as_str() == "nginx-reqbuf-on" && r.slow_clients == 2 && r.complete == Some(true)
+        })
+        .filter_map(|r| r.app_recv_s)
+        .fold(0.0_f64, f64::max)
+        * 1000.0;
+    eprintln!("nginx-reqbuf-on: p95 {p95} ms, hand-over {hand_over_ms} ms, baseline {baseline} ms");
+    let bound = hand_over_ms + harness::reproduce::crosscheck::RELIEVED_MAX_RATIO * baseline;
     assert!(
-        p95 < harness::reproduce::crosscheck::BLOCKED_MIN_MS / 10.0,
-        "nginx-reqbuf-on p95 {p95} ms"
+        p95 < harness::reproduce::crosscheck::BLOCKED_MIN_MS && p95 <= bound,
+        "nginx-reqbuf-on p95 {p95} ms: over one hand-over ({hand_over_ms} ms) \
+         plus {} x the {baseline} ms baseline",
+        harness::reproduce::crosscheck::RELIEVED_MAX_RATIO
     );
     every_upload_verified(&set, &["nginx-reqbuf-on"]);
     support::request_report::check_upload_section(&out);
