@@ -20,7 +20,11 @@
 # tracer. Its errors are only the `EAGAIN`s of `recvfrom` and `accept4`
 # (`sys_exit_*` filtered on `ret == -11`).
 #
-# Usage: scripts/bench-syscalls.sh     (WRK_DURATION=4s WRK_CONNS=8 COUNTER=strace)
+# KEEPALIVE=1: wrk reuses its connections and both proxies keep them open
+# (NGINX with keepalive_timeout 75s), as in `KEEPALIVE=1
+# scripts/bench-proxy.sh`; the servers still close after each response.
+#
+# Usage: scripts/bench-syscalls.sh     (WRK_DURATION=4s WRK_CONNS=8 COUNTER=strace KEEPALIVE=0)
 # Environment: SLOWLAB, NGINX as for scripts/bench-proxy.sh.
 # Prints one table: a row per system call, a column per server; CALLS/ERRS
 # where some calls failed (EAGAIN and the like), both per request.
@@ -32,6 +36,12 @@ source scripts/bench-nginx.sh
 WRK_DURATION=${WRK_DURATION:-4s}
 WRK_CONNS=${WRK_CONNS:-8}
 COUNTER=${COUNTER:-strace}
+if [[ ${KEEPALIVE:-0} == 1 ]]; then
+    WRK_HEADER=() WRK_CONN_NOTE="keep-alive"
+    export NGINX_KEEPALIVE_TIMEOUT=75s
+else
+    WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close'"
+fi
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [[ -z "${SLOWLAB:-}" ]]; then
     cargo build --release -q -p harness --bin slowlab
@@ -63,7 +73,7 @@ trace() {
     fi
     local st=$!
     sleep 0.5
-    out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" -H 'Connection: close' "http://$addr/fast")
+    out=$(taskset -c 0 wrk -t1 -c"$WRK_CONNS" -d"$WRK_DURATION" "${WRK_HEADER[@]}" "http://$addr/fast")
     kill -INT "$st"
     wait "$st" 2>/dev/null || true
     n=$(awk '/requests in/ { print $1 }' <<<"$out")
@@ -116,7 +126,7 @@ for mode in off on; do
     kill "$PID"
 done
 
-echo "# system calls per request ($COUNTER under wrk -t1 -c$WRK_CONNS -d$WRK_DURATION -H 'Connection: close' /fast)"
+echo "# system calls per request ($COUNTER under wrk -t1 -c$WRK_CONNS -d$WRK_DURATION $WRK_CONN_NOTE /fast)"
 header="syscall"
 for name in "${names[@]}"; do header+=" $name"; done
 {

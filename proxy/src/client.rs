@@ -31,13 +31,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use async_trait::async_trait;
+use bytes::BytesMut;
 use pingora_core::protocols::raw_connect::ProxyDigest;
 use pingora_core::protocols::{
     GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl,
     TimingDigest, UniqueID, UniqueIDType,
 };
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+/// How much of a kept-open connection's next request one read takes: the
+/// size of pingora's first header read (`INIT_HEADER_BUF_SIZE`), which this
+/// read stands in for; a longer head is read on by the session.
+const NEXT_REQUEST_READ: usize = 4096;
 
 /// An accepted client connection.
 #[derive(Debug)]
@@ -85,13 +91,19 @@ impl ClientIo {
         self.fresh = true;
     }
 
-    /// Resolves when the client sent something or closed (or the socket
-    /// failed): the wait of an idle connection for its next request. A
-    /// one-byte peek, not tokio's readiness alone: the last read of a
-    /// request body, which took exactly what was left, leaves the socket
-    /// marked readable with nothing in it.
-    pub async fn readable(&self) -> io::Result<()> {
-        self.stream.peek(&mut [0u8; 1]).await.map(drop)
+    /// Waits for the client's next request on a kept-open connection and
+    /// reads what has come of it, at most pingora's first header read: the
+    /// wait of an idle connection, which reads as NGINX's keep-alive
+    /// handler does (into a fresh header buffer, and the request is then
+    /// parsed from it without another read). Empty when the client closed.
+    /// A real read, not tokio's readiness alone: the last read of a request
+    /// body, which took exactly what was left, leaves the socket marked
+    /// readable with nothing in it, and only a read that finds it empty
+    /// clears that.
+    pub async fn read_next(&mut self) -> io::Result<BytesMut> {
+        let mut buf = BytesMut::with_capacity(NEXT_REQUEST_READ);
+        self.stream.read_buf(&mut buf).await?;
+        Ok(buf)
     }
 
     /// Before a write that is not the only write of a corked response.

@@ -8,8 +8,9 @@
 //! closes idle connections at once on a graceful stop) or a new connection
 //! needs its place among `worker_connections` ([`crate::connlimit`]).
 //! Bytes of a next
-//! request that arrived with the previous one (pipelining) are handed to
-//! the next session, which then starts without waiting.
+//! request that arrived with the previous one (pipelining), or that the
+//! wait read when they came, are handed to the next session, which parses
+//! them before it reads again.
 
 use std::time::Duration;
 
@@ -47,29 +48,27 @@ pub async fn next_session(
         return None;
     };
     io.next_response();
-    let pipelined = pipelined.filter(|p| !p.is_empty());
-    let slot = match pipelined {
-        Some(_) => slot,
+    // The next request's first bytes: pipelined with the last one, or read
+    // when they come (see `ClientIo::read_next`).
+    let (prefix, slot) = match pipelined.filter(|p| !p.is_empty()) {
+        Some(bytes) => (bytes, slot),
         None => {
             let mut idle = conns.park(slot);
-            tokio::select! {
+            let bytes = tokio::select! {
                 biased;
                 () = stopped(stop) => return None,
                 _ = &mut idle.drained => return None,
-                ready = pingora_timeout::timeout(timeout, io.readable()) => {
-                    // Readable covers a close too: the session's first read
-                    // then finds no request and the connection ends quietly.
-                    if !matches!(ready, Ok(Ok(()))) {
-                        return None;
-                    }
-                }
-            }
-            idle.unpark()?
+                read = pingora_timeout::timeout(timeout, io.read_next()) => match read {
+                    // Nothing read: the client closed, and the connection
+                    // ends quietly.
+                    Ok(Ok(bytes)) if !bytes.is_empty() => bytes,
+                    _ => return None,
+                },
+            };
+            (bytes, idle.unpark()?)
         }
     };
     let mut session = first_session(io);
-    if let Some(bytes) = pipelined {
-        session.set_pipelined_prefix(bytes);
-    }
+    session.set_pipelined_prefix(prefix);
     Some((session, slot))
 }

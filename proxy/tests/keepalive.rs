@@ -375,3 +375,32 @@ fn an_idle_connection_after_a_request_body_waits_as_idle() {
     let rows = rows(&dir.path().join("stats.csv"), 1);
     assert_eq!(rows[0].get("status"), "200", "{rows:?}");
 }
+
+#[test]
+fn a_next_request_that_comes_in_pieces_is_read_whole() {
+    // The idle wait reads the next request's first bytes and the session
+    // parses them first: a head that comes in pieces, or is longer than
+    // that first read, must still be read on to its end.
+    let (upstream, seen) = counting_upstream(OK);
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = proxy(upstream.addr, KeepAlive::nginx_defaults(), dir.path());
+    let mut s = connect(proxy.local_addr(), None);
+    let mut pending = Vec::new();
+    get(&mut s, "");
+    assert_eq!(read_one(&mut s, &mut pending).status, 200);
+    let long = format!("X-Long: {}\r\n", "a".repeat(6000));
+    let next = format!("GET /fast HTTP/1.1\r\nHost: x\r\n{long}\r\n");
+    let (first, rest) = next.as_bytes().split_at(5);
+    s.write_all(first).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    s.write_all(rest).unwrap();
+    let r = read_one(&mut s, &mut pending);
+    assert_eq!(
+        (r.status, r.body.as_slice()),
+        (200, &b"ok"[..]),
+        "{}",
+        r.head
+    );
+    assert_eq!(r.connection(), "keep-alive", "{}", r.head);
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+}
