@@ -46,7 +46,7 @@ if [[ $KEEPALIVE == 1 ]]; then
     # Both proxies keep client connections open: NGINX as its default
     # (and the lab's nginx.conf) has it, like `slowlab proxy`'s default.
     WRK_HEADER=() WRK_CONN_NOTE="keep-alive: connections reused"
-    export NGINX_KEEPALIVE_TIMEOUT=75s
+    export NGINX_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-75s}
 else
     WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close' (a new connection per request)"
 fi

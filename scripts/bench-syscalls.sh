@@ -21,8 +21,9 @@
 # (`sys_exit_*` filtered on `ret == -11`).
 #
 # KEEPALIVE=1: wrk reuses its connections and both proxies keep them open
-# (NGINX with keepalive_timeout 75s), as in `KEEPALIVE=1
-# scripts/bench-proxy.sh`; the servers still close after each response.
+# (NGINX with keepalive_timeout 75s, or NGINX_KEEPALIVE_TIMEOUT), as in
+# `KEEPALIVE=1 scripts/bench-proxy.sh`; the servers (NGINX's static
+# `return 200` too) still close after each response.
 #
 # Usage: scripts/bench-syscalls.sh     (WRK_DURATION=4s WRK_CONNS=8 COUNTER=strace KEEPALIVE=0)
 # Environment: SLOWLAB, NGINX as for scripts/bench-proxy.sh.
@@ -36,9 +37,14 @@ source scripts/bench-nginx.sh
 WRK_DURATION=${WRK_DURATION:-4s}
 WRK_CONNS=${WRK_CONNS:-8}
 COUNTER=${COUNTER:-strace}
+# NGINX's keepalive_timeout in front of the origin (as bench-proxy.sh):
+# with KEEPALIVE=1 the proxies keep client connections, 75s unless
+# NGINX_KEEPALIVE_TIMEOUT says otherwise; NGINX's static `return 200`
+# closes as the `serve` servers do.
+PROXY_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-0}
 if [[ ${KEEPALIVE:-0} == 1 ]]; then
     WRK_HEADER=() WRK_CONN_NOTE="keep-alive"
-    export NGINX_KEEPALIVE_TIMEOUT=75s
+    PROXY_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-75s}
 else
     WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close'"
 fi
@@ -98,7 +104,7 @@ trace() {
     names+=("$name")
 }
 
-start_nginx nginx-static "        location = /fast {
+NGINX_KEEPALIVE_TIMEOUT=0 start_nginx nginx-static "        location = /fast {
             default_type application/json;
             return 200 '{\"ok\": true}';
         }"
@@ -116,7 +122,7 @@ kill "$PID"
 start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0
 ORIGIN=$ADDR
 for mode in off on; do
-    start_nginx "nginx-$mode" "$(proxy_location "$ORIGIN" "$mode")"
+    NGINX_KEEPALIVE_TIMEOUT=$PROXY_KEEPALIVE_TIMEOUT start_nginx "nginx-$mode" "$(proxy_location "$ORIGIN" "$mode")"
     trace "nginx-proxy-$mode" "$PID" "$ADDR"
     kill "$PID"
     mkdir -p "$work/tmp-$mode"

@@ -16,8 +16,8 @@
 //!   response sent in one write never needs it.
 //!
 //! Between two requests on a connection kept open, [`ClientIo::next_response`]
-//! sets `TCP_NODELAY` as NGINX does, and [`ClientIo::readable`] is the idle
-//! wait for the next request.
+//! sets `TCP_NODELAY` as NGINX does, and [`ClientIo::read_next`] is the idle
+//! wait for the next request and its first read.
 //!
 //! Shutdown does not call `shutdown(2)`: pingora shuts a connection down
 //! only to close it, and the `close(2)` that follows at once sends the same
@@ -94,13 +94,17 @@ impl ClientIo {
     /// Waits for the client's next request on a kept-open connection and
     /// reads what has come of it, at most pingora's first header read: the
     /// wait of an idle connection, which reads as NGINX's keep-alive
-    /// handler does (into a fresh header buffer, and the request is then
-    /// parsed from it without another read). Empty when the client closed.
-    /// A real read, not tokio's readiness alone: the last read of a request
-    /// body, which took exactly what was left, leaves the socket marked
-    /// readable with nothing in it, and only a read that finds it empty
-    /// clears that.
+    /// handler does (a header buffer allocated only once the socket is
+    /// readable, so that an idle connection holds none, and the request
+    /// then parsed from it without another read). Empty when the client
+    /// closed. The read is tokio's `poll_read`, which clears the
+    /// readiness after a short read, so that the next wait does not begin
+    /// with a read that finds nothing; a readiness left set by a read that
+    /// took exactly what there was (the last of a request body) is
+    /// cleared by that read finding the socket empty, and the wait goes
+    /// on.
     pub async fn read_next(&mut self) -> io::Result<BytesMut> {
+        self.stream.readable().await?;
         let mut buf = BytesMut::with_capacity(NEXT_REQUEST_READ);
         self.stream.read_buf(&mut buf).await?;
         Ok(buf)

@@ -378,9 +378,10 @@ fn an_idle_connection_after_a_request_body_waits_as_idle() {
 
 #[test]
 fn a_next_request_that_comes_in_pieces_is_read_whole() {
-    // The idle wait reads the next request's first bytes and the session
-    // parses them first: a head that comes in pieces, or is longer than
-    // that first read, must still be read on to its end.
+    // The idle wait reads the next request's first bytes (at most 4 KiB)
+    // and the session parses them first: a head that comes in pieces must
+    // still be read on to its end, whether the wait's read took its first
+    // 5 bytes or filled its whole buffer with a head not yet complete.
     let (upstream, seen) = counting_upstream(OK);
     let dir = tempfile::tempdir().unwrap();
     let proxy = proxy(upstream.addr, KeepAlive::nginx_defaults(), dir.path());
@@ -390,17 +391,19 @@ fn a_next_request_that_comes_in_pieces_is_read_whole() {
     assert_eq!(read_one(&mut s, &mut pending).status, 200);
     let long = format!("X-Long: {}\r\n", "a".repeat(6000));
     let next = format!("GET /fast HTTP/1.1\r\nHost: x\r\n{long}\r\n");
-    let (first, rest) = next.as_bytes().split_at(5);
-    s.write_all(first).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    s.write_all(rest).unwrap();
-    let r = read_one(&mut s, &mut pending);
-    assert_eq!(
-        (r.status, r.body.as_slice()),
-        (200, &b"ok"[..]),
-        "{}",
-        r.head
-    );
-    assert_eq!(r.connection(), "keep-alive", "{}", r.head);
-    assert_eq!(seen.load(Ordering::SeqCst), 2);
+    for first in [5, 5000] {
+        let (head, rest) = next.as_bytes().split_at(first);
+        s.write_all(head).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        s.write_all(rest).unwrap();
+        let r = read_one(&mut s, &mut pending);
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (200, &b"ok"[..]),
+            "{first}: {}",
+            r.head
+        );
+        assert_eq!(r.connection(), "keep-alive", "{first}: {}", r.head);
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 3);
 }
