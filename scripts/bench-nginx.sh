@@ -23,11 +23,27 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# client_connections: how wrk's connections are used, from KEEPALIVE (0: a
+# new connection per request, `Connection: close`; 1: connections reused,
+# as the sweep's sessions do). Sets WRK_HEADER (wrk's extra arguments),
+# WRK_CONN_NOTE (for the output's header) and PROXY_KEEPALIVE_TIMEOUT, the
+# keepalive_timeout of NGINX as a proxy: with KEEPALIVE=1 it keeps client
+# connections as `slowlab proxy` does (NGINX's default and the lab's, 75s,
+# unless NGINX_KEEPALIVE_TIMEOUT says otherwise), else 0.
+client_connections() {
+    if [[ ${KEEPALIVE:-0} == 1 ]]; then
+        WRK_HEADER=() WRK_CONN_NOTE="keep-alive: connections reused"
+        PROXY_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-75s}
+    else
+        WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close' (a new connection per request)"
+        PROXY_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-0}
+    fi
+}
+
 # nginx_conf DIR PORT LOCATIONS: writes DIR/nginx.conf for one NGINX worker
 # in the foreground, every path inside DIR, no access log, no keep-alive
 # (every response closes its connection, as the experiment's servers do)
-# unless NGINX_KEEPALIVE_TIMEOUT says otherwise (bench-proxy.sh's
-# KEEPALIVE=1 sets NGINX's default, 75s, as `slowlab proxy` has it),
+# unless NGINX_KEEPALIVE_TIMEOUT says otherwise (see client_connections),
 # listening on 127.0.0.1:PORT with LOCATIONS (nginx.conf text) in its server
 # block.
 nginx_conf() {

@@ -40,16 +40,8 @@ WRK_DURATION=${WRK_DURATION:-8s}
 ROUNDS=${ROUNDS:-2}
 WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
-KEEPALIVE=${KEEPALIVE:-0}
 PROXY_LOGS=${PROXY_LOGS:-0}
-if [[ $KEEPALIVE == 1 ]]; then
-    # Both proxies keep client connections open: NGINX as its default
-    # (and the lab's nginx.conf) has it, like `slowlab proxy`'s default.
-    WRK_HEADER=() WRK_CONN_NOTE="keep-alive: connections reused"
-    export NGINX_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-75s}
-else
-    WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close' (a new connection per request)"
-fi
+client_connections
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [[ -z "${SLOWLAB:-}" ]]; then
     cargo build --release -q -p harness --bin slowlab
@@ -130,7 +122,7 @@ measure() {
 # neighbour's load that changes during the round weighs on both sides.
 mode_round() {
     local mode=$1 ng_pid ng_addr before ng_idle ng_peak
-    start_nginx "nginx-$mode-$round" "$(proxy_location "$ORIGIN" "$mode")"
+    NGINX_KEEPALIVE_TIMEOUT=$PROXY_KEEPALIVE_TIMEOUT start_nginx "nginx-$mode-$round" "$(proxy_location "$ORIGIN" "$mode")"
     ng_pid=$PID ng_addr=$ADDR
     measure "nginx-$mode" "$ng_pid" "$ng_addr"
     ng_idle=$IDLE ng_peak=$PEAK before=$CPU_US

@@ -37,17 +37,9 @@ source scripts/bench-nginx.sh
 WRK_DURATION=${WRK_DURATION:-4s}
 WRK_CONNS=${WRK_CONNS:-8}
 COUNTER=${COUNTER:-strace}
-# NGINX's keepalive_timeout in front of the origin (as bench-proxy.sh):
-# with KEEPALIVE=1 the proxies keep client connections, 75s unless
-# NGINX_KEEPALIVE_TIMEOUT says otherwise; NGINX's static `return 200`
-# closes as the `serve` servers do.
-PROXY_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-0}
-if [[ ${KEEPALIVE:-0} == 1 ]]; then
-    WRK_HEADER=() WRK_CONN_NOTE="keep-alive"
-    PROXY_KEEPALIVE_TIMEOUT=${NGINX_KEEPALIVE_TIMEOUT:-75s}
-else
-    WRK_HEADER=(-H 'Connection: close') WRK_CONN_NOTE="-H 'Connection: close'"
-fi
+# NGINX's static `return 200` closes as the `serve` servers do; the
+# proxies keep client connections with KEEPALIVE=1 (client_connections).
+client_connections
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 if [[ -z "${SLOWLAB:-}" ]]; then
     cargo build --release -q -p harness --bin slowlab

@@ -8,6 +8,7 @@
 
 mod support;
 
+use harness::reproduce::crosscheck::{BLOCKED_MIN_MS, RELIEVED_MAX_RATIO};
 use harness::results::{self, Direction, RunStatus, Verdict, read_dir};
 use support::state_dir;
 
@@ -142,13 +143,12 @@ fn nginx_request_buffering_relieves_gunicorn_sync2_under_slow_uploads() {
         .filter_map(|r| r.app_recv_s)
         .fold(0.0_f64, f64::max)
         * 1000.0;
-    eprintln!("nginx-reqbuf-on: p95 {p95} ms, hand-over {hand_over_ms} ms, baseline {baseline} ms");
-    let bound = hand_over_ms + harness::reproduce::crosscheck::RELIEVED_MAX_RATIO * baseline;
+    let bound = hand_over_ms + RELIEVED_MAX_RATIO * baseline;
     assert!(
-        p95 < harness::reproduce::crosscheck::BLOCKED_MIN_MS && p95 <= bound,
+        p95 < BLOCKED_MIN_MS && p95 <= bound,
         "nginx-reqbuf-on p95 {p95} ms: over one hand-over ({hand_over_ms} ms) \
          plus {} x the {baseline} ms baseline",
-        harness::reproduce::crosscheck::RELIEVED_MAX_RATIO
+        RELIEVED_MAX_RATIO
     );
     support::request_report::check_upload_section(&out);
 }
