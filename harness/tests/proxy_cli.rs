@@ -1,7 +1,8 @@
 //! `slowlab proxy` through the real binary: the ready line, stopping on
 //! SIGTERM/SIGINT with downloads in flight, one-line errors for bad flags,
-//! a port in use and addresses outside loopback. Children are killed from a `Drop` guard, so a failing test
-//! leaves nothing behind.
+//! a port in use and addresses outside loopback, and taking a backlog one
+//! connection per pass of the event loop, as NGINX does. Children are
+//! killed from a `Drop` guard, so a failing test leaves nothing behind.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -289,4 +290,99 @@ fn allow_remote_is_a_flag_of_proxy() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("--allow-remote"), "{stdout}");
+}
+
+/// Connections waiting in the accept queue of the listener on `port`
+/// (127.0.0.1): for a listening socket, `/proc/net/tcp`'s `rx_queue`.
+fn accept_queue(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    let local = format!("0100007F:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 4 && f[1] == local && f[3] == "0A")
+        .and_then(|f| f[4].split(':').nth(1).map(str::to_owned))
+        .map(|q| usize::from_str_radix(&q, 16).expect("rx_queue"))
+        .expect("the proxy's listening socket")
+}
+
+/// Whether process `pid` is stopped (state `T` in `/proc/PID/stat`).
+fn stopped(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc/PID/stat");
+    // The state follows the command name, which is in parentheses.
+    stat.rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
+}
+
+/// Like NGINX (`multi_accept off`), the proxy takes one waiting
+/// connection per pass of its event loop: a hundred connections queued
+/// while it was stopped are not all accepted before the first of them is
+/// answered. (Accepting them in one go, it showed no queue at all by
+/// then; a saturated proxy piled up connections that way until it closed
+/// idle kept-open ones for room and their clients were reset.)
+#[test]
+fn a_backlog_is_accepted_one_connection_per_pass() {
+    const QUEUED: usize = 100;
+    let up = upstream(12);
+    let (mut guard, ready) = start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        &up.to_string(),
+        "--buffering",
+        "on",
+        "--threads",
+        "1",
+    ]);
+    let addr = addr_of(&ready);
+    let pid = guard.child().id() as i32;
+    // SAFETY: kill(2) on our own child's pid has no memory effects.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    // A signal is delivered asynchronously: wait until it is stopped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !stopped(pid) {
+        assert!(Instant::now() < deadline, "the proxy did not stop");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut clients: Vec<TcpStream> = (0..QUEUED)
+        .map(|_| {
+            let mut c = TcpStream::connect(addr).expect("connect while stopped");
+            c.write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .expect("request");
+            c
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while accept_queue(addr.port()) < QUEUED {
+        assert!(Instant::now() < deadline, "the backlog never held {QUEUED}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    let first = &mut clients[0];
+    first
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let n = first.read(&mut buf).expect("the first answer");
+    let left = accept_queue(addr.port());
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    assert!(
+        left >= QUEUED / 4,
+        "{} of {QUEUED} connections were accepted before the first was answered",
+        QUEUED - left
+    );
+    // Every one is answered in the end.
+    for (i, c) in clients.iter_mut().enumerate().skip(1) {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut head = [0u8; 12];
+        c.read_exact(&mut head)
+            .unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        assert_eq!(&head, b"HTTP/1.1 200", "connection {i}");
+    }
 }

@@ -183,7 +183,21 @@ async fn serve(
     let idle_stop = stop.clone();
     let stop = stopped(&mut stop);
     tokio::pin!(stop);
-    while let Some(Accepted { stream, .. }) = accept::until(&listener, stop.as_mut()).await {
+    while let Some(Accepted { stream, caught_up }) = accept::until(&listener, stop.as_mut()).await {
+        if !caught_up {
+            // More are waiting: take the next one after the connections
+            // already ready have had their turn, not now. NGINX (with
+            // `multi_accept off`, its default and the lab's) accepts one
+            // connection per pass of its event loop, so when it falls
+            // behind, new connections wait in the backlog (and past it,
+            // their SYNs are dropped and retried) while the accepted ones
+            // are served. Accepting them all at once instead (up to
+            // tokio's budget of 128) let a saturated proxy hold so many
+            // connections that it closed idle kept-open ones for room
+            // (`Connections::acquire`), and the clients' next requests on
+            // them were reset.
+            tokio::task::yield_now().await;
+        }
         // NGINX closes a connection it has no room for at once.
         let Some(slot) = conns.acquire("client") else {
             drop(stream);
