@@ -23,6 +23,20 @@ free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# bench_binaries NAME: the binaries a bench runs: SLOWLAB (default: the
+# release build, built now, in $CARGO_TARGET_DIR or target/) and NGINX
+# (default: nginx on PATH, else .slowlab/nginx/usr/sbin/nginx as `slowlab
+# prepare` installs it); exits with a one-line error (NAME: ...) when there
+# is no NGINX.
+bench_binaries() {
+    if [[ -z "${SLOWLAB:-}" ]]; then
+        cargo build --release -q -p harness --bin slowlab
+        SLOWLAB=${CARGO_TARGET_DIR:-target}/release/slowlab
+    fi
+    NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
+    [[ -x "$NGINX" ]] || { echo "$1: no nginx at $NGINX" >&2; exit 1; }
+}
+
 # client_connections: how wrk's connections are used, from KEEPALIVE (0: a
 # new connection per request, `Connection: close`; 1: connections reused,
 # as the sweep's sessions do). Sets WRK_HEADER (wrk's extra arguments),

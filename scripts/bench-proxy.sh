@@ -42,13 +42,7 @@ WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 PROXY_LOGS=${PROXY_LOGS:-0}
 client_connections
-TARGET_DIR=${CARGO_TARGET_DIR:-target}
-if [[ -z "${SLOWLAB:-}" ]]; then
-    cargo build --release -q -p harness --bin slowlab
-    SLOWLAB=$TARGET_DIR/release/slowlab
-fi
-NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
-[[ -x "$NGINX" ]] || { echo "bench-proxy: no nginx at $NGINX" >&2; exit 1; }
+bench_binaries bench-proxy
 need_tool wrk
 
 # shellcheck source=scripts/bench-procs.sh

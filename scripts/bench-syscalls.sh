@@ -40,13 +40,7 @@ COUNTER=${COUNTER:-strace}
 # NGINX's static `return 200` closes as the `serve` servers do; the
 # proxies keep client connections with KEEPALIVE=1 (client_connections).
 client_connections
-TARGET_DIR=${CARGO_TARGET_DIR:-target}
-if [[ -z "${SLOWLAB:-}" ]]; then
-    cargo build --release -q -p harness --bin slowlab
-    SLOWLAB=$TARGET_DIR/release/slowlab
-fi
-NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
-[[ -x "$NGINX" ]] || { echo "bench-syscalls: no nginx at $NGINX" >&2; exit 1; }
+bench_binaries bench-syscalls
 need_tool wrk
 case $COUNTER in
     strace) need_tool strace ;;

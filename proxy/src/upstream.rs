@@ -379,6 +379,14 @@ fn parse_head(
             // An odd reason phrase is not worth failing the response for.
             let _ = header.set_reason_phrase(Some(reason));
         }
+        // One copy of the head, which every header's name and value then
+        // point into: no allocation per header (pingora keeps the name as
+        // written, and `HeaderValue` takes a `Bytes` as it is).
+        let head = Bytes::copy_from_slice(&buf[..len]);
+        let piece = |part: &[u8]| {
+            let at = part.as_ptr() as usize - buf.as_ptr() as usize;
+            head.slice(at..at + part.len())
+        };
         let mut accel = None;
         let mut length: Option<u64> = None;
         for h in resp.headers.iter() {
@@ -409,10 +417,10 @@ fn parse_head(
                 }
                 length = Some(v);
             }
-            let value = http::HeaderValue::from_bytes(h.value)
+            let value = http::HeaderValue::from_maybe_shared(piece(h.value))
                 .map_err(|e| UpstreamError::Invalid(e.to_string()))?;
             header
-                .append_header(h.name.to_string(), value)
+                .append_header(piece(h.name.as_bytes()), value)
                 .map_err(|e| UpstreamError::Invalid(e.to_string()))?;
         }
         let no_body = head_request || code == 204 || code == 304;
@@ -470,6 +478,22 @@ X-Accel-Buffering: No\r\nX-Slowlab-Block: 65536\r\n\r\nhel";
         assert!(h.get("x-accel-buffering").is_none());
         assert_eq!(h.get("x-slowlab-block").unwrap(), "65536");
         assert_eq!(h.get("content-length").unwrap(), "5");
+    }
+
+    #[test]
+    fn head_goes_on_as_the_upstream_wrote_it() {
+        // After an informational head (the buffer's start moves), names keep
+        // their spelling, repeated headers their order, values their bytes.
+        let raw = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX-Mixed-CASE: a b\r\n\
+set-cookie: a=1\r\nConnection: close\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n\r\nok";
+        let head = parse(raw, false).unwrap().unwrap();
+        let mut wire = BytesMut::new();
+        head.header.header_to_h1_wire(&mut wire);
+        assert_eq!(
+            std::str::from_utf8(&wire).unwrap(),
+            "X-Mixed-CASE: a b\r\nset-cookie: a=1\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n"
+        );
+        assert_eq!(&head.leftover[..], b"ok");
     }
 
     #[test]
