@@ -46,10 +46,6 @@ done
 client_connections
 bench_binaries bench-instructions
 need_tool valgrind
-# NGINX reads an environment variable of its own name (sockets inherited on
-# a binary upgrade); it must not see ours.
-NGINX_BIN=$NGINX
-unset NGINX
 
 # shellcheck source=scripts/bench-procs.sh
 source scripts/bench-procs.sh
@@ -90,28 +86,20 @@ for _ in range(n):
 EOF
 }
 
-# wait_answer ADDR: until ADDR answers /fast (valgrind starts slowly).
-wait_answer() {
-    for _ in $(seq 600); do
-        curl -sf -o /dev/null "http://$1/fast" && return
-        sleep 0.1
-    done
-    echo "bench-instructions: nothing answered at $1" >&2
-    exit 1
-}
-
 # total_ir NAME N ARGS...: runs ARGS (a server on 127.0.0.1:$PORT) under
-# callgrind on CPU 1, sends N requests, stops it, prints its instructions.
+# callgrind on CPU 1, sends N requests once it answers, stops it, prints
+# its instructions.
 total_ir() {
     local name=$1 n=$2 out
     shift 2
     out="$work/$name.$n.callgrind"
-    taskset -c 1 valgrind --tool=callgrind --callgrind-out-file="$out" "$@" \
+    env -u NGINX taskset -c 1 valgrind --tool=callgrind --callgrind-out-file="$out" "$@" \
         >"$work/$name.out" 2>"$work/$name.err" &
     local pid=$!
     pids+=("$pid")
-    wait_answer "127.0.0.1:$PORT"
-    # wait_answer's requests are before N1's and N2's alike.
+    # valgrind starts slowly. The requests of this wait come before N1's
+    # and N2's alike.
+    answers_fast "127.0.0.1:$PORT" 1200 || { kill -INT "$pid"; return 1; }
     client "127.0.0.1:$PORT" "$n" || { kill -INT "$pid"; return 1; }
     kill -INT "$pid"
     wait "$pid" || true
@@ -131,19 +119,11 @@ count() {
     echo "  $name: $(((b - a) / (N2 - N1))) instructions per request" >&2
 }
 
-# nginx_dir NAME LOCATIONS: NGINX's configuration on a free port (PORT).
-nginx_dir() {
-    PORT=$(free_port)
-    mkdir -p "$work/$1"
-    nginx_conf "$work/$1" "$PORT" "$2"
-    NGINX_ARGS=("$NGINX_BIN" -p "$work/$1" -c "$work/$1/nginx.conf" -e "$work/$1/error.log")
-}
-
-NGINX_KEEPALIVE_TIMEOUT=0 nginx_dir nginx-static "        location = /fast {
+NGINX_KEEPALIVE_TIMEOUT=0 nginx_setup nginx-static "        location = /fast {
             default_type application/json;
             return 200 '{\"ok\": true}';
         }"
-count nginx-static - "${NGINX_ARGS[@]}"
+count nginx-static - "${NGINX_CMD[@]}"
 for model in "async 1" "sync 2"; do
     set -- $model
     PORT=$(free_port)
@@ -153,8 +133,8 @@ done
 start_slowlab origin 0 serve --model async --workers 1 --listen 127.0.0.1:0
 ORIGIN=$ADDR
 for mode in off on; do
-    NGINX_KEEPALIVE_TIMEOUT=$PROXY_KEEPALIVE_TIMEOUT nginx_dir "nginx-$mode" "$(proxy_location "$ORIGIN" "$mode")"
-    count "nginx-$mode" - "${NGINX_ARGS[@]}"
+    NGINX_KEEPALIVE_TIMEOUT=$PROXY_KEEPALIVE_TIMEOUT nginx_setup "nginx-$mode" "$(proxy_location "$ORIGIN" "$mode")"
+    count "nginx-$mode" - "${NGINX_CMD[@]}"
     for bin in "$SLOWLAB" ${SLOWLAB_BASE:+"$SLOWLAB_BASE"}; do
         name=pingora-$mode
         [[ $bin == "$SLOWLAB" ]] || name=base-pingora-$mode

@@ -32,22 +32,39 @@ start_slowlab() {
     exit 1
 }
 
+# nginx_setup NAME LOCATIONS: NGINX's directory $work/NAME and its
+# configuration with LOCATIONS (see nginx_conf) on a free port; sets PORT
+# and NGINX_CMD, the command that runs it in the foreground (to be run
+# under `env -u NGINX`: NGINX reads a variable of its own name, the
+# sockets inherited on a binary upgrade).
+nginx_setup() {
+    local dir="$work/$1"
+    PORT=$(free_port)
+    mkdir -p "$dir"
+    nginx_conf "$dir" "$PORT" "$2"
+    NGINX_CMD=("$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log")
+}
+
+# answers_fast ADDR TRIES: waits, 0.05 s a try, until ADDR answers /fast;
+# fails when it never does.
+answers_fast() {
+    for _ in $(seq "$2"); do
+        curl -sf -o /dev/null "http://$1/fast" && return
+        sleep 0.05
+    done
+    return 1
+}
+
 # start_nginx NAME LOCATIONS: NGINX ($NGINX) on CPU 1 with LOCATIONS (see
 # nginx_conf) on a free port; sets PID and ADDR once it answers /fast.
 start_nginx() {
-    local dir="$work/$1" port
-    port=$(free_port)
-    mkdir -p "$dir"
-    nginx_conf "$dir" "$port" "$2"
-    env -u NGINX taskset -c 1 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
+    nginx_setup "$1" "$2"
+    env -u NGINX taskset -c 1 "${NGINX_CMD[@]}" &
     PID=$!
     pids+=("$PID")
-    ADDR=127.0.0.1:$port
-    for _ in $(seq 200); do
-        curl -sf -o /dev/null "http://$ADDR/fast" && return
-        sleep 0.05
-    done
+    ADDR=127.0.0.1:$PORT
+    answers_fast "$ADDR" 200 && return
     echo "$(basename "$0" .sh): nginx $1 did not start" >&2
-    cat "$dir/error.log" >&2
+    cat "$work/$1/error.log" >&2
     exit 1
 }
