@@ -10,9 +10,11 @@
 # where CPU time per request moves by 10 % between rounds: it is the
 # measure to decide a small change of the user-space code by. It is not
 # the time: the kernel's part (about 80 % of a proxy's CPU here, see
-# scripts/bench-syscalls.sh), cache misses and a `rep movsb` copy's bytes
-# are not in it. scripts/bench-proxy.sh and scripts/bench-serve.sh give
-# the time.
+# scripts/bench-syscalls.sh) and cache misses are not in it, and callgrind
+# counts every byte of a `rep movsb`/`rep stosb` as an instruction (glibc's
+# memcpy and memset use them from a few KiB up: a 16 KiB memset counts
+# 16,384, and takes a few hundred cycles). scripts/bench-proxy.sh and
+# scripts/bench-serve.sh give the time.
 #
 # Each server runs under callgrind twice, answering N1 and then N2
 # requests from one client that sends them one after the other (GET
@@ -27,7 +29,11 @@
 #
 # Usage: scripts/bench-instructions.sh     (N1=200 N2=1200 KEEPALIVE=0)
 # Environment: SLOWLAB, NGINX as for scripts/bench-proxy.sh; SLOWLAB_BASE
-# (an older slowlab binary: its proxy is counted too, as base-pingora-MODE).
+# (an older slowlab binary: its proxy is counted too, as base-pingora-MODE),
+# FLOOR (1: the floors of proxy/examples/floor.rs too, against nginx-on:
+# tokio-floor, a proxy's socket work on tokio and nothing else, and
+# pingora-floor, that with pingora's HTTP/1 session; the least a proxy
+# built on each executes; not with KEEPALIVE=1).
 # Prints one table: the instructions per request, and each one's ratio to
 # its NGINX peer (NGINX's static `return 200` for `serve`, NGINX's proxy in
 # the same mode for `slowlab proxy`).
@@ -45,6 +51,7 @@ done
 ((N2 > N1)) || { echo "bench-instructions: N2 ($N2) must be more than N1 ($N1)" >&2; exit 2; }
 client_connections
 bench_binaries bench-instructions
+floor_binary bench-instructions
 need_tool valgrind
 
 # shellcheck source=scripts/bench-procs.sh
@@ -143,6 +150,12 @@ for mode in off on; do
         count "$name" "nginx-$mode" "$bin" proxy --listen "127.0.0.1:$PORT" --upstream "$ORIGIN" \
             --buffering "$mode" --threads 1 --temp-path "$work/tmp-$name"
     done
+    if [[ -n $FLOOR_BIN && $mode == on ]]; then
+        for floor in tokio pingora; do
+            PORT=$(free_port)
+            count "$floor-floor" nginx-on "$FLOOR_BIN" "$floor" "127.0.0.1:$PORT" "$ORIGIN"
+        done
+    fi
 done
 
 if [[ ${KEEPALIVE:-0} == 1 ]]; then note="one connection for all, kept open by the proxies"; else note="Connection: close, a new connection per request"; fi

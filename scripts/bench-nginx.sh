@@ -1,6 +1,6 @@
-# Sourced by scripts/bench-proxy.sh, scripts/bench-serve.sh and
-# scripts/bench-syscalls.sh: NGINX's configuration for the benches, and the
-# load tool they share.
+# Sourced by scripts/bench-proxy.sh, scripts/bench-serve.sh,
+# scripts/bench-syscalls.sh and scripts/bench-instructions.sh: NGINX's
+# configuration for the benches, the binaries and the tools they share.
 #
 # need_tool NAME [PACKAGE]: makes sure NAME is on PATH, installing the
 # Debian package (default: NAME) when it is missing and we are root;
@@ -35,6 +35,26 @@ bench_binaries() {
     fi
     NGINX=${NGINX:-$(command -v nginx || echo .slowlab/nginx/usr/sbin/nginx)}
     [[ -x "$NGINX" ]] || { echo "$1: no nginx at $NGINX" >&2; exit 1; }
+}
+
+# floor_binary NAME: with FLOOR=1, builds proxy/examples/floor.rs (the
+# least a proxy on tokio, and on pingora's HTTP/1 session, does for a
+# request: scripts/bench-proxy.sh and scripts/bench-instructions.sh measure
+# both beside `slowlab proxy`) and sets FLOOR_BIN; with FLOOR=0 (the
+# default) sets it empty. Exits with a one-line error (NAME: ...) for any
+# other FLOOR, or FLOOR=1 with KEEPALIVE=1: the floors close each
+# connection after its answer.
+floor_binary() {
+    FLOOR_BIN=
+    case ${FLOOR:-0} in
+        0) return ;;
+        1) ;;
+        *) echo "$1: FLOOR is 0 or 1, not $FLOOR" >&2; exit 2 ;;
+    esac
+    [[ ${KEEPALIVE:-0} != 1 ]] ||
+        { echo "$1: FLOOR=1 goes with a new connection per request (KEEPALIVE=0): the floors keep none open" >&2; exit 2; }
+    cargo build --release -q -p proxy --example floor
+    FLOOR_BIN=${CARGO_TARGET_DIR:-target}/release/examples/floor
 }
 
 # client_connections: how wrk's connections are used, from KEEPALIVE (0: a

@@ -1,5 +1,6 @@
-# Sourced by scripts/bench-proxy.sh and scripts/bench-syscalls.sh (after
-# scripts/bench-nginx.sh): the processes a bench starts, and their end.
+# Sourced by scripts/bench-proxy.sh, scripts/bench-syscalls.sh and
+# scripts/bench-instructions.sh (after scripts/bench-nginx.sh): the
+# processes a bench starts, and their end.
 #
 # Sets `work` (a temp dir) and `pids`; every pid pushed to `pids` is killed,
 # and `work` removed, on exit.

@@ -24,8 +24,13 @@
 # is started afresh and measured once per round), SLOWLAB_BASE (an older
 # slowlab binary: its proxy is measured too in every round, as
 # base-pingora-MODE right after pingora-MODE, against the same NGINX, so
-# that a change is compared in one run). After the rows of every round, a
-# summary per component: the median over the rounds and the range.
+# that a change is compared in one run), FLOOR (0; 1: with buffering on,
+# the floors of proxy/examples/floor.rs too, as tokio-floor, a proxy's
+# socket work on tokio and nothing else, and pingora-floor, that with
+# pingora's HTTP/1 session: the least a proxy built on each costs; /fast
+# only, no slow downloads; not with KEEPALIVE=1). After the rows of every
+# round, a summary per component: the median over the rounds and the
+# range.
 #
 # CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
 # wrk and the slow readers share CPU 0. Every proxy gets the same treatment.
@@ -43,6 +48,7 @@ SLOW_RATE=${SLOW_RATE:-2MiB}
 PROXY_LOGS=${PROXY_LOGS:-0}
 client_connections
 bench_binaries bench-proxy
+floor_binary bench-proxy
 need_tool wrk
 
 # shellcheck source=scripts/bench-procs.sh
@@ -125,13 +131,16 @@ mode_round() {
     if [[ -n ${SLOWLAB_BASE:-} ]]; then
         pingora_then_nginx "base-pingora-$mode" "$SLOWLAB_BASE"
     fi
+    if [[ -n $FLOOR_BIN && $mode == on ]]; then
+        floor_then_nginx tokio
+        floor_then_nginx pingora
+    fi
     kill "$ng_pid"
     wait "$ng_pid" 2>/dev/null || true
 }
 
 # pingora_then_nginx NAME BINARY (inside mode_round): BINARY's proxy in
-# $mode measured, stopped, then NGINX again; rows for both, the proxy's
-# ratio against $before and the new NGINX figure, which becomes $before.
+# $mode measured and stopped, then NGINX again (then_nginx).
 pingora_then_nginx() {
     local name=$1 bin=$2
     mkdir -p "$work/tmp-$name"
@@ -141,8 +150,24 @@ pingora_then_nginx() {
     fi
     SLOWLAB=$bin start_slowlab "$name-$round" 1 proxy --listen 127.0.0.1:0 --upstream "$ORIGIN" \
         --buffering "$mode" --threads 1 --temp-path "$work/tmp-$name" "${logs[@]}"
-    local pg_pid=$PID
-    measure "$name" "$pg_pid" "$ADDR"
+    measure "$name" "$PID" "$ADDR"
+    then_nginx "$name" "$PID"
+}
+
+# floor_then_nginx tokio|pingora (inside mode_round): that floor
+# ($FLOOR_BIN) on /fast alone, stopped, then NGINX again (then_nginx).
+floor_then_nginx() {
+    SLOWLAB=$FLOOR_BIN start_slowlab "$1-floor-$round" 1 "$1" 127.0.0.1:0 "$ORIGIN"
+    IDLE=$(status_kib "$PID" VmRSS) PEAK=-
+    fast_wrk "$PID" "$ADDR"
+    then_nginx "$1-floor" "$PID"
+}
+
+# then_nginx NAME PID: after a proxy's measure (OUT, CPU_US, IDLE, PEAK),
+# stops it and measures NGINX ($ng_pid) again; rows for both, the proxy's
+# ratio against $before and the new NGINX figure, which becomes $before.
+then_nginx() {
+    local name=$1 pg_pid=$2
     local pg_out=$OUT pg_cpu=$CPU_US pg_idle=$IDLE pg_peak=$PEAK
     kill "$pg_pid"
     wait "$pg_pid" 2>/dev/null || true
