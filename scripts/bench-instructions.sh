@@ -27,7 +27,7 @@
 # shutdown cancel out. Every thread of the process is counted (pingora's
 # timer thread too).
 #
-# Usage: scripts/bench-instructions.sh     (N1=200 N2=1200 KEEPALIVE=0)
+# Usage: scripts/bench-instructions.sh     (N1=200 N2=1200 KEEPALIVE=0 FLOOR=0)
 # Environment: SLOWLAB, NGINX as for scripts/bench-proxy.sh; SLOWLAB_BASE
 # (an older slowlab binary: its proxy is counted too, as base-pingora-MODE),
 # FLOOR (1: the floors of proxy/examples/floor.rs too, against nginx-on:
@@ -50,8 +50,8 @@ for v in N1 N2; do
 done
 ((N2 > N1)) || { echo "bench-instructions: N2 ($N2) must be more than N1 ($N1)" >&2; exit 2; }
 client_connections
-bench_binaries bench-instructions
 floor_binary bench-instructions
+bench_binaries bench-instructions
 need_tool valgrind
 
 # shellcheck source=scripts/bench-procs.sh

@@ -47,8 +47,8 @@ WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 PROXY_LOGS=${PROXY_LOGS:-0}
 client_connections
-bench_binaries bench-proxy
 floor_binary bench-proxy
+bench_binaries bench-proxy
 need_tool wrk
 
 # shellcheck source=scripts/bench-procs.sh

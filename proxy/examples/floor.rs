@@ -5,24 +5,27 @@
 //!
 //! Both do a proxy's socket work for one request per connection, as NGINX
 //! does with buffering on and `Connection: close`: accept, read the head,
-//! connect to the upstream, send it the request, read its answer, send
-//! that on, close.
-//! - `tokio` does nothing else: the head goes on as it came, the answer is
-//!   read until the upstream closes and sent on as it came.
-//! - `pingora` reads the request with pingora's `ServerSession`, sends the
-//!   upstream `slowlab proxy`'s request (`upstream::request_wire`), reads
-//!   its head with `slowlab proxy`'s reader (`upstream::read_head`) and
-//!   answers through the session in one write, as `slowlab proxy` does for
-//!   a small answer.
+//! connect to the upstream, send it the request, read its answer up to its
+//! `Content-Length`, send that on, close.
+//! - `tokio` does nothing else: the head goes on as it came, the answer as
+//!   it came.
+//! - `pingora` runs pingora's `ServerSession` over `slowlab proxy`'s client
+//!   socket (`client::ClientIo`, which sends a small answer's head and body
+//!   in one write), sends the upstream `slowlab proxy`'s request
+//!   (`upstream::request_wire`), reads its head with `slowlab proxy`'s
+//!   reader (`upstream::read_head`, which arms one pingora timer when the
+//!   head is not in at its first read) and answers through the session.
 //!
-//! Neither has what a proxy needs beyond that: no timeouts of their own,
-//! limits, logs, keep-alive, bodies larger than one read, or errors
-//! answered. Whatever one costs, a proxy built the same way costs at least
-//! that. They are measures, not proxies to use.
+//! Neither has what a proxy needs beyond that: no other timeouts (the
+//! session's own read timeout is off, as in `slowlab proxy`), limits, logs,
+//! keep-alive, bodies larger than one buffer, or errors answered. Whatever
+//! one costs, a proxy built the same way costs at least that. They are
+//! measures, not proxies to use.
 //!
 //! Usage: `floor tokio|pingora LISTEN UPSTREAM` (both `IP:PORT`, loopback;
 //! port 0 for LISTEN takes a free one). Prints `listening on IP:PORT` once
-//! it accepts, as `slowlab proxy` does; SIGINT stops it.
+//! it accepts, as `slowlab proxy` does; SIGINT stops it. Exit status 2 for
+//! bad arguments, 1 when it cannot listen.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -59,27 +62,35 @@ fn main() {
                 _ => usage("LISTEN and UPSTREAM are loopback IP:PORT addresses"),
             }
         }
-        _ => usage("usage: floor tokio|pingora LISTEN UPSTREAM"),
+        _ => usage("expected: floor tokio|pingora LISTEN UPSTREAM"),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("a tokio runtime");
+        .unwrap_or_else(|e| fail(&format!("starting tokio: {e}")));
     runtime.block_on(async move {
-        let listener = TcpListener::bind(listen).await.expect("binding LISTEN");
-        let bound = listener.local_addr().expect("the listener's address");
+        let listener = TcpListener::bind(listen)
+            .await
+            .unwrap_or_else(|e| fail(&format!("listening on {listen}: {e}")));
+        let bound = listener
+            .local_addr()
+            .unwrap_or_else(|e| fail(&format!("the listener's address: {e}")));
         println!("listening on {bound}");
         let accept = async {
             loop {
-                if let Ok((client, _)) = listener.accept().await {
-                    // Boxed, as `slowlab proxy` does: tokio would copy
-                    // pingora's kilobytes of session futures into its task
-                    // and out again.
-                    match floor {
-                        Floor::Tokio => tokio::spawn(tokio_floor(client, upstream)),
-                        Floor::Pingora => tokio::spawn(Box::pin(pingora_floor(client, upstream))),
-                    };
-                }
+                let Ok((client, _)) = listener.accept().await else {
+                    // Out of descriptors, say: try again shortly, not at
+                    // once.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                // Boxed, as `slowlab proxy` does: tokio would copy
+                // pingora's kilobytes of session futures into its task and
+                // out again.
+                match floor {
+                    Floor::Tokio => tokio::spawn(tokio_floor(client, upstream)),
+                    Floor::Pingora => tokio::spawn(Box::pin(pingora_floor(client, upstream))),
+                };
             }
         };
         tokio::select! {
@@ -94,11 +105,47 @@ fn usage(why: &str) -> ! {
     std::process::exit(2);
 }
 
+fn fail(why: &str) -> ! {
+    eprintln!("floor: {why}");
+    std::process::exit(1);
+}
+
+/// Where the head at the start of `buf` ends (after its blank line), once
+/// it is in.
+fn head_end(buf: &[u8]) -> Option<usize> {
+    (3..buf.len())
+        .find(|&i| buf[i] == b'\n' && buf[i - 3..i] == *b"\r\n\r")
+        .map(|i| i + 1)
+}
+
+/// The length of the answer at the start of `buf` (head and body) once its
+/// head is in: its `Content-Length` after the head. `None` while the head
+/// is not complete or says no length. One pass over the head.
+fn answer_length(buf: &[u8]) -> Option<usize> {
+    const NAME: &[u8] = b"content-length:";
+    let mut length = None;
+    for i in (0..buf.len()).filter(|&i| buf[i] == b'\n') {
+        if i >= 3 && buf[i - 3..i] == *b"\r\n\r" {
+            return length.map(|n| i + 1 + n);
+        }
+        let line = &buf[i + 1..];
+        if line.len() > NAME.len() && line[..NAME.len()].eq_ignore_ascii_case(NAME) {
+            let value = line[NAME.len()..].iter().take_while(|&&b| b != b'\r');
+            length = Some(
+                value
+                    .filter(|b| b.is_ascii_digit())
+                    .fold(0, |n, &b| n * 10 + usize::from(b - b'0')),
+            );
+        }
+    }
+    None
+}
+
 async fn tokio_floor(mut client: TcpStream, upstream: SocketAddr) {
     // Not zeroed (`read_buf` fills it): a 16 KiB memset would be most of
     // the count under callgrind, which counts each byte of a `rep stosb`.
     let mut buf = Vec::with_capacity(BUF);
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+    while head_end(&buf).is_none() {
         match client.read_buf(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(_) if buf.len() == BUF => return,
@@ -112,11 +159,13 @@ async fn tokio_floor(mut client: TcpStream, upstream: SocketAddr) {
         return;
     }
     buf.clear();
-    loop {
+    // Up to the answer's end, as NGINX reads (and not on to the upstream's
+    // close, a read more).
+    while answer_length(&buf).is_none_or(|n| buf.len() < n) {
         match origin.read_buf(&mut buf).await {
-            Ok(0) => break,
-            Ok(_) if buf.len() < BUF => {}
-            _ => return,
+            Ok(0) | Err(_) => return,
+            Ok(_) if buf.len() == BUF => return,
+            Ok(_) => {}
         }
     }
     drop(origin);
@@ -125,6 +174,9 @@ async fn tokio_floor(mut client: TcpStream, upstream: SocketAddr) {
 
 async fn pingora_floor(client: TcpStream, upstream: SocketAddr) {
     let mut session = ServerSession::new_http1(Box::new(ClientIo::new(client)));
+    // Off, as in `slowlab proxy` (which has one deadline of its own for the
+    // head instead).
+    session.set_read_timeout(None);
     if !matches!(session.read_request().await, Ok(true)) {
         return;
     }
@@ -153,8 +205,10 @@ async fn pingora_floor(client: TcpStream, upstream: SocketAddr) {
     {
         return;
     }
+    // Not the end yet: `finish` ends the body, as the proxy's pipe leaves it
+    // to.
     if session
-        .write_response_body(head.leftover, true)
+        .write_response_body(head.leftover, false)
         .await
         .is_ok()
     {
