@@ -7,8 +7,9 @@
 //! does with buffering on and `Connection: close`: accept, read the head,
 //! connect to the upstream, send it the request, read its answer up to its
 //! `Content-Length`, send that on, close.
-//! - `tokio` does nothing else: the head goes on as it came, the answer as
-//!   it came.
+//! - `tokio` does nothing else: it finds each head's end with `httparse`
+//!   (the lab's HTTP parser), and the request and the answer go on as they
+//!   came.
 //! - `pingora` runs pingora's `ServerSession` over `slowlab proxy`'s client
 //!   socket (`client::ClientIo`, which sends a small answer's head and body
 //!   in one write), sends the upstream `slowlab proxy`'s request
@@ -110,42 +111,41 @@ fn fail(why: &str) -> ! {
     std::process::exit(1);
 }
 
-/// Where the head at the start of `buf` ends (after its blank line), once
-/// it is in.
-fn head_end(buf: &[u8]) -> Option<usize> {
-    (3..buf.len())
-        .find(|&i| buf[i] == b'\n' && buf[i - 3..i] == *b"\r\n\r")
-        .map(|i| i + 1)
+/// Whether the request at the start of `buf` has its whole head (parsed
+/// with `httparse`, the lab's HTTP parser, as `slowlab proxy`'s reads are).
+fn request_head_in(buf: &[u8]) -> bool {
+    let mut headers = [httparse::EMPTY_HEADER; 16];
+    let mut request = httparse::Request::new(&mut headers);
+    matches!(request.parse(buf), Ok(httparse::Status::Complete(_)))
 }
 
 /// The length of the answer at the start of `buf` (head and body) once its
 /// head is in: its `Content-Length` after the head. `None` while the head
-/// is not complete or says no length. One pass over the head.
+/// is not complete or says no length.
 fn answer_length(buf: &[u8]) -> Option<usize> {
-    const NAME: &[u8] = b"content-length:";
-    let mut length = None;
-    for i in (0..buf.len()).filter(|&i| buf[i] == b'\n') {
-        if i >= 3 && buf[i - 3..i] == *b"\r\n\r" {
-            return length.map(|n| i + 1 + n);
-        }
-        let line = &buf[i + 1..];
-        if line.len() > NAME.len() && line[..NAME.len()].eq_ignore_ascii_case(NAME) {
-            let value = line[NAME.len()..].iter().take_while(|&&b| b != b'\r');
-            length = Some(
-                value
-                    .filter(|b| b.is_ascii_digit())
-                    .fold(0, |n, &b| n * 10 + usize::from(b - b'0')),
-            );
-        }
-    }
-    None
+    let mut headers = [httparse::EMPTY_HEADER; 16];
+    let mut response = httparse::Response::new(&mut headers);
+    let httparse::Status::Complete(head) = response.parse(buf).ok()? else {
+        return None;
+    };
+    let length = response
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))?;
+    Some(
+        head + std::str::from_utf8(length.value)
+            .ok()?
+            .trim()
+            .parse::<usize>()
+            .ok()?,
+    )
 }
 
 async fn tokio_floor(mut client: TcpStream, upstream: SocketAddr) {
     // Not zeroed (`read_buf` fills it): a 16 KiB memset would be most of
     // the count under callgrind, which counts each byte of a `rep stosb`.
     let mut buf = Vec::with_capacity(BUF);
-    while head_end(&buf).is_none() {
+    while !request_head_in(&buf) {
         match client.read_buf(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(_) if buf.len() == BUF => return,
