@@ -22,6 +22,10 @@ pub const MAX_THREADS: usize = 1024;
 /// The most slow readers (`load --slow`, `sweep-load --slow`, `sweep
 /// --slow`): one thread, one connection and one `--read-chunk` buffer each.
 pub const MAX_SLOW_READERS: usize = 1024;
+/// The highest `--slow-rate` (and `--upload-rate`): 10 GiB/s is more than
+/// loopback carries, so it means "unpaced"; the pacing arithmetic stays
+/// exact below it.
+pub const MAX_SLOW_RATE: u64 = 10 << 30;
 /// The longest duration any timing flag accepts: long enough for any run,
 /// short enough that `Instant::now() + d` (every timeout and deadline)
 /// cannot overflow and a typo fails at once rather than hanging for years.

@@ -2,10 +2,9 @@
 //!
 //! `serve`, `proxy` and `load` belong to their crates; this module only
 //! dispatches to them, so each crate owns its own command-line contract.
-//! [`Child`] goes the other way: the command line of a verb the harness
-//! starts, written from the same clap structs the child parses.
-
-use std::ffi::OsString;
+//! `lab::child::Child` goes the other way: the command line of a verb the
+//! harness starts, written from the same clap structs the child parses;
+//! the test below parses it back with this command.
 
 use clap::{Parser, Subcommand};
 
@@ -30,7 +29,7 @@ pub enum Command {
     /// Run the experiment's condition matrix, capped and sampled.
     Reproduce(crate::reproduce::ReproduceArgs),
     /// Write the HTML and Markdown report of a results directory.
-    Report(crate::report::ReportArgs),
+    Report(report::ReportArgs),
     /// Merge results directories (shards of one matrix, other machines) into one.
     Merge(crate::merge::MergeArgs),
     /// Step the request rate to saturation against one stack.
@@ -49,7 +48,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Load(args) => loadgen::run(args),
         Command::Prepare(args) => crate::prepare::run(args),
         Command::Reproduce(args) => crate::reproduce::run(args),
-        Command::Report(args) => crate::report::run(args),
+        Command::Report(args) => report::run(args),
         Command::Merge(args) => crate::merge::run(args),
         Command::Sweep(args) => crate::sweep::run(args),
         Command::SweepLoad(args) => loadgen::sweep::run(args),
@@ -57,32 +56,12 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// A verb the harness runs as a child process of the `slowlab` binary, with
-/// the arguments the child will parse.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Child {
-    Serve(server::ServeArgs),
-    Proxy(proxy::ProxyArgs),
-    Load(loadgen::LoadArgs),
-    SweepLoad(loadgen::sweep::SweepLoadArgs),
-}
-
-impl Child {
-    /// The arguments after the program name: the subcommand of [`Command`],
-    /// then the flags of its args struct's `to_args`.
-    pub fn argv(&self) -> Vec<OsString> {
-        let (verb, flags) = match self {
-            Child::Serve(a) => ("serve", a.to_args()),
-            Child::Proxy(a) => ("proxy", a.to_args()),
-            Child::Load(a) => ("load", a.to_args()),
-            Child::SweepLoad(a) => ("sweep-load", a.to_args()),
-        };
-        std::iter::once(OsString::from(verb)).chain(flags).collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+
+    use lab::child::Child;
+
     use super::*;
 
     fn parse(argv: &[&str]) -> Command {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::report::fmt;
+use report::fmt;
 
 /// The six sections of the issue, by HTML id.
 const SECTIONS: [&str; 6] = [
@@ -48,7 +48,7 @@ fn copy_fixture() -> tempfile::TempDir {
 /// Writes the report of a copy of the fixture and returns it with its HTML.
 fn report() -> (tempfile::TempDir, String) {
     let tmp = copy_fixture();
-    harness::report::write(tmp.path()).expect("the report of the fixture");
+    report::write(tmp.path()).expect("the report of the fixture");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     (tmp, html)
 }
@@ -262,7 +262,7 @@ fn the_lesson_follows_the_data_not_constants() {
         .collect::<Vec<_>>()
         .join("\n");
     fs::write(&path, changed + "\n").unwrap();
-    harness::report::write(tmp.path()).unwrap();
+    report::write(tmp.path()).unwrap();
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let lesson = section(&html, "lesson");
     assert!(
@@ -288,7 +288,7 @@ fn missing_files_are_named_and_the_rest_is_still_reported() {
         serde_json::from_str(&fs::read_to_string(&env_path).unwrap()).unwrap();
     env["run"]["runs_planned"] = serde_json::json!(30);
     fs::write(&env_path, env.to_string()).unwrap();
-    harness::report::write(tmp.path()).expect("a report despite missing files");
+    report::write(tmp.path()).expect("a report despite missing files");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let missing = section(&html, "missing");
     for needle in [
@@ -497,7 +497,7 @@ fn chromium_renders_the_page_without_errors() {
 
 #[test]
 fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
-    use harness::results::{self, Appenders};
+    use results::{self, Appenders};
     let set = results::read_dir(&fixture());
     assert!(set.missing.is_empty(), "{:?}", set.missing);
     assert!(set.skipped.is_empty(), "{:?}", set.skipped);
@@ -564,7 +564,7 @@ fn the_servers_section_charts_every_server_at_each_slow_level_with_its_verdict()
         let entry = entry.unwrap();
         fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
     }
-    harness::report::write(tmp.path()).expect("the report of the servers example");
+    report::write(tmp.path()).expect("the report of the servers example");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let sec = section(&html, "servers");
     assert_eq!(svgs(sec).len(), 1, "section 7 has one chart");

@@ -47,7 +47,7 @@ fn sweep_section(html: &str) -> &str {
 fn a_sweep_directory_gets_its_charts_and_table() {
     let tmp = tempfile::tempdir().unwrap();
     write_fixture(tmp.path());
-    harness::report::write(tmp.path()).expect("the report of a sweep directory");
+    report::write(tmp.path()).expect("the report of a sweep directory");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let sec = sweep_section(&html);
     assert_eq!(sec.matches("<svg").count(), 2, "two inline charts");
@@ -92,7 +92,7 @@ fn an_interrupted_sweep_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     write_fixture(tmp.path());
     fs::write(tmp.path().join("INCOMPLETE"), "sweep x interrupted\n").unwrap();
-    harness::report::write(tmp.path()).expect("a report");
+    report::write(tmp.path()).expect("a report");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     assert!(html.contains("This sweep did not finish"), "{html}");
     assert!(html.contains("sweep x interrupted"));
@@ -103,7 +103,7 @@ fn an_interrupted_sweep_says_so() {
 fn an_unreadable_sweep_file_is_a_note() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(tmp.path().join("sweep.csv"), "sweep_id,server\nx,y\n").unwrap();
-    harness::report::write(tmp.path()).expect("still a report");
+    report::write(tmp.path()).expect("still a report");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let sec = sweep_section(&html);
     assert!(sec.contains("could not be drawn"), "{sec}");

@@ -29,48 +29,7 @@ pub enum VerifyMode {
     Length,
 }
 
-/// How a slow reader takes the bytes off its socket (`--reader`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Default,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ReaderModel {
-    /// One `recv` of at most `--read-chunk` when the pacing deadline comes:
-    /// between reads the bytes wait in the kernel's receive queue.
-    #[default]
-    Strict,
-    /// asyncio's `StreamReader` (limit `--read-chunk`) as the original's
-    /// client used it: the transport drains the socket into a user-space
-    /// buffer whenever reading is not paused, the application takes up to
-    /// `--read-chunk` from it at the paced rate (see `streamreader`).
-    Streamreader,
-}
-
-impl ReaderModel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReaderModel::Strict => "strict",
-            ReaderModel::Streamreader => "streamreader",
-        }
-    }
-}
-
-impl std::fmt::Display for ReaderModel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use catalogue::ReaderModel;
 
 /// The longest `--loop-lag`: CPython's, measured here, is a tenth of a
 /// millisecond; at 100 ms a reader of 16 KiB reads would stall at well under
@@ -87,9 +46,7 @@ pub const MAX_FAST_RATE: f64 = 10_000.0;
 pub const MAX_FAST_REQUESTS: u64 = 1_000_000;
 /// The longest `--spin`: it busy-waits before every request.
 pub const MAX_SPIN: Duration = Duration::from_secs(1);
-/// The highest `--slow-rate`: 10 GiB/s is more than loopback carries, so
-/// it means "unpaced"; the pacing arithmetic stays exact below it.
-pub const MAX_SLOW_RATE: u64 = 10 << 30;
+pub use common::bounds::MAX_SLOW_RATE;
 /// The largest `--rcvbuf`: Linux clamps it to `net.core.rmem_max` anyway,
 /// and `setsockopt` takes an `int`.
 pub const MAX_RCVBUF: u64 = 1 << 30;

@@ -108,22 +108,7 @@ pub fn is_column_name(key: &str) -> bool {
     .any(|cols| cols.contains(&key))
 }
 
-/// Creates `dir` and checks that a file can be written in it, before the
-/// run sends anything: a measurement must not be lost to an `--out` that
-/// cannot hold it. Bad input (exit status 2) otherwise.
-pub fn probe(dir: &Path) -> anyhow::Result<()> {
-    let bad = |what: &str, e: std::io::Error| {
-        common::exit::BadInput::new(format!("--out {}: {what}: {e}", dir.display()))
-    };
-    fs::create_dir_all(dir).map_err(|e| bad("cannot create it", e))?;
-    let path = dir.join(format!(".slowlab-probe-{}", std::process::id()));
-    let written = fs::write(&path, b"probe\n");
-    // Remove the probe whatever happened; a failure to write wins.
-    let removed = fs::remove_file(&path);
-    written.map_err(|e| bad("cannot write in it", e))?;
-    removed.map_err(|e| bad("cannot remove a file in it", e))?;
-    Ok(())
-}
+pub use results::file::probe;
 
 /// Writes every output file into `dir`, creating it.
 pub fn write_all(dir: &Path, report: &Report, summary: &Summary) -> anyhow::Result<()> {

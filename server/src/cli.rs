@@ -20,27 +20,8 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::ServerConfig;
 
-/// How connections are handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Model {
-    /// N workers, each serving one connection at a time from accept to close.
-    Sync,
-    /// One acceptor and a pool of N handlers (like Gunicorn gthread).
-    Threads,
-    /// A tokio multi-thread runtime, one task per connection.
-    Async,
-}
-
-impl Model {
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Model::Sync => "sync",
-            Model::Threads => "threads",
-            Model::Async => "async",
-        }
-    }
-}
+/// How connections are handled (the catalogue's replica models).
+pub use catalogue::Model;
 
 /// The largest `--large-bytes`: the body is generated block by block and
 /// never held, so this only keeps a typo from a download of years.

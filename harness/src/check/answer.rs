@@ -9,9 +9,9 @@ use super::CheckArgs;
 use super::level::Figures;
 use super::preflight::Finding;
 use super::search::{Judge, Outcome};
-use crate::results::{CheckRow, Direction, LevelVerdict};
-use crate::stack::{ProxyKind, Route};
+use catalogue::{ProxyKind, Route};
 use common::units::Size;
+use results::{CheckRow, Direction, LevelVerdict};
 
 /// Everything one route's search found.
 #[derive(Debug, Clone)]

@@ -13,9 +13,9 @@ use common::units::Size;
 use serde::Deserialize;
 
 use super::search::Judge;
-use crate::results::{Direction, LevelVerdict};
-use crate::sample::Samples;
-use crate::stack::run::{LoadCommand, Stack};
+use lab::sample::Samples;
+use lab::stack::run::{LoadCommand, Stack};
+use results::{Direction, LevelVerdict};
 
 /// What every load of a check shares.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub struct Plan {
     /// `--reader`.
     pub reader: loadgen::ReaderModel,
     /// `--link`: the readers read unpaced behind it.
-    pub link: Option<crate::netns::Link>,
+    pub link: Option<lab::netns::Link>,
     pub fast_rate: f64,
     pub level_duration: Duration,
     /// A fast request (or a slow reader making no progress) gives up
@@ -235,7 +235,7 @@ struct SlowPart {
 /// Runs one load of `slow` clients through `stack`, its files in `dir`
 /// (`load/` as `slowlab load --out` writes them, `load.out`, `load.err`).
 ///
-/// The load measured when [`crate::stack::run::LoadExit::measurement`]
+/// The load measured when [`lab::stack::run::LoadExit::measurement`]
 /// says so, the rule `reproduce` uses: an exit 1 because every fast call
 /// failed is a finding (the level is denied); a descriptor that ran out,
 /// or any other end, is a failed measurement, an error naming the level.
@@ -249,7 +249,7 @@ pub fn measure(
 ) -> Result<Figures> {
     let out = dir.join("load");
     let args = plan.load_args(&stack.url(), slow, fast_duration, &out, labels);
-    let since = crate::sample::unix_now();
+    let since = lab::sample::unix_now();
     let measured = stack
         .run_load(dir, plan.limit(slow), &LoadCommand::Load(args))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -332,7 +332,7 @@ fn usage(samples: &Samples, component: &str) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netns::{Link, Per};
+    use lab::netns::{Link, Per};
 
     const MIB: u64 = 1 << 20;
 

@@ -3,7 +3,7 @@
 //! pre-flight checks, then searches its capacity level by level against
 //! slow clients of one `--direction` (readers, uploaders, slowloris),
 //! directly and, with `--through`, behind one of the experiment's proxies, through
-//! the same lifecycle as `reproduce` ([`crate::stack::run`]): one stack
+//! the same lifecycle as `reproduce` ([`lab::stack::run`]): one stack
 //! started per route, one short `slowlab load` per level and per recovery
 //! check.
 //!
@@ -27,15 +27,17 @@ use common::exit::BadInput;
 use common::units::{Size, parse_duration};
 use serde_json::json;
 
-use crate::cgroup::{self, Caps, Mode};
-use crate::envinfo;
-use crate::prepare::{self, Tools};
-use crate::results::{Appender, CHECK_CSV, CheckRow, Direction, LevelVerdict};
-use crate::signals;
-use crate::stack::launch::{Body, Launcher, RunPaths};
-use crate::stack::policy::CapPlan;
-use crate::stack::run::{self as lifecycle, Lab, Stack, StackSpec};
-use crate::stack::{App, ProxyBuffers, Route, ServerCommand};
+use catalogue::Body;
+use catalogue::{ProxyBuffers, Route};
+use lab::cgroup::{Caps, Mode};
+use lab::signals;
+use lab::stack::launch::RunPaths;
+use lab::stack::policy::CapPlan;
+use lab::stack::run::{self as lifecycle, Lab, Stack, StackSpec};
+use lab::stack::{App, ServerCommand};
+use results::{Appender, CHECK_CSV, CheckRow, Direction, LevelVerdict};
+
+use crate::session::{Ending, Needs, Opening, Session};
 use answer::RouteResult;
 use level::{Figures, Plan};
 use preflight::{Finding, Status};
@@ -66,7 +68,7 @@ pub struct CheckArgs {
     /// uvicorn, rust-sync2, ...; as `reproduce --only` names them), started
     /// as `reproduce` starts it; its large path is /large.
     #[arg(long, conflicts_with = "server_cmd")]
-    pub server: Option<crate::stack::Server>,
+    pub server: Option<catalogue::Server>,
     /// Shell command that starts your server; slowlab fills in {host}, the
     /// address it must bind, and {port}, a port free there: 127.0.0.1;
     /// with --netns the command runs in the server namespace, and {host}
@@ -145,7 +147,7 @@ pub struct CheckArgs {
     /// its 127.0.0.1 behind a proxy, and the slow clients run in the
     /// client namespace.
     #[command(flatten)]
-    pub net: crate::netns::NetnsArgs,
+    pub net: lab::netns::NetnsArgs,
 }
 
 fn slow_rate_arg(s: &str) -> Result<Size, String> {
@@ -183,7 +185,7 @@ fn level_duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 fn direction_arg(s: &str) -> Result<Direction, String> {
-    crate::results::names::parse_known(s, "direction")
+    results::names::parse_known(s, "direction")
 }
 
 fn through_arg(s: &str) -> Result<Route, String> {
@@ -338,11 +340,10 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "--netns, --sysctl and --link need --server-cmd or --server: a running --target stays on the host's loopback"
         ));
     }
-    if let Some(why) = netns.as_ref().and_then(|_| crate::netns::unavailable()) {
+    if let Some(why) = netns.as_ref().and_then(|_| lab::netns::unavailable()) {
         eprintln!("slowlab: {why}; the --netns check is skipped");
         return Ok(());
     }
-    signals::install();
     let timeout = args.level_duration.max(Duration::from_secs(2));
     let mut findings = Vec::new();
     let report = |findings: &[Finding], routes: &[RouteResult]| {
@@ -357,39 +358,34 @@ pub fn run(args: CheckArgs) -> Result<()> {
             return Err(e);
         }
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-            .to_string()
-            .replace(':', "");
-        PathBuf::from("results").join(format!("{stamp}-check"))
-    });
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let routes_checked = routes_of(&args);
     let nginx = routes_checked
         .iter()
-        .any(|r| matches!(r.proxy(), Some((crate::stack::ProxyKind::Nginx, _))));
-    let tools = match args.server.is_some() || nginx {
-        true => prepare::prepare(&prepare::state_dir()),
-        false => Tools {
-            gunicorn: Err("not used by check".into()),
-            nginx: Err("not used by check".into()),
-            python: Default::default(),
+        .any(|r| matches!(r.proxy(), Some((catalogue::ProxyKind::Nginx, _))));
+    let session = Session::open(Opening {
+        kind: "check",
+        out: args.out.clone(),
+        name: "check".into(),
+        fresh: false,
+        needs: match args.server.is_some() || nginx {
+            true => Needs::All,
+            false => Needs::None("not used by check"),
         },
-    };
-    let mode = cgroup::detect();
-    cgroup::reap_stale(&mode);
-    crate::scratch::reap_stale();
-    crate::netns::reap_and_report();
-    let caps = match (&mode, args.caps) {
-        (Mode::None { reason }, Some(_)) => bail!(BadInput::new(format!(
-            "--caps needs cgroups, and this machine has none usable ({reason})"
-        ))),
+        announce_tools: false,
+    })?;
+    let caps = match (&session.cgroups, args.caps) {
+        (Mode::None { reason }, Some(_)) => {
+            let e = BadInput::new(format!(
+                "--caps needs cgroups, and this machine has none usable ({reason})"
+            ));
+            return session.close(Ending::Failed(e.into()), false, true);
+        }
         (_, Some(c)) => c,
         (_, None) => CapPlan::none(),
     };
-    let env = envinfo::collect(
-        &tools,
-        &mode,
+    let out = session.out.clone();
+    session.record_environment(
+        &out,
         serde_json::to_value(caps)?,
         json!({
             "check": what,
@@ -412,21 +408,10 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "noise_floor_ms": args.noise_floor.as_secs_f64() * 1000.0,
             "timeout_s": timeout.as_secs_f64(),
             "through": routes_checked.get(1).map(|r| r.to_string()),
-            "netns": crate::netns::environment(netns.as_ref()),
+            "netns": lab::netns::environment(netns.as_ref()),
         }),
-    );
-    envinfo::write(&out, &env)?;
-    let scratch = crate::scratch::tempdir("check")?;
-    let launcher = Launcher {
-        exe: std::env::current_exe().context("locating the slowlab binary")?,
-        tools: &tools,
-        app_dir: Launcher::write_app(&scratch.path().join("app"))?,
-    };
-    let lab = Lab {
-        launcher: &launcher,
-        cgroups: &mode,
-        sample_interval: Duration::from_millis(200),
-    };
+    )?;
+    let lab = session.lab();
     let mut plan = Plan {
         direction: args.direction,
         // In the request direction no slow reader fetches it.
@@ -449,7 +434,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     };
     let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
     let mut routes = Vec::new();
-    let mut result = Ok(());
+    let mut ending = Ending::Done;
     for route in routes_checked {
         let spec = StackSpec {
             server: app.clone(),
@@ -461,7 +446,10 @@ pub fn run(args: CheckArgs) -> Result<()> {
             buffers: ProxyBuffers::EXPERIMENT,
             caps,
             cgroup_prefix: format!("check-{route}"),
-            paths: RunPaths::new(&out.join(route.name()), &scratch.path().join(route.name()))?,
+            paths: RunPaths::new(
+                &out.join(route.name()),
+                &session.scratch().join(route.name()),
+            )?,
             // A per-client link makes room for the most slow clients, and
             // uploaders are shaped at the client's end too.
             netns: netns
@@ -480,26 +468,23 @@ pub fn run(args: CheckArgs) -> Result<()> {
         match r {
             Ok(r) => routes.push(r),
             Err(e) => {
-                result = Err(e);
+                ending = Ending::Failed(e);
                 break;
             }
         }
         if signals::requested() {
-            result = Err(anyhow::anyhow!(
-                "interrupted; partial results in {}",
-                out.display()
+            ending = Ending::Interrupted(format!(
+                "interrupted; {} of the routes checked",
+                routes.len()
             ));
             break;
         }
     }
-    cgroup::remove_base(&mode);
     report(&findings, &routes);
-    result?;
-    if !args.json {
-        println!("results: {}", out.display());
-    }
-    if let Err(e) = crate::report::write(&out) {
-        eprintln!("slowlab: the report could not be written: {e:#}");
+    let interrupted = matches!(ending, Ending::Interrupted(_));
+    session.close(ending, true, args.json)?;
+    if interrupted {
+        return Ok(());
     }
     match answer::denied_line(&routes) {
         Some(line) => Err(common::exit::Denied(line).into()),
@@ -650,7 +635,7 @@ fn preflight_direct(
     let client = stack.netlab().map(|n| n.client.path());
     let hold = match plan.direction {
         Direction::Download => {
-            let large = crate::netns::within(client.as_deref(), || {
+            let large = lab::netns::within(client.as_deref(), || {
                 preflight::large_path(addr, host, &plan.large_path)
             })
             .inspect_err(|e| {
@@ -683,7 +668,7 @@ fn preflight_direct(
         }
         Direction::Upload => {
             let path = &plan.upload.upload_path;
-            let f = crate::netns::within(client.as_deref(), || {
+            let f = lab::netns::within(client.as_deref(), || {
                 preflight::upload_path(addr, host, path)
             })
             .inspect_err(|e| {

@@ -12,9 +12,9 @@ use anyhow::{Context, Result, bail};
 use common::units::Size;
 use serde::Serialize;
 
-use crate::envinfo;
-use crate::model::{self, PathBuffers};
-use crate::netns::{NetLab, Side};
+use analysis::model::{self, PathBuffers};
+use lab::envinfo;
+use lab::netns::{NetLab, Side};
 
 /// How a pre-flight check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -273,7 +273,7 @@ impl Figure {
 pub fn buffers(rcvbuf: u64, behind_link: bool, netlab: Option<&NetLab>) -> Result<PathBuffers> {
     buffers_with(behind_link, |f| {
         let ns = netlab.map(|n| n.side(f.side()).path());
-        crate::netns::within(ns.as_deref(), || f.read_here(rcvbuf))
+        lab::netns::within(ns.as_deref(), || f.read_here(rcvbuf))
     })
 }
 

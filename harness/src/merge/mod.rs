@@ -22,9 +22,8 @@ use anyhow::{Context, Result};
 use common::exit::BadInput;
 use serde_json::{Value, json};
 
-use crate::reproduce::results::write_summaries_of;
-use crate::results::{self, Appenders, Ident, PerRun, ResultSet, read_dir};
-use crate::stack::ProxyBuffers;
+use catalogue::ProxyBuffers;
+use results::{self, Appenders, Ident, PerRun, ResultSet, read_dir};
 
 /// `slowlab merge` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -73,7 +72,7 @@ pub fn run(args: MergeArgs) -> Result<()> {
         eprintln!("slowlab: the machines differ in {d}");
     }
     if !args.no_report {
-        if let Err(e) = crate::report::write(&args.out) {
+        if let Err(e) = report::write(&args.out) {
             eprintln!("slowlab: the report could not be written: {e:#}");
         }
     }
@@ -218,7 +217,7 @@ fn plan_sizes(env: &Value) -> (u64, u64) {
 fn write(out: &Path, sets: &[ResultSet], merged: &Merged) -> Result<()> {
     Appenders::create(out)?.append(&merged.set)?;
     let (body, capacity) = plan_sizes(&sets[0].environment);
-    write_summaries_of(out, &merged.set.runs, body, capacity)?;
+    analysis::summaries::write(out, &merged.set.runs, body, capacity)?;
 
     let sources: Vec<Value> = sets
         .iter()
@@ -246,7 +245,7 @@ fn write(out: &Path, sets: &[ResultSet], merged: &Merged) -> Result<()> {
     let text = serde_json::to_string_pretty(&environment)?;
     fs::write(out.join(results::ENVIRONMENT_JSON), text + "\n")
         .context("writing environment.json")?;
-    crate::model::write(out, &ProxyBuffers::EXPERIMENT)?;
+    analysis::model::write(out, &ProxyBuffers::EXPERIMENT)?;
 
     let incomplete: Vec<String> = sets
         .iter()

@@ -7,10 +7,10 @@ use std::fmt::Write;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::aggregate::ConditionFigures;
-use super::crosscheck::Row;
-use super::matrix::Condition;
-use super::published;
+use analysis::aggregate::ConditionFigures;
+use analysis::crosscheck::Row;
+use catalogue::preset::Condition;
+use catalogue::published;
 
 /// Progress on stderr: a bar with an ETA on a terminal; one line per run
 /// (with the same count and ETA) where stderr is a file or a pipe, as in CI.
@@ -115,7 +115,7 @@ pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> S
     for (c, f) in conditions {
         // The original measured slow readers only.
         let publ = published::reference(c.server, c.route, c.slow)
-            .filter(|_| c.direction == crate::results::Direction::Download);
+            .filter(|_| c.direction == results::Direction::Download);
         let range = match (f.p95_min, f.p95_max) {
             (Some(a), Some(b)) => format!("{}-{}", ms(Some(a)), ms(Some(b))),
             _ => "-".into(),
@@ -150,7 +150,7 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
         Some(false) => "NO",
         None => "?",
     };
-    let v = |x: Option<super::crosscheck::Verdict>| x.map(|v| v.name()).unwrap_or("-");
+    let v = |x: Option<analysis::crosscheck::Verdict>| x.map(|v| v.name()).unwrap_or("-");
     let _ = writeln!(
         out,
         "prediction (rule: blocked when handlers <= slow clients and nothing absorbs a whole response)"

@@ -3,47 +3,36 @@
 //! and the cross-check.
 //!
 //! # Layout
-//! - [`matrix`]: presets, load profiles, `--only`.
-//! - [`dims`]: a condition's reader, buffer cell and slow-client kind, and
-//!   its run's namespaces.
-//! - [`runner`]: one run: its stack and load, through [`crate::stack::run`].
-//! - [`table`]: CSV reading by column name and appending.
+//!
+//! Presets, conditions and `--only` are the catalogue's
+//! (`catalogue::preset`); the figures, the cross-check and the buffer model
+//! the `analysis` crate's.
+//!
+//! - [`runner`]: one run: its stack and load, through [`lab::stack::run`].
 //! - [`sample_rows`]: the sampler's rows as CSV.
-//! - [`aggregate`]: per-run and per-condition figures.
-//! - [`crosscheck`]: predicted against observed verdicts.
-//! - [`published`]: the original's figures.
-//! - [`results`]: the results directory.
+//! - [`store`]: the results directory.
 //! - [`shard`]: `--shard K/N`, one machine's part of a split matrix.
 //! - [`console`]: progress and tables.
 
-pub mod aggregate;
 pub mod console;
-pub mod crosscheck;
-pub mod dims;
-pub mod matrix;
-pub mod published;
-pub mod results;
 pub mod runner;
 pub mod sample_rows;
 pub mod shard;
-pub mod table;
+pub mod store;
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use serde_json::json;
 
-use crate::cgroup::{self, Mode};
-use crate::prepare::{self, state_dir};
-use crate::stack::ProxyBuffers;
-use crate::stack::launch::Launcher;
-use crate::stack::policy::{CapChoice, CapPlan, LoadgenCaps, cap_plan};
-use crate::stack::run::Lab;
-use crate::{envinfo, signals};
-use matrix::{Filter, Preset};
-use results::Results;
+use catalogue::ProxyBuffers;
+use lab::signals;
+use lab::stack::policy::{CapChoice, CapPlan, LoadgenCaps, cap_plan};
+
+use crate::session::{Ending, Needs, Opening, SAMPLE_INTERVAL, Session, utc_stamp};
+use catalogue::preset::{self as matrix, Filter, Preset};
 use runner::Status;
+use store::Results;
 
 /// `slowlab reproduce` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -73,12 +62,11 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "K/N")]
     pub shard: Option<shard::Shard>,
     #[command(flatten)]
-    pub net: crate::netns::NetnsArgs,
+    pub net: lab::netns::NetnsArgs,
 }
 
 /// Runs `slowlab reproduce`.
 pub fn run(args: ReproduceArgs) -> Result<()> {
-    signals::install();
     let presets = match args.preset {
         Some(p) => vec![p],
         None => vec![Preset::Seed, Preset::Replica],
@@ -114,42 +102,18 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
         .map(|p| p.name())
         .collect::<Vec<_>>()
         .join("+");
-    let out = match args.out {
-        Some(o) => o,
-        None => PathBuf::from("results").join(format!("{}-{preset_name}", utc_stamp())),
-    };
-    if out.exists()
-        && out
-            .read_dir()
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(false)
-    {
-        return Err(common::exit::BadInput::new(format!(
-            "{} is not empty; choose another --out",
-            out.display()
-        ))
-        .into());
-    }
-
-    let tools = prepare::prepare(&state_dir());
-    for line in tools.describe() {
-        eprintln!("slowlab: {line}");
-    }
-    let mode = cgroup::detect();
-    let reaped = cgroup::reap_stale(&mode);
-    if reaped > 0 {
-        eprintln!("slowlab: removed {reaped} cgroup(s) left by an earlier harness that was killed");
-    }
-    let reaped = crate::scratch::reap_stale();
-    if reaped > 0 {
-        eprintln!(
-            "slowlab: removed {reaped} scratch directory(ies) left by an earlier harness that was killed"
-        );
-    }
-    crate::netns::reap_and_report();
+    let session = Session::open(Opening {
+        kind: "run",
+        out: args.out.clone(),
+        name: preset_name.clone(),
+        fresh: true,
+        needs: Needs::All,
+        announce_tools: true,
+    })?;
     // Without namespaces each run is skipped with the reason (one line).
     let netns = args.net.spec();
-    let (caps, choice) = cap_plan(&mode, args.no_caps, LoadgenCaps::Capped);
+    let mode = &session.cgroups;
+    let (caps, choice) = cap_plan(mode, args.no_caps, LoadgenCaps::Capped);
     match choice {
         // cap_plan has said so.
         CapChoice::NoCgroups { .. } => {}
@@ -162,24 +126,19 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
             mode.name()
         ),
     }
-    let result = run_matrix(
-        &plan,
-        &out,
-        &tools,
-        &mode,
-        caps,
-        &Naming {
-            preset: &preset_name,
-            shard: args.shard,
-            // What environment.json records of the namespaces: the
-            // run-wide request, else (conditions with their own) a pair at
-            // the host's values.
-            netns: netns.or_else(|| own_netns.then(Default::default)),
-        },
-        args.no_report,
-    );
-    cgroup::remove_base(&mode);
-    result
+    let naming = Naming {
+        preset: &preset_name,
+        shard: args.shard,
+        // What environment.json records of the namespaces: the run-wide
+        // request, else (conditions with their own) a pair at the host's
+        // values.
+        netns: netns.or_else(|| own_netns.then(Default::default)),
+    };
+    let ending = match run_matrix(&plan, &session, caps, &naming) {
+        Ok(ending) => ending,
+        Err(e) => Ending::Failed(e),
+    };
+    session.close(ending, !args.no_report, false)
 }
 
 /// What `environment.json` calls the plan: its presets and its shard,
@@ -187,51 +146,36 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
 struct Naming<'a> {
     preset: &'a str,
     shard: Option<shard::Shard>,
-    netns: Option<crate::netns::NetSpec>,
+    netns: Option<lab::netns::NetSpec>,
 }
 
 fn run_matrix(
     plan: &[matrix::RunSpec],
-    out: &std::path::Path,
-    tools: &prepare::Tools,
-    mode: &Mode,
+    session: &Session,
     caps: CapPlan,
     naming: &Naming<'_>,
-    no_report: bool,
-) -> Result<()> {
-    let preset_name = naming.preset;
+) -> Result<Ending> {
+    let out = &session.out;
     let buffers = ProxyBuffers::EXPERIMENT;
     let mut results = Results::create(out, caps, buffers)?;
-    results.mark(Some(&format!("started; 0 of {} runs done", plan.len())))?;
-    let scratch = crate::scratch::tempdir("app")?;
-    let launcher = Launcher {
-        exe: std::env::current_exe().context("locating the slowlab binary")?,
-        tools,
-        app_dir: Launcher::write_app(scratch.path())?,
-    };
-    let env = envinfo::collect(
-        tools,
-        mode,
+    session.mark(&format!("started; 0 of {} runs done", plan.len()))?;
+    session.record_environment(
+        out,
         serde_json::to_value(caps)?,
         json!({
-            "preset": preset_name,
+            "preset": naming.preset,
             "shard": naming.shard.map(|s| s.to_string()),
             "runs_planned": plan.len(),
             "started_utc": utc_stamp(),
             "profiles": plan.iter().map(|r| (r.preset.name(), r.profile)).collect::<std::collections::BTreeMap<_, _>>(),
             "proxy_buffers": buffers,
-            "sample_interval_ms": 200,
-            "netns": crate::netns::environment(naming.netns.as_ref()),
+            "sample_interval_ms": SAMPLE_INTERVAL.as_millis() as u64,
+            "netns": lab::netns::environment(naming.netns.as_ref()),
         }),
-    );
-    envinfo::write(out, &env)?;
+    )?;
     eprintln!("slowlab: {} runs into {}", plan.len(), out.display());
     let ctx = runner::RunContext {
-        lab: Lab {
-            launcher: &launcher,
-            cgroups: mode,
-            sample_interval: Duration::from_millis(200),
-        },
+        lab: session.lab(),
         caps,
         buffers,
         netns: naming.netns.clone(),
@@ -277,7 +221,7 @@ fn run_matrix(
                 other.reason()
             )),
         }
-        results.mark(Some(&format!("{} of {} runs done", i + 1, plan.len())))?;
+        session.mark(&format!("{} of {} runs done", i + 1, plan.len()))?;
         bar.inc();
     }
     bar.finish();
@@ -286,13 +230,18 @@ fn run_matrix(
     let body = plan[0].profile.body.large_bytes;
     println!(
         "{}",
-        console::crosscheck_table(&crosscheck::rows(&conditions, 2, body, buffers.capacity()))
+        console::crosscheck_table(&analysis::crosscheck::rows(
+            &conditions,
+            2,
+            body,
+            buffers.capacity()
+        ))
     );
     skipped.dedup();
     for s in &skipped {
         println!("skipped: {s}");
     }
-    if let Err(e) = crate::model::write(out, &buffers) {
+    if let Err(e) = analysis::model::write(out, &buffers) {
         eprintln!("slowlab: model.csv could not be written: {e:#}");
     }
     let done = results.done.len();
@@ -302,33 +251,16 @@ fn run_matrix(
             .iter()
             .any(|(d, _)| d.status == Status::Interrupted);
     if interrupted {
-        results.mark(Some(&format!(
+        return Ok(Ending::Interrupted(format!(
             "interrupted after {done} of {} runs; the files hold the runs that completed",
             plan.len()
-        )))?;
-    } else {
-        results.mark(None)?;
-    }
-    if !no_report {
-        if let Err(e) = crate::report::write(out) {
-            eprintln!("slowlab: the report could not be written: {e:#}");
-        }
-    }
-    println!("results: {}", out.display());
-    if interrupted {
-        return Err(signals::interrupted(format!(
-            "partial results in {} (marked INCOMPLETE)",
-            out.display()
         )));
     }
     if results.done.iter().all(|(d, _)| d.status != Status::Ok) {
-        bail!("no run completed; see runs.csv in {}", out.display());
+        return Ok(Ending::Failed(anyhow::anyhow!(
+            "no run completed; see runs.csv in {}",
+            out.display()
+        )));
     }
-    Ok(())
-}
-
-fn utc_stamp() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .replace(':', "")
+    Ok(Ending::Done)
 }

@@ -1,5 +1,5 @@
 //! One run of the matrix: describe its stack and its `slowlab load`, run
-//! them through the one lifecycle ([`crate::stack::run`]), and keep what it
+//! them through the one lifecycle ([`lab::stack::run`]), and keep what it
 //! measured as the run's data.
 
 use std::path::{Path, PathBuf};
@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use common::units::Size;
 
-use super::matrix::RunSpec;
-use crate::sample::{Samples, unix_now};
-use crate::signals;
-use crate::stack::ProxyBuffers;
-use crate::stack::launch::RunPaths;
-use crate::stack::run::{self as lifecycle, Lab, LoadCommand, RunError, StackSpec};
+use catalogue::ProxyBuffers;
+use catalogue::preset::RunSpec;
+use lab::sample::{Samples, unix_now};
+use lab::signals;
+use lab::stack::launch::RunPaths;
+use lab::stack::run::{self as lifecycle, Lab, LoadCommand, RunError, StackSpec};
 
-pub use crate::stack::policy::CapPlan;
+pub use lab::stack::policy::CapPlan;
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -65,16 +65,16 @@ pub struct RunData {
     /// CPU during the load; timing outliers on a VM often come from here.
     pub host_steal_ms: Option<f64>,
     /// The namespaces it asked for, if any (`runs.csv` `netns`, `sysctls`).
-    pub netns: Option<crate::netns::NetSpec>,
+    pub netns: Option<lab::netns::NetSpec>,
 }
 
 /// The directory of one run inside the results directory.
 pub fn run_dir(out: &Path, spec: &RunSpec) -> PathBuf {
     let c = &spec.condition;
     let kind = match c.direction {
-        crate::results::Direction::Download => "s",
-        crate::results::Direction::Upload => "u",
-        crate::results::Direction::Headers => "h",
+        results::Direction::Download => "s",
+        results::Direction::Upload => "u",
+        results::Direction::Headers => "h",
     };
     out.join("runs").join(format!(
         "{}-{}-{}-{kind}{}-r{}",
@@ -90,8 +90,8 @@ pub struct RunContext<'a> {
     pub buffers: ProxyBuffers,
     /// The run-wide network namespaces (`--netns`, `--sysctl`, `--link`),
     /// if any; a condition's own dimensions go over them
-    /// ([`super::matrix::Condition::net_spec`]).
-    pub netns: Option<crate::netns::NetSpec>,
+    /// ([`catalogue::preset::Condition::net_spec`]).
+    pub netns: Option<lab::netns::NetSpec>,
 }
 
 /// Runs one cell of the matrix. Never panics on a component failure: the
@@ -148,7 +148,7 @@ fn run_inner(
     let c = spec.condition;
     let net = data.netns.clone();
     let profile = spec.profile;
-    let scratch = crate::scratch::tempdir("run")?;
+    let scratch = lab::scratch::tempdir("run")?;
     let stack = StackSpec {
         server: c.server.into(),
         route: c.route,
@@ -170,10 +170,8 @@ fn run_inner(
     }
     let measured = lifecycle::run(&ctx.lab, &stack, limit, |target| {
         let mut args = load_args(spec, dir, target);
-        args.slow_reader.slow_rate =
-            Size(crate::netns::reader_rate(net.as_ref(), profile.slow_rate));
-        args.upload.upload_rate =
-            Size(crate::netns::reader_rate(net.as_ref(), profile.upload.rate));
+        args.slow_reader.slow_rate = Size(lab::netns::reader_rate(net.as_ref(), profile.slow_rate));
+        args.upload.upload_rate = Size(lab::netns::reader_rate(net.as_ref(), profile.upload.rate));
         LoadCommand::Load(args)
     })?;
     data.load_s = Some(measured.load_s);
@@ -203,7 +201,13 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
             reader: spec.reader(),
             loop_lag: Duration::ZERO,
         },
-        upload: spec.condition.upload_args(&p),
+        upload: loadgen::upload_args::UploadArgs {
+            slow_upload: spec.condition.uploaders() as usize,
+            slow_headers: spec.condition.slowloris() as usize,
+            upload_bytes: Size(p.upload.bytes),
+            upload_rate: Size(p.upload.rate),
+            ..loadgen::upload_args::UploadArgs::default()
+        },
         // The stack's run sets them in its namespaces.
         bind: Default::default(),
         fast_rate: p.fast_rate,
@@ -212,8 +216,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
         fast_path: "/fast".into(),
         timeout: p.timeout,
         out: Some(dir.join("load")),
-        labels: spec
-            .ident()
+        labels: results::Ident::from(spec)
             .cells()
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -232,11 +235,11 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prepare::Tools;
-    use crate::reproduce::matrix::{Preset, plan};
+    use catalogue::preset::{Preset, plan};
+    use lab::prepare::Tools;
 
     fn missing(tools: &Tools, r: &RunSpec) -> Option<String> {
-        crate::stack::policy::missing_tool(tools, r.condition.server, r.condition.route)
+        lab::stack::policy::missing_tool(tools, r.condition.server, r.condition.route)
             .map(|m| m.to_string())
     }
 
@@ -244,8 +247,7 @@ mod tests {
     fn runs_that_need_a_missing_tool_are_skipped_and_the_rust_ones_are_not() {
         let tools = Tools {
             gunicorn: Err("no network".into()),
-            nginx: Err("not installed".into()),
-            python: Default::default(),
+            ..Tools::none("not installed")
         };
         let runs = plan(&[Preset::Quick], None, None);
         let skipped: Vec<String> = runs.iter().filter_map(|r| missing(&tools, r)).collect();

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::matrix::RunSpec;
+use catalogue::preset::RunSpec;
 
 /// The largest number of shards: far more machines than a matrix has runs.
 pub const MAX_SHARDS: u32 = 1000;
@@ -55,7 +55,7 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reproduce::matrix::{Preset, plan};
+    use catalogue::preset::{Preset, plan};
 
     #[test]
     fn parses_k_of_n_and_refuses_the_rest() {

@@ -15,7 +15,7 @@
 //!
 //! # Layout
 //! - this file: arguments, the sweep's stack and load (run through
-//!   [`crate::stack::run`]).
+//!   [`lab::stack::run`]).
 //! - [`steps`]: merging the load generator's steps with the samples, and
 //!   the summary of a sweep.
 
@@ -25,7 +25,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, int_in};
 use common::exit::BadInput;
 use common::units::Size;
@@ -35,15 +35,14 @@ use loadgen::sweep::args::Rates;
 use loadgen::upload_args::UploadArgs;
 use serde_json::json;
 
-use crate::cgroup::{self, Mode};
-use crate::prepare::{self, state_dir};
-use crate::reproduce::matrix::LoadProfile;
-use crate::results::Direction;
-use crate::stack::launch::{Launcher, RunPaths};
-use crate::stack::policy::{CapPlan, LoadgenCaps, cap_plan, missing_tool};
-use crate::stack::run::{self as lifecycle, Lab, LoadCommand, LoadExit, StackSpec};
-use crate::stack::{ProxyBuffers, Route, Server};
-use crate::{envinfo, signals};
+use crate::session::{Ending, Needs, Opening, Session};
+use catalogue::preset::LoadProfile;
+use catalogue::{ProxyBuffers, Route, Server};
+use lab::signals;
+use lab::stack::launch::RunPaths;
+use lab::stack::policy::{CapPlan, LoadgenCaps, cap_plan, missing_tool};
+use lab::stack::run::{self as lifecycle, LoadCommand, LoadExit, StackSpec};
+use results::Direction;
 
 /// The shortest `--step-duration`: a step shorter than a few reply-rate
 /// intervals measures nothing (the same bound as `sweep-load`'s).
@@ -105,7 +104,7 @@ pub struct SweepArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
-    pub net: crate::netns::NetnsArgs,
+    pub net: lab::netns::NetnsArgs,
 }
 
 impl SweepArgs {
@@ -153,7 +152,7 @@ impl SweepArgs {
 
     /// The namespaces of the sweep, their client side shaped too when it
     /// uploads over a `--link`.
-    fn net(&self) -> Option<crate::netns::NetSpec> {
+    fn net(&self) -> Option<lab::netns::NetSpec> {
         self.net.spec().map(|n| {
             let up = &self.upload;
             // Uploaders beside slow readers still shape the client's end;
@@ -194,89 +193,75 @@ pub fn run(args: SweepArgs) -> Result<()> {
         &LoadProfile::experiment(),
     );
     loadgen::sweep::SweepConfig::from_args(&probe)?.ensure_descriptors()?;
-    if let Some(why) = args.net().and_then(|_| crate::netns::unavailable()) {
+    if let Some(why) = args.net().and_then(|_| lab::netns::unavailable()) {
         eprintln!("slowlab: {why}; the --netns sweep is skipped");
         return Ok(());
     }
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-            .to_string()
-            .replace(':', "");
-        PathBuf::from("results").join(format!("{stamp}-sweep"))
-    });
-    fs::create_dir_all(&out)
-        .map_err(|e| BadInput::new(format!("--out {} cannot be created: {e}", out.display())))?;
-    let tools = prepare::prepare(&state_dir());
-    if let Some(m) = missing_tool(&tools, args.server, args.route) {
-        bail!(
+    let session = Session::open(Opening {
+        kind: "sweep",
+        out: args.out.clone(),
+        name: "sweep".into(),
+        fresh: false,
+        needs: Needs::All,
+        announce_tools: false,
+    })?;
+    let ending = sweep_in(&session, &args, &rates);
+    session.close(ending, true, false)
+}
+
+/// The sweep of `args` into the session's directory: its own directory
+/// under `sweeps/`, marked running until it ends.
+fn sweep_in(session: &Session, args: &SweepArgs, rates: &[u32]) -> Ending {
+    if let Some(m) = missing_tool(session.tools(), args.server, args.route) {
+        return Ending::Failed(anyhow::anyhow!(
             "{} needs {}, which is not available: {}",
             m.needed_by,
             m.tool.name(),
             m.why
-        );
+        ));
     }
-    let mode = cgroup::detect();
-    cgroup::reap_stale(&mode);
-    crate::scratch::reap_stale();
-    crate::netns::reap_and_report();
-    let (caps, _) = cap_plan(&mode, args.no_caps, LoadgenCaps::Uncapped);
+    let (caps, _) = cap_plan(&session.cgroups, args.no_caps, LoadgenCaps::Uncapped);
     let id = args.sweep_id();
-    let dir = unique_dir(&out.join("sweeps"), &id)?;
-    let marker = out.join(crate::reproduce::results::INCOMPLETE);
-    fs::write(&marker, format!("sweep {id} running\n"))?;
-    let result = sweep(&args, &rates, &out, &dir, &tools, &mode, caps);
-    cgroup::remove_base(&mode);
-    let summary = match result {
-        Ok(s) => s,
+    let dir = match unique_dir(&session.out.join("sweeps"), &id)
+        .and_then(|dir| session.mark(&format!("sweep {id} running")).map(|()| dir))
+    {
+        Ok(dir) => dir,
+        Err(e) => return Ending::Failed(e),
+    };
+    match sweep(session, args, rates, &dir, caps) {
+        Ok(summary) => {
+            println!("{}", steps::console_summary(&summary));
+            if signals::requested() {
+                Ending::Interrupted(format!("sweep {id} interrupted"))
+            } else {
+                Ending::Done
+            }
+        }
         Err(e) => {
             // Say so beside the sweep's logs; the directory's other sweeps
             // are whole, so it is not marked incomplete for this one.
             fs::write(dir.join("FAILED"), format!("{e:#}\n")).ok();
-            fs::remove_file(&marker).ok();
+            let _ = results::mark_incomplete(&session.out, None);
             if signals::requested() {
-                return Err(signals::interrupted(format!("{e:#}")));
+                Ending::Interrupted(format!("sweep {id} interrupted: {e:#}"))
+            } else {
+                Ending::Failed(e)
             }
-            return Err(e);
         }
-    };
-    if signals::requested() {
-        fs::write(&marker, format!("sweep {id} interrupted\n"))?;
-    } else {
-        fs::remove_file(&marker).ok();
     }
-    println!("{}", steps::console_summary(&summary));
-    if let Err(e) = crate::report::write(&out) {
-        eprintln!("slowlab: the report could not be written: {e:#}");
-    }
-    println!("results: {}", out.display());
-    if signals::requested() {
-        return Err(signals::interrupted(format!(
-            "partial results in {} (marked INCOMPLETE)",
-            out.display()
-        )));
-    }
-    Ok(())
 }
 
 fn sweep(
+    session: &Session,
     args: &SweepArgs,
     rates: &[u32],
-    out: &Path,
     dir: &Path,
-    tools: &prepare::Tools,
-    mode: &Mode,
     caps: CapPlan,
 ) -> Result<steps::SweepSummary> {
     let id = args.sweep_id();
-    let scratch = crate::scratch::tempdir("sweep")?;
-    let launcher = Launcher {
-        exe: std::env::current_exe().context("locating the slowlab binary")?,
-        tools,
-        app_dir: Launcher::write_app(&scratch.path().join("app"))?,
-    };
-    let env = envinfo::collect(
-        tools,
-        mode,
+    let out = &session.out;
+    let env = session.record_environment(
+        dir,
         serde_json::to_value(caps)?,
         json!({
             "sweep": id,
@@ -288,12 +273,11 @@ fn sweep(
             "slow_upload": args.upload.slow_upload,
             "slow_headers": args.upload.slow_headers,
             "loadgen_capped": false,
-            "netns": crate::netns::environment(args.net().as_ref()),
+            "netns": lab::netns::environment(args.net().as_ref()),
         }),
-    );
-    envinfo::write(dir, &env)?;
-    if !out.join("environment.json").exists() {
-        envinfo::write(out, &env)?;
+    )?;
+    if !out.join(results::ENVIRONMENT_JSON).exists() {
+        lab::envinfo::write(out, &env)?;
     }
     let profile = LoadProfile::experiment();
     let stack = StackSpec {
@@ -303,14 +287,10 @@ fn sweep(
         buffers: ProxyBuffers::EXPERIMENT,
         caps,
         cgroup_prefix: "sweep".into(),
-        paths: RunPaths::new(dir, scratch.path())?,
+        paths: RunPaths::new(dir, session.scratch())?,
         netns: args.net(),
     };
-    let lab = Lab {
-        launcher: &launcher,
-        cgroups: mode,
-        sample_interval: Duration::from_millis(200),
-    };
+    let lab = session.lab();
     let per_step = args.step_duration + args.timeout * args.calls_per_conn + Duration::from_secs(5);
     let limit = per_step * rates.len() as u32 + Duration::from_secs(60);
     let measured = lifecycle::run(&lab, &stack, limit, |target| {
@@ -363,7 +343,7 @@ fn load_args(
         timeout: args.timeout,
         slow: args.slow as usize,
         slow_reader: SlowReaderArgs {
-            slow_rate: Size(crate::netns::reader_rate(
+            slow_rate: Size(lab::netns::reader_rate(
                 args.net().as_ref(),
                 profile.slow_rate,
             )),
@@ -374,7 +354,7 @@ fn load_args(
             loop_lag: Duration::ZERO,
         },
         upload: UploadArgs {
-            upload_rate: Size(crate::netns::reader_rate(
+            upload_rate: Size(lab::netns::reader_rate(
                 args.net().as_ref(),
                 args.upload.upload_rate.bytes(),
             )),
@@ -393,8 +373,8 @@ fn load_args(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::netns::Side;
     use clap::Parser;
+    use lab::netns::Side;
 
     #[derive(Parser)]
     struct Cmd {

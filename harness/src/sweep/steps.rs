@@ -2,7 +2,7 @@
 //! sweep-load`) with the CPU each component used during each step, appended
 //! to `sweep.csv`; and the sweep's summary (where errors first appear, the
 //! highest error-free rate), appended to `sweep-summary.csv`. Both are
-//! [`crate::results`]'s rows.
+//! [`results`]'s rows.
 //!
 //! A step's CPU is the increase of the component's cumulative counter over
 //! the step's sending window, `start_unix_s..end_unix_s`, divided by the
@@ -21,12 +21,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::SweepArgs;
-use crate::reproduce::runner::CapPlan;
-use crate::results::file::read_log;
-use crate::results::{
+use lab::sample::{ResourceSample, Samples};
+use lab::stack::policy::CapPlan;
+use results::file::read_log;
+use results::{
     Appender, CapsMode, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
 };
-use crate::sample::{ResourceSample, Samples};
 
 /// A step is flagged when the load generator used at least this share of a
 /// core: on a 2-core machine it then competes with the server for CPU, and

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use common::stats::median;
-use harness::report::doc::{Block, Inline, Section, Table};
-use harness::report::{self, data::Results, fmt};
+use report::doc::{Block, Inline, Section, Table};
+use report::{self, data::Results, fmt};
 
 pub type Rec = HashMap<String, String>;
 
@@ -68,7 +68,7 @@ fn num(r: &Rec, col: &str) -> Option<f64> {
 
 /// The request section of the report of `dir`.
 pub fn section(dir: &Path) -> Section {
-    let doc = report::build(&Results::load(dir).unwrap());
+    let doc = report::build(&report::data::load(dir).unwrap());
     doc.sections
         .into_iter()
         .find(|s| s.id == report::request::ID)

@@ -1,0 +1,344 @@
+//! The routes of the lab: how the load generator reaches the server
+//! (direct, or through a proxy with its buffering), and the proxies'
+//! buffer settings. One entry per route: a [`Route`] variant and its arms
+//! here; one per proxy: a [`ProxyKind`] variant.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::names::{Direction, Name, parse_known};
+use crate::tool::Tool;
+
+/// How the load generator reaches the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Route {
+    Direct,
+    NginxOff,
+    NginxOn,
+    PingoraOff,
+    PingoraOn,
+    /// The request direction: `proxy_request_buffering on|off` with
+    /// response buffering on (NGINX's default), so that only the handling
+    /// of request bodies differs between the two.
+    NginxReqbufOn,
+    NginxReqbufOff,
+    PingoraReqbufOn,
+    PingoraReqbufOff,
+}
+
+/// Which reverse proxy a route uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyKind {
+    Nginx,
+    Pingora,
+}
+
+impl ProxyKind {
+    /// The external program it needs, if any.
+    pub fn needs(self) -> Option<Tool> {
+        match self {
+            ProxyKind::Nginx => Some(Tool::Nginx),
+            ProxyKind::Pingora => None,
+        }
+    }
+}
+
+impl Route {
+    pub const ALL: [Route; 9] = [
+        Route::Direct,
+        Route::NginxOff,
+        Route::NginxOn,
+        Route::PingoraOff,
+        Route::PingoraOn,
+        Route::NginxReqbufOn,
+        Route::NginxReqbufOff,
+        Route::PingoraReqbufOn,
+        Route::PingoraReqbufOff,
+    ];
+
+    /// The original's routes and their pingora twins: response buffering
+    /// off and on (the `cross` preset).
+    pub const RESPONSE: [Route; 5] = [
+        Route::Direct,
+        Route::NginxOff,
+        Route::NginxOn,
+        Route::PingoraOff,
+        Route::PingoraOn,
+    ];
+
+    /// The request-direction routes: request buffering on and off behind
+    /// each proxy.
+    pub const REQUEST: [Route; 4] = [
+        Route::NginxReqbufOn,
+        Route::NginxReqbufOff,
+        Route::PingoraReqbufOn,
+        Route::PingoraReqbufOff,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Route::Direct => "direct",
+            Route::NginxOff => "nginx-off",
+            Route::NginxOn => "nginx-on",
+            Route::PingoraOff => "pingora-off",
+            Route::PingoraOn => "pingora-on",
+            Route::NginxReqbufOn => "nginx-reqbuf-on",
+            Route::NginxReqbufOff => "nginx-reqbuf-off",
+            Route::PingoraReqbufOn => "pingora-reqbuf-on",
+            Route::PingoraReqbufOff => "pingora-reqbuf-off",
+        }
+    }
+
+    /// The original's route this one replicates (pingora's twins of the
+    /// NGINX routes); none for the original's own.
+    pub fn replicates(self) -> Option<Route> {
+        match self {
+            Route::PingoraOff => Some(Route::NginxOff),
+            Route::PingoraOn => Some(Route::NginxOn),
+            Route::PingoraReqbufOn => Some(Route::NginxReqbufOn),
+            Route::PingoraReqbufOff => Some(Route::NginxReqbufOff),
+            Route::Direct
+            | Route::NginxOff
+            | Route::NginxOn
+            | Route::NginxReqbufOn
+            | Route::NginxReqbufOff => None,
+        }
+    }
+
+    /// The proxy and its buffering, or `None` for direct access.
+    pub fn proxy(self) -> Option<(ProxyKind, bool)> {
+        match self {
+            Route::Direct => None,
+            Route::NginxOff => Some((ProxyKind::Nginx, false)),
+            Route::NginxOn => Some((ProxyKind::Nginx, true)),
+            Route::PingoraOff => Some((ProxyKind::Pingora, false)),
+            Route::PingoraOn => Some((ProxyKind::Pingora, true)),
+            Route::NginxReqbufOn | Route::NginxReqbufOff => Some((ProxyKind::Nginx, true)),
+            Route::PingoraReqbufOn | Route::PingoraReqbufOff => Some((ProxyKind::Pingora, true)),
+        }
+    }
+
+    /// How the route's proxy treats a request body, or `None` for direct
+    /// access. The response routes keep their proxies' defaults, so their
+    /// configurations stay those of the experiment: NGINX buffers request
+    /// bodies (`proxy_request_buffering on`, `client_max_body_size 1m`),
+    /// pingora streams them (`--request-buffering off`) with the same 1 MiB
+    /// limit.
+    pub fn request_body(self) -> Option<RequestBody> {
+        let default = |buffering| RequestBody {
+            buffering,
+            max_body_bytes: RequestBody::NGINX_MAX_BODY,
+            explicit: false,
+        };
+        let set = |buffering| RequestBody {
+            buffering,
+            max_body_bytes: RequestBody::REQUEST_MAX_BODY,
+            explicit: true,
+        };
+        match self {
+            Route::Direct => None,
+            Route::NginxOff | Route::NginxOn => Some(default(true)),
+            Route::PingoraOff | Route::PingoraOn => Some(default(false)),
+            Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
+            Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
+        }
+    }
+
+    /// Whether the route's proxy takes a whole request body of
+    /// `body_bytes` off the client before the app sees the request, so
+    /// that a slow uploader does not hold a handler: request buffering on
+    /// and a body within its maximum size (a longer one is answered 413 by
+    /// the proxy and never reaches the app).
+    pub fn absorbs_request(self, body_bytes: u64) -> bool {
+        self.request_body()
+            .is_some_and(|r| r.buffering && body_bytes <= r.max_body_bytes)
+    }
+
+    /// The route `--through NAME` means for slow clients in `direction`:
+    /// in the request direction the response routes' names stand for the
+    /// same proxy with request buffering on or off (`nginx-on` is
+    /// `nginx-reqbuf-on`), so that "buffering" is the buffering that
+    /// direction needs; every other name, and every name in the download
+    /// direction, is itself.
+    pub fn for_direction(self, direction: Direction) -> Route {
+        match (direction, self) {
+            (Direction::Download, r) => r,
+            (_, Route::NginxOn) => Route::NginxReqbufOn,
+            (_, Route::NginxOff) => Route::NginxReqbufOff,
+            (_, Route::PingoraOn) => Route::PingoraReqbufOn,
+            (_, Route::PingoraOff) => Route::PingoraReqbufOff,
+            (_, r) => r,
+        }
+    }
+
+    /// Whether the route parks a whole `/large` response of `body_bytes`
+    /// between the app and the client: only a buffering proxy whose memory
+    /// buffers plus temp-file cap hold it (the experiment's 64 KiB + 16 KiB
+    /// + 32 MiB do).
+    pub fn absorbs(self, body_bytes: u64, proxy_capacity_bytes: u64) -> bool {
+        matches!(self.proxy(), Some((_, true))) && proxy_capacity_bytes >= body_bytes
+    }
+}
+
+/// A proxy's request-body handling on a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestBody {
+    /// `proxy_request_buffering` / `--request-buffering`.
+    pub buffering: bool,
+    /// `client_max_body_size` / `--client-max-body-size`.
+    pub max_body_bytes: u64,
+    /// Whether the route sets the request directives itself (the
+    /// request-direction routes) rather than leaving the proxy's defaults.
+    pub explicit: bool,
+}
+
+impl RequestBody {
+    /// NGINX's default `client_max_body_size`.
+    pub const NGINX_MAX_BODY: u64 = 1 << 20;
+    /// `client_max_body_size 32m` of the request-direction routes.
+    pub const REQUEST_MAX_BODY: u64 = 32 << 20;
+    /// `client_body_buffer_size 16k` of the request-direction routes
+    /// (NGINX's default on x86-64, pingora's default).
+    pub const BODY_BUFFER: u64 = 16 << 10;
+}
+
+/// The experiment's NGINX buffer values, shared by NGINX and pingora.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ProxyBuffers {
+    pub buffer_size: u64,
+    pub buffers_count: u64,
+    pub buffers_size: u64,
+    pub busy_buffers_size: u64,
+    pub max_temp_file_size: u64,
+    pub temp_file_write_size: u64,
+}
+
+impl ProxyBuffers {
+    /// `proxy_buffer_size 16k; proxy_buffers 4 16k; proxy_busy_buffers_size
+    /// 32k; proxy_max_temp_file_size 32m; proxy_temp_file_write_size 64k`.
+    pub const EXPERIMENT: ProxyBuffers = ProxyBuffers {
+        buffer_size: 16 << 10,
+        buffers_count: 4,
+        buffers_size: 16 << 10,
+        busy_buffers_size: 32 << 10,
+        max_temp_file_size: 32 << 20,
+        temp_file_write_size: 64 << 10,
+    };
+
+    /// How much one response can park in the proxy with buffering on.
+    pub fn capacity(&self) -> u64 {
+        self.buffer_size + self.buffers_count * self.buffers_size + self.max_temp_file_size
+    }
+}
+
+impl Name for Route {
+    const ALL: &'static [Route] = &Route::ALL;
+    fn name(self) -> &'static str {
+        Route::name(self)
+    }
+}
+
+impl fmt::Display for Route {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Route {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_known(s, "route")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for r in Route::ALL {
+            assert_eq!(r.name().parse::<Route>(), Ok(r));
+            if let Some(original) = r.replicates() {
+                assert_eq!(original.proxy().map(|p| p.0), Some(ProxyKind::Nginx), "{r}");
+                assert_eq!(original.proxy().map(|p| p.1), r.proxy().map(|p| p.1), "{r}");
+            }
+        }
+        assert!("nginx".parse::<Route>().unwrap_err().contains("nginx-on"));
+    }
+
+    #[test]
+    fn only_nginx_routes_need_nginx() {
+        let nginx: Vec<Route> = Route::ALL
+            .into_iter()
+            .filter(|r| r.proxy().and_then(|(k, _)| k.needs()) == Some(Tool::Nginx))
+            .collect();
+        assert_eq!(
+            nginx,
+            [
+                Route::NginxOff,
+                Route::NginxOn,
+                Route::NginxReqbufOn,
+                Route::NginxReqbufOff
+            ]
+        );
+    }
+
+    #[test]
+    fn only_buffering_on_absorbs_the_response() {
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        assert_eq!(cap, (16 << 10) + (64 << 10) + (32 << 20));
+        assert!(Route::NginxOn.absorbs(16 << 20, cap));
+        assert!(Route::PingoraOn.absorbs(16 << 20, cap));
+        assert!(!Route::NginxOff.absorbs(16 << 20, cap));
+        assert!(!Route::Direct.absorbs(16 << 20, cap));
+        assert!(!Route::NginxOn.absorbs(64 << 20, cap));
+        assert!(Route::REQUEST.iter().all(|r| r.absorbs(16 << 20, cap)));
+    }
+
+    #[test]
+    fn through_names_the_request_buffering_of_the_request_direction() {
+        for r in Route::ALL {
+            assert_eq!(r.for_direction(Direction::Download), r);
+        }
+        for d in [Direction::Upload, Direction::Headers] {
+            let mapped: Vec<Route> = Route::RESPONSE.iter().map(|r| r.for_direction(d)).collect();
+            assert_eq!(
+                mapped,
+                [
+                    Route::Direct,
+                    Route::NginxReqbufOff,
+                    Route::NginxReqbufOn,
+                    Route::PingoraReqbufOff,
+                    Route::PingoraReqbufOn
+                ]
+            );
+            for r in Route::REQUEST {
+                assert_eq!(r.for_direction(d), r);
+            }
+        }
+    }
+
+    #[test]
+    fn only_request_buffering_on_absorbs_an_upload_within_its_limit() {
+        let upload = 16 << 20;
+        let absorbing: Vec<Route> = Route::ALL
+            .into_iter()
+            .filter(|r| r.absorbs_request(upload))
+            .collect();
+        assert_eq!(absorbing, [Route::NginxReqbufOn, Route::PingoraReqbufOn]);
+        // The response routes' NGINX buffers bodies up to its default 1m.
+        assert!(Route::NginxOn.absorbs_request(1 << 20));
+        assert!(!Route::PingoraOn.absorbs_request(1 << 20));
+        assert!(!Route::NginxReqbufOn.absorbs_request((32 << 20) + 1));
+        let sets: Vec<Route> = Route::ALL
+            .into_iter()
+            .filter(|r| r.request_body().is_some_and(|b| b.explicit))
+            .collect();
+        assert_eq!(sets, Route::REQUEST);
+        for r in Route::REQUEST {
+            assert!(!Route::RESPONSE.contains(&r));
+        }
+    }
+}

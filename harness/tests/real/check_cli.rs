@@ -1,0 +1,608 @@
+//! `slowlab check` through the real binary, scaled down (a 16 MiB large
+//! path read at 8 MiB/s, levels of 1 s at 20 calls a second): the exact
+//! capacity of the Rust replica's worker models, a buffering proxy that
+//! holds, user commands that fail in each way with nothing left running,
+//! and the pre-flight checks that refuse a response that fits in the
+//! kernel's buffers and too few file descriptors.
+//!
+//! The timing tests take a lock so that they do not measure each other.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::child::{Child, Outcome};
+
+const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
+const PATIENCE: Duration = Duration::from_secs(240);
+/// One measuring check at a time.
+static TIMING: Mutex<()> = Mutex::new(());
+
+/// The scaled-down levels every test uses.
+const SCALED: [&str; 6] = [
+    "--slow-rate",
+    "8MiB",
+    "--fast-rate",
+    "20",
+    "--level-duration",
+    "1s",
+];
+
+fn check(args: &[&str], out: &Path) -> Outcome {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("check")
+        .args(args)
+        .args(["--out".as_ref(), out.as_os_str()])
+        .env("SLOWLAB_HOME", support::state_dir());
+    Child::spawn(cmd).finish(PATIENCE)
+}
+
+/// `slowlab serve` as a `--server-cmd`.
+fn serve(model: &str, extra: &str) -> String {
+    format!("{BIN} serve --listen {{host}}:{{port}} --model {model} {extra}")
+}
+
+fn json(o: &Outcome) -> Value {
+    serde_json::from_str(o.stdout.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}\n{}", o.stdout, o.stderr))
+}
+
+fn route<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .find(|r| r["route"] == name)
+        .unwrap_or_else(|| panic!("no route {name} in {v}"))
+}
+
+fn verdicts(r: &Value) -> Vec<(u64, String)> {
+    r["levels"]
+        .as_array()
+        .expect("levels")
+        .iter()
+        .map(|l| {
+            (
+                l["slow_readers"].as_u64().unwrap(),
+                l["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn measure(model: &str, workers: &str, max_slow: &str, through: Option<&str>) -> (Outcome, Value) {
+    let cmd = serve(model, workers);
+    measure_with(
+        &["--server-cmd", &cmd, "--large-path", "/large"],
+        max_slow,
+        through,
+    )
+}
+
+/// A scaled-down check of the server `what` names (with its direction's
+/// flags), with `--json`, and the files every check writes.
+fn measure_with(what: &[&str], max_slow: &str, through: Option<&str>) -> (Outcome, Value) {
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = what.to_vec();
+    args.extend(["--max-slow", max_slow, "--json"]);
+    args.extend(SCALED);
+    if let Some(t) = through {
+        args.extend(["--through", t]);
+    }
+    let o = check(&args, dir.path());
+    let v = json(&o);
+    let rows = std::fs::read_to_string(dir.path().join("check.csv")).expect("check.csv");
+    let levels: usize = v["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["levels"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(rows.lines().count(), 1 + levels, "{rows}");
+    assert!(dir.path().join("environment.json").is_file());
+    assert!(
+        dir.path()
+            .join("direct/level-1/load/requests.csv")
+            .is_file()
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).expect("report.md");
+    // The section names the slow clients of the check's direction.
+    let direction = what
+        .iter()
+        .position(|a| *a == "--direction")
+        .and_then(|i| what.get(i + 1).copied());
+    let who = match direction {
+        Some("upload") => "slow uploaders",
+        Some("headers") => "slowloris clients",
+        _ => "slow readers",
+    };
+    assert!(
+        md.contains(&format!("## slowlab check: {who} against the fast path")),
+        "{md}"
+    );
+    assert!(md.contains("report-check.svg") && dir.path().join("report-check.svg").is_file());
+    assert!(dir.path().join("report.html").is_file(), "{}", o.stderr);
+    (o, v)
+}
+
+#[test]
+fn two_sync_workers_are_denied_from_two_slow_readers_on() {
+    let (o, v) = measure("sync", "--workers 2", "4", None);
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], 2, "{d}");
+    assert_eq!(d["held_up_to"], 1, "{d}");
+    assert_eq!(verdicts(d).last().unwrap(), &(2, "denied".to_string()));
+    assert!(o.stderr.contains("denied from 2"), "{}", o.stderr);
+    let kinds: Vec<&str> = v["preflight"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    for k in ["descriptors", "large_path", "buffers", "baseline"] {
+        assert!(kinds.contains(&k), "{kinds:?}");
+    }
+}
+
+#[test]
+fn four_threads_are_denied_from_exactly_four_after_the_bisection() {
+    let (o, v) = measure("threads", "--workers 4", "8", None);
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], 4, "{d}");
+    assert_eq!(d["held_up_to"], 3, "{d}");
+    let measured: Vec<u64> = verdicts(d).iter().map(|(n, _)| *n).collect();
+    assert_eq!(measured, [0, 1, 2, 4, 3], "bisected between 2 and 4");
+}
+
+#[test]
+fn an_async_server_holds_up_to_the_maximum() {
+    let (o, v) = measure("async", "", "4", None);
+    assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], Value::Null, "{d}");
+    assert_eq!(d["held_up_to"], 4, "{d}");
+}
+
+/// The sync server x2 is denied from 2 slow readers direct and held up to
+/// 2 behind `through`, which the answer calls `label`.
+fn sync_held_behind(through: &str, label: &str) {
+    let (o, v) = measure("sync", "--workers 2", "2", Some(through));
+    assert_eq!(o.status.code(), Some(3), "direct is denied: {}", o.stderr);
+    assert_eq!(route(&v, "direct")["denied_from"], 2);
+    let p = route(&v, through);
+    assert_eq!(p["denied_from"], Value::Null, "{p}");
+    assert_eq!(p["held_up_to"], 2, "{p}");
+    let line = format!("direct: denied from 2; {label}: held up to 2");
+    assert!(o.stderr.contains(&line), "{}", o.stderr);
+}
+
+#[test]
+fn behind_pingora_buffering_on_the_sync_server_is_held() {
+    sync_held_behind("pingora-on", "behind pingora buffering on");
+}
+
+/// Real NGINX: `/usr/sbin/nginx`, or the Debian package `prepare` unpacks
+/// into the state directory.
+fn nginx() -> Option<std::path::PathBuf> {
+    [
+        std::path::PathBuf::from("/usr/sbin/nginx"),
+        support::state_dir().join("nginx/usr/sbin/nginx"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+}
+
+#[test]
+fn behind_real_nginx_buffering_on_the_sync_server_is_held() {
+    testkit::real::require(
+        "NGINX",
+        nginx().is_none().then(|| {
+            format!(
+                "neither /usr/sbin/nginx nor {}/nginx",
+                support::state_dir().display()
+            )
+        }),
+    );
+    sync_held_behind("nginx-on", "behind NGINX buffering on");
+}
+
+/// Runs a `--server-cmd` that carries `mark` in its environment and
+/// checks that nothing with it is left afterwards.
+fn user_command(line: &str, mark: &str) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!("export SLOWLAB_CHECK_MARK={mark}; {line}");
+    let mut args = vec![
+        "--server-cmd",
+        &line,
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "1",
+    ];
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    let left = support::processes_mentioning(mark);
+    assert!(left.is_empty(), "left running: {left:?}");
+    o
+}
+
+#[test]
+fn a_command_that_exits_at_once_is_a_clear_failure() {
+    let o = user_command(
+        "echo starting {port} >&2; echo no such app >&2; exit 7",
+        "exits-at-once",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("exited (exit status: 7) before it answered: no such app"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+}
+
+#[test]
+fn a_command_that_never_listens_is_stopped() {
+    let o = user_command("sleep 300 # {port}", "never-listens");
+    assert_eq!(o.status.code(), Some(1), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("did not answer GET /fast on 127.0.0.1:"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_command_that_ignores_sigterm_is_killed_with_its_group() {
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let serve = serve("async", "");
+    let line = format!("trap '' TERM; {serve} & while true; do sleep 1; done");
+    let o = user_command(&line, "ignores-sigterm");
+    assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+}
+
+#[test]
+fn a_response_that_fits_in_the_kernel_buffers_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = serve("sync", "--large-bytes 1MiB");
+    let mut args = vec![
+        "--server-cmd",
+        &cmd,
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "2",
+    ];
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("this response fits in the kernel's buffers: slow readers cannot hold a worker with it, use a larger one"),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.path().join("direct/level-0").exists(), "no level ran");
+}
+
+#[test]
+fn too_few_descriptors_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "ulimit -n 32 && exec {BIN} check --target http://127.0.0.1:9 --large-path /large --out {}",
+        dir.path().display()
+    );
+    let o = Child::spawn({
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", &script]);
+        c
+    })
+    .finish(PATIENCE);
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("too few file descriptors"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("hard limit 32"), "{}", o.stderr);
+}
+
+#[test]
+fn bad_flags_get_one_line_and_exit_two() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--max-slow",
+                "0",
+            ],
+            "--max-slow",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--fast-rate",
+                "0",
+            ],
+            "out of range",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--level-duration",
+                "1h",
+            ],
+            "out of range",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--large-path",
+                "/large",
+                "--through",
+                "direct",
+            ],
+            "name a proxy route",
+        ),
+        (
+            vec!["--target", "http://10.1.2.3:80", "--large-path", "/large"],
+            "allow-remote",
+        ),
+        (
+            vec!["--server-cmd", "python3 app.py", "--large-path", "/large"],
+            "{port}",
+        ),
+        (
+            vec!["--target", "http://127.0.0.1:9", "--large-path", "large"],
+            "must start with /",
+        ),
+        (vec!["--large-path", "/large"], "--target"),
+        (
+            vec!["--target", "http://127.0.0.1:9", "--direction", "sideways"],
+            "unknown direction `sideways` (expected one of download, upload, headers)",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--direction",
+                "upload",
+                "--upload-rate",
+                "0",
+            ],
+            "--upload-rate",
+        ),
+        (
+            vec![
+                "--target",
+                "http://127.0.0.1:9",
+                "--direction",
+                "upload",
+                "--upload-bytes",
+                "0",
+            ],
+            "an empty upload holds no handler",
+        ),
+        (
+            vec!["--target", "http://127.0.0.1:9", "--slow-upload", "2"],
+            "set by each level of check",
+        ),
+        (
+            vec!["--target", "http://127.0.0.1:9"],
+            "--large-path is needed",
+        ),
+    ] {
+        let o = check(&args, dir.path());
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", o.stderr);
+        assert_eq!(o.stderr.lines().count(), 1, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains(says), "{args:?}: {}", o.stderr);
+    }
+}
+
+#[test]
+fn a_running_target_is_checked_and_left_running() {
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut serve = Command::new(BIN);
+    serve.args([
+        "serve",
+        "--listen",
+        &addr,
+        "--model",
+        "sync",
+        "--workers",
+        "2",
+    ]);
+    let server = Child::spawn(serve);
+    let ready = std::time::Instant::now();
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            ready.elapsed() < Duration::from_secs(20),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{addr}");
+    let mut args = vec![
+        "--target",
+        &url,
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "2",
+        "--json",
+    ];
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let v = json(&o);
+    assert_eq!(route(&v, "direct")["denied_from"], 2, "{v}");
+    assert_eq!(v["server"], url.as_str());
+    // check left the running server alone: it still answers.
+    assert_eq!(support::get(addr.parse().unwrap(), "/fast").status, 200);
+    drop(server);
+}
+
+#[test]
+fn a_lab_server_by_name_is_checked_as_reproduce_starts_it() {
+    testkit::real::require_program("Gunicorn", &support::state_dir().join("venv/bin/gunicorn"));
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--server",
+        "gunicorn-sync2",
+        "--large-path",
+        "/large",
+        "--max-slow",
+        "2",
+        "--json",
+    ];
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let v = json(&o);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], 2, "{d}");
+    assert_eq!(v["server"], "gunicorn-sync2", "{v}");
+    let left = support::processes_mentioning(&dir.path().to_string_lossy());
+    assert!(left.is_empty(), "left running: {left:?}");
+    // A name that is not a lab server is bad input.
+    let o = check(&["--server", "nope", "--large-path", "/large"], dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert!(o.stderr.contains("unknown server `nope`"), "{}", o.stderr);
+}
+
+/// The request direction, scaled down: 16 MiB uploads at 8 MiB/s, so an
+/// upload takes 2 s, longer than a level's 1.25 s.
+const UPLOADS: [&str; 4] = ["--direction", "upload", "--upload-rate", "8MiB"];
+
+/// A check of `--server-cmd cmd` against slow uploaders.
+fn uploads_against(cmd: &str, max_slow: &str) -> (Outcome, Value) {
+    let mut what = vec!["--server-cmd", cmd];
+    what.extend(UPLOADS);
+    measure_with(&what, max_slow, None)
+}
+
+/// The verdict of the level of `n` slow clients.
+fn verdict_at(r: &Value, n: u64) -> String {
+    verdicts(r)
+        .into_iter()
+        .find(|(m, _)| *m == n)
+        .unwrap_or_else(|| panic!("no level {n} in {r}"))
+        .1
+}
+
+#[test]
+fn two_sync_workers_are_not_held_at_two_slow_uploaders() {
+    let (o, v) = uploads_against(&serve("sync", "--workers 2"), "2");
+    assert_eq!(v["direction"], "upload", "{v}");
+    let d = route(&v, "direct");
+    assert_eq!(d["direction"], "upload", "{d}");
+    let at2 = verdict_at(d, 2);
+    assert!(at2 == "denied" || at2 == "degraded", "{d}");
+    let denied = at2 == "denied";
+    assert_eq!(
+        o.status.code(),
+        Some(if denied { 3 } else { 0 }),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("2 slow uploaders: p95"), "{}", o.stderr);
+    // The uploads were real: every one of the level-1 upload came back whole.
+    let one = &d["levels"].as_array().unwrap()[1];
+    assert_eq!(
+        (one["slow_readers"].as_u64(), one["slow_ok"].as_u64()),
+        (Some(1), Some(1)),
+        "{one}"
+    );
+}
+
+#[test]
+fn an_async_server_holds_slow_uploaders() {
+    let (o, v) = uploads_against(&serve("async", ""), "4");
+    assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], Value::Null, "{d}");
+    assert_eq!(d["held_up_to"], 4, "{d}");
+}
+
+#[test]
+fn waitress_reads_whole_uploads_before_its_four_threads_get_them() {
+    testkit::real::require_program(
+        "Waitress",
+        &support::state_dir().join("venv/bin/waitress-serve"),
+    );
+    let mut what = vec!["--server", "waitress4"];
+    what.extend(UPLOADS);
+    let (o, v) = measure_with(&what, "8", None);
+    assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+    let d = route(&v, "direct");
+    // Eight slow uploaders, twice its threads: the fast path is held.
+    assert_eq!(verdict_at(d, 8), "held", "{d}");
+    let eight = d["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["slow_readers"] == 8)
+        .unwrap();
+    assert_eq!(eight["slow_ok"], 8, "every upload came back whole: {eight}");
+}
+
+#[test]
+fn slowloris_clients_are_denied_by_two_gunicorn_sync_workers() {
+    testkit::real::require_program("Gunicorn", &support::state_dir().join("venv/bin/gunicorn"));
+    let what = ["--server", "gunicorn-sync2", "--direction", "headers"];
+    let (o, v) = measure_with(&what, "2", None);
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], 2, "{d}");
+    assert!(
+        o.stderr
+            .contains("slowloris clients were denied: direct: denied from 2"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn a_target_that_takes_no_upload_is_refused_before_any_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = serve("sync", "--workers 2");
+    let mut args = vec!["--server-cmd", &cmd, "--upload-path", "/large"];
+    args.extend(UPLOADS);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "does not take uploads at /large: POST /large answers 405 (method not allowed)"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.path().join("direct/baseline").exists(), "no level ran");
+}

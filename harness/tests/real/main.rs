@@ -1,0 +1,29 @@
+//! The real-stack tier: tests with real Gunicorn, NGINX and the Python
+//! servers, network namespaces, cgroups, `tc` and Chromium, in one test
+//! binary whose tests run one at a time (`scripts/test` runs it with
+//! `--test-threads=1`, and each test's parts would load each other's
+//! measurements otherwise). Built with the `real-stack` feature only, so
+//! `cargo test` alone is the fast tier. A missing tool or privilege fails
+//! a test here with one line naming it (`testkit::real`).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod cgroups;
+mod check_cli;
+mod link;
+mod model_direct;
+mod net_presets;
+mod netns;
+mod nginx_reqbuf;
+mod prepare_cli;
+mod python_servers;
+mod reader_models;
+mod reproduce_headers;
+mod reproduce_quick;
+mod reproduce_sigkill;
+mod reproduce_upload;
+mod sockdiag;
+mod sweep_cli;
+mod upload_cli;
+mod wsgi_identity;

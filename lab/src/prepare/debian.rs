@@ -1,0 +1,140 @@
+//! Programs from Debian 12's packages (NGINX, and the proxies the
+//! catalogue pins): the system's copy when the package is installed,
+//! else the `.deb` downloaded with `apt-get download` and unpacked with
+//! `dpkg-deb -x` into `<state>/<package>`. Nothing is installed
+//! system-wide and no service is started: every run writes its own config,
+//! prefix, pid file and temp path.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use catalogue::tool::DebPin;
+
+use super::command::{dpkg_version, is_root, output, run_quiet};
+
+/// A usable program of a Debian package.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DebPackage {
+    pub binary: PathBuf,
+    /// The version the program reports.
+    pub version: String,
+    /// The Debian package version, when known.
+    pub package: Option<String>,
+    /// `system` or `unpacked Debian package`.
+    pub source: String,
+    /// Where the package was unpacked (its `usr/lib` holds its modules and
+    /// libraries); `/` for the system's copy.
+    pub root: PathBuf,
+}
+
+/// Finds `pin`'s program: the system's, else an unpacked package under
+/// `state`, else downloads and unpacks it there.
+pub fn find(state: &Path, pin: &DebPin) -> Result<DebPackage> {
+    let system = Path::new("/").join(pin.binary);
+    if system.exists() {
+        return check(&system, Path::new("/"), "system", dpkg_version(pin.package));
+    }
+    let root = state.join(pin.package);
+    let unpacked = root.join(pin.binary);
+    let package_file = root.join("PACKAGE_VERSION");
+    if unpacked.exists() {
+        let package = fs::read_to_string(&package_file)
+            .ok()
+            .map(|s| s.trim().to_string());
+        return check(&unpacked, &root, "unpacked Debian package", package);
+    }
+    let download = state.join("download").join(pin.package);
+    let _ = fs::remove_dir_all(&download);
+    fs::create_dir_all(&download)?;
+    let fetch = || {
+        Command::new("apt-get")
+            .args(["download", "-q", pin.package])
+            .current_dir(&download)
+            .output()
+    };
+    let mut out = fetch().context("running apt-get download (is this Debian?)")?;
+    if !out.status.success() && is_root() {
+        // A fresh machine may not have package lists yet.
+        let _ = run_quiet("apt-get", &["update", "-q"]);
+        out = fetch()?;
+    }
+    if !out.status.success() {
+        bail!(
+            "apt-get download {} failed: {}",
+            pin.package,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let deb = fs::read_dir(&download)?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+        .context("apt-get download left no .deb")?;
+    let package = output("dpkg-deb", &["-f", &deb.to_string_lossy(), "Version"])
+        .ok()
+        .map(|s| s.trim().to_string());
+    run_quiet(
+        "dpkg-deb",
+        &["-x", &deb.to_string_lossy(), &root.to_string_lossy()],
+    )
+    .with_context(|| format!("unpacking the {} package", pin.package))?;
+    if let Some(p) = &package {
+        fs::write(&package_file, p)?;
+    }
+    let _ = fs::remove_dir_all(&download);
+    check(&unpacked, &root, "unpacked Debian package", package)
+}
+
+/// Runs the program for its version: the first `N.N[.N]` in what it
+/// prints after its `-v` (NGINX: "nginx version: nginx/1.22.1").
+fn check(binary: &Path, root: &Path, source: &str, package: Option<String>) -> Result<DebPackage> {
+    let out = Command::new(binary)
+        .arg("-v")
+        .output()
+        .with_context(|| format!("running {} -v", binary.display()))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version = first_version(&text)
+        .with_context(|| format!("unexpected {} -v output: {}", binary.display(), text.trim()))?;
+    Ok(DebPackage {
+        binary: binary.to_path_buf(),
+        version,
+        package,
+        source: source.to_string(),
+        root: root.to_path_buf(),
+    })
+}
+
+/// The first dotted version number (two or three parts) in `text`.
+fn first_version(text: &str) -> Option<String> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|w| w.trim_matches('.'))
+        .find(|w| {
+            let parts: Vec<&str> = w.split('.').collect();
+            (2..=3).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty())
+        })
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_the_first_dotted_number() {
+        assert_eq!(
+            first_version("nginx version: nginx/1.22.1\n").as_deref(),
+            Some("1.22.1")
+        );
+        assert_eq!(
+            first_version("HAProxy version 2.6.12-1+deb12u1 2023/12/16").as_deref(),
+            Some("2.6.12")
+        );
+        assert_eq!(first_version("v2 build 7").as_deref(), None);
+    }
+}

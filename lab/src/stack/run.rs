@@ -1,0 +1,498 @@
+//! One run of a stack, the lifecycle every measuring verb shares: check the
+//! tools, create the cgroups, start the app and the proxy and wait until
+//! they answer, start the sampler, run a load generator, wait for it (or for
+//! Ctrl-C, or a time limit), and stop everything in data-path order.
+//!
+//! A verb describes what to start ([`StackSpec`]) and which load to run
+//! ([`LoadCommand`]), and records what [`run`] returns ([`Measured`]). A
+//! verb that runs several loads against one stack (`check`) calls the same
+//! steps one by one: [`start`], [`Stack::run_load`] per load, [`Stack::stop`].
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::App;
+use super::launch::{Launcher, RunPaths, Running};
+use super::policy::{CapPlan, MissingTool, missing_tool};
+use crate::cgroup::{Caps, Cgroup, Mode};
+use crate::child::Child;
+use crate::netns::{NetLab, NetSpec, Place};
+use crate::process::{self, Spec};
+use crate::procfs::HostCpu;
+use crate::sample::{Probe, Sampler, Samples};
+use crate::signals;
+use catalogue::Body;
+use catalogue::{ProxyBuffers, Route};
+
+/// What every run on this machine shares.
+#[derive(Debug)]
+pub struct Lab<'a> {
+    pub launcher: &'a Launcher,
+    pub cgroups: &'a Mode,
+    /// How often the sampler reads every component.
+    pub sample_interval: Duration,
+}
+
+/// What to start: a server behind a route, capped, with its files in
+/// `paths`.
+#[derive(Debug, Clone)]
+pub struct StackSpec {
+    /// One of the lab's servers (`Server::X.into()`), a user's command, or
+    /// a server that already runs.
+    pub server: App,
+    pub route: Route,
+    /// The `/large` body the server sends.
+    pub body: Body,
+    /// The proxy's buffers (NGINX and pingora alike).
+    pub buffers: ProxyBuffers,
+    pub caps: CapPlan,
+    /// The cgroups are `<prefix>-app`, `<prefix>-proxy`, `<prefix>-loadgen`.
+    pub cgroup_prefix: String,
+    pub paths: RunPaths,
+    /// The run's network namespaces: none, all on the host's loopback;
+    /// some, the app and proxy in a server namespace and the load
+    /// generator in a client namespace (`crate::netns`), created by
+    /// [`start`] and removed by [`Stack::stop`].
+    pub netns: Option<NetSpec>,
+}
+
+impl StackSpec {
+    /// The tool this stack needs and the machine lacks, if any; [`run`]
+    /// starts nothing then.
+    pub fn missing_tool(&self, tools: &crate::prepare::Tools) -> Option<MissingTool> {
+        match &self.server {
+            App::Server(server) => missing_tool(tools, *server, self.route),
+            // A user's server needs nothing of ours; its proxy may.
+            App::Command(_) | App::Running { .. } => {
+                let tool = self.route.proxy().and_then(|(kind, _)| kind.needs())?;
+                tools.unavailable(tool).map(|why| MissingTool {
+                    tool,
+                    needed_by: self.route.to_string(),
+                    why: why.to_string(),
+                })
+            }
+        }
+    }
+}
+
+/// The load generator of a run, a `slowlab` child verb.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadCommand {
+    /// `slowlab load`: slow readers and the open-loop `/fast` client.
+    Load(loadgen::LoadArgs),
+    /// `slowlab sweep-load`: the steps of a rate sweep.
+    SweepLoad(loadgen::sweep::SweepLoadArgs),
+}
+
+impl LoadCommand {
+    /// Its name in messages.
+    fn name(&self) -> &'static str {
+        match self {
+            LoadCommand::Load(_) => "loadgen",
+            LoadCommand::SweepLoad(_) => "sweep-load",
+        }
+    }
+
+    /// Whether it asks for `SCHED_FIFO`, which a cgroup v1 child grants
+    /// only with a realtime budget.
+    fn wants_realtime(&self) -> bool {
+        matches!(self, LoadCommand::Load(a) if a.realtime)
+    }
+
+    /// Its child verb, its sockets bound to `bind` (the lab's addresses
+    /// in its namespaces; left as given without them).
+    fn child(&self, bind: Option<loadgen::bind::BindArgs>) -> Child {
+        match self {
+            LoadCommand::Load(a) => Child::Load(loadgen::LoadArgs {
+                bind: bind.unwrap_or_else(|| a.bind.clone()),
+                ..a.clone()
+            }),
+            LoadCommand::SweepLoad(a) => Child::SweepLoad(loadgen::sweep::SweepLoadArgs {
+                bind: bind.unwrap_or_else(|| a.bind.clone()),
+                ..a.clone()
+            }),
+        }
+    }
+}
+
+/// How the load generator ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadExit {
+    /// It exited on its own; `last_error` is the last line of its stderr.
+    Exited {
+        status: ExitStatus,
+        last_error: String,
+    },
+    /// The user asked to stop (Ctrl-C, SIGTERM) and it was stopped.
+    Interrupted,
+    /// It was still running after this long and was stopped.
+    TimedOut(Duration),
+}
+
+/// What a run measured.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub samples: Samples,
+    /// Wall time of the load generator process.
+    pub load_s: f64,
+    /// Cores the whole machine was busy during the load (every process,
+    /// not only ours).
+    pub host_busy_cores: Option<f64>,
+    /// Milliseconds the hypervisor ran something else while this VM wanted
+    /// a CPU during the load.
+    pub host_steal_ms: Option<f64>,
+    pub exit: LoadExit,
+}
+
+/// Why a run did not get to its load.
+#[derive(Debug)]
+pub enum RunError {
+    /// A tool the stack needs is missing: nothing was started.
+    MissingTool(MissingTool),
+    /// The run asks for network namespaces that this machine cannot
+    /// create (why, in one line): nothing was started.
+    NoNetns(String),
+    /// A cgroup or a component could not be set up or did not answer.
+    Start(anyhow::Error),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::MissingTool(m) => fmt::Display::fmt(m, f),
+            RunError::NoNetns(why) => f.write_str(why),
+            RunError::Start(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+impl From<anyhow::Error> for RunError {
+    fn from(e: anyhow::Error) -> Self {
+        RunError::Start(e)
+    }
+}
+
+/// Runs `load` against `stack`: `load` is given the URL of the stack's
+/// entry point (the proxy, or the app for direct), and the load generator
+/// may run for `limit` before it is stopped. The run's directory is
+/// created if missing; the load generator's stdout and stderr go to
+/// `load.out` and `load.err` there.
+///
+/// [`start`], one [`Stack::run_load`], [`Stack::stop`]. Must be called from
+/// the thread that stays alive for the whole run (see [`process::spawn`]).
+pub fn run(
+    lab: &Lab<'_>,
+    stack: &StackSpec,
+    limit: Duration,
+    load: impl FnOnce(&str) -> LoadCommand,
+) -> Result<Measured, RunError> {
+    let running = start(lab, stack)?;
+    let command = load(&running.url());
+    let measured = running.run_load(stack.paths.logs(), limit, &command);
+    running.stop();
+    measured
+}
+
+/// A started stack: its app (none for a server that was already running)
+/// and its proxy, up until [`Stack::stop`] (or drop), for one or more
+/// loads.
+#[derive(Debug)]
+pub struct Stack<'a> {
+    lab: &'a Lab<'a>,
+    app: Option<Running>,
+    proxy: Option<Running>,
+    target: SocketAddr,
+    loadgen_caps: Option<Caps>,
+    cgroup_prefix: String,
+    /// Dropped after the processes inside (see [`Stack::stop`]).
+    net: Option<NetLab>,
+}
+
+/// Checks the tools, creates the cgroups, starts the app (unless it runs
+/// already) and the proxy, and waits until they answer. Must be called
+/// from the thread that stays alive while the stack runs.
+pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunError> {
+    if let Some(missing) = stack.missing_tool(&lab.launcher.tools) {
+        return Err(RunError::MissingTool(missing));
+    }
+    let net = match &stack.netns {
+        Some(spec) => {
+            if let Some(why) = crate::netns::unavailable() {
+                return Err(RunError::NoNetns(why));
+            }
+            Some(NetLab::create(spec).context("creating the run's network namespaces")?)
+        }
+        None => None,
+    };
+    // Clients connect to the entry (the proxy, or the app on direct); an
+    // app behind a proxy listens on its namespace's own loopback.
+    let entry = net.as_ref().map(NetLab::entry).unwrap_or_else(Place::host);
+    let app_at = match stack.route.proxy() {
+        Some(_) => entry.loopback(),
+        None => entry.clone(),
+    };
+    let paths = &stack.paths;
+    let dir = paths.logs();
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let cgroup = |name: &str, caps: Option<Caps>| cgroup(lab, &stack.cgroup_prefix, name, caps);
+    let app = match &stack.server {
+        App::Server(server) => Some(lab.launcher.start_server(
+            *server,
+            stack.body,
+            paths,
+            cgroup("app", stack.caps.app)?,
+            &app_at,
+        )?),
+        App::Command(cmd) => {
+            Some(
+                lab.launcher
+                    .start_command(cmd, paths, cgroup("app", stack.caps.app)?, &app_at)?,
+            )
+        }
+        App::Running { .. } => None,
+    };
+    let app_addr = match (&app, &stack.server) {
+        (Some(a), _) => a.addr,
+        (None, App::Running { addr, .. }) => *addr,
+        (None, _) => unreachable!("every app but a running one was started above"),
+    };
+    let proxy_cg = match stack.route.proxy() {
+        Some(_) => cgroup("proxy", stack.caps.proxy)?,
+        None => None,
+    };
+    let proxy = lab.launcher.start_proxy(
+        stack.route,
+        app_addr,
+        &stack.buffers,
+        paths,
+        proxy_cg,
+        stack.server.ready_path(),
+        &entry,
+    )?;
+    let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app_addr);
+    Ok(Stack {
+        lab,
+        app,
+        proxy,
+        target,
+        loadgen_caps: stack.caps.loadgen,
+        cgroup_prefix: stack.cgroup_prefix.clone(),
+        net,
+    })
+}
+
+/// `<prefix>-<name>`, or none without usable cgroups.
+fn cgroup(
+    lab: &Lab<'_>,
+    prefix: &str,
+    name: &str,
+    caps: Option<Caps>,
+) -> anyhow::Result<Option<Cgroup>> {
+    if matches!(lab.cgroups, Mode::None { .. }) {
+        return Ok(None);
+    }
+    Cgroup::create(lab.cgroups, &format!("{prefix}-{name}"), caps)
+        .map(Some)
+        .with_context(|| format!("creating the {name} cgroup"))
+}
+
+impl Stack<'_> {
+    /// The URL of the stack's entry point: the proxy, or the app for direct.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.target)
+    }
+
+    /// The run's namespaces, if it has them (a later step adds qdiscs or
+    /// routes through [`NetLab::ip`]).
+    pub fn netlab(&self) -> Option<&NetLab> {
+        self.net.as_ref()
+    }
+
+    /// Whether the app and the proxy that were started still run; the name
+    /// and last stderr line of the first that does not.
+    pub fn exited(&mut self) -> Option<String> {
+        [self.app.as_mut(), self.proxy.as_mut()]
+            .into_iter()
+            .flatten()
+            .find_map(|r| {
+                let status = r.guard.try_wait()?;
+                Some(format!(
+                    "{} exited ({status}): {}",
+                    r.guard.name,
+                    r.guard.last_error_line()
+                ))
+            })
+    }
+
+    /// Runs one load generator against the stack, sampled, in its own
+    /// cgroup (`<prefix>-loadgen`, removed afterwards); its stdout and
+    /// stderr go to `load.out` and `load.err` in `dir` (created if
+    /// missing). It may run for `limit` before it is stopped.
+    pub fn run_load(
+        &self,
+        dir: &Path,
+        limit: Duration,
+        command: &LoadCommand,
+    ) -> Result<Measured, RunError> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut probes: Vec<Probe> = self.app.iter().map(|a| a.probe("app")).collect();
+        if let Some(p) = &self.proxy {
+            probes.push(p.probe("proxy"));
+        }
+        let load_cg = cgroup(self.lab, &self.cgroup_prefix, "loadgen", self.loadgen_caps)?;
+        if let Some(g) = load_cg.as_ref().filter(|_| command.wants_realtime()) {
+            // 50 ms of every second, far more than one sleeping thread needs.
+            g.grant_realtime(50_000);
+        }
+        let spec = Spec {
+            name: command.name().into(),
+            program: self.lab.launcher.exe.clone(),
+            // In namespaces, `/fast` takes the unshaped second veth pair
+            // and, with a per-client link, each slow client its own class.
+            args: process::utf8_args(command.child(self.net.as_ref().map(NetLab::binds)).argv())?,
+            env: vec![],
+            cwd: None,
+            netns: self.net.as_ref().map(|n| n.client.path()),
+            stdout: dir.join("load.out"),
+            stderr: dir.join("load.err"),
+        };
+        let qdiscs = self
+            .net
+            .as_ref()
+            .map(NetLab::shaped_qdiscs)
+            .unwrap_or_default();
+        let sampler = Sampler::start(probes, qdiscs, self.lab.sample_interval);
+        let host_before = HostCpu::read();
+        let load_started = Instant::now();
+        let mut load = process::spawn(&spec, load_cg.as_ref())?;
+        sampler.add(Probe {
+            component: "loadgen".into(),
+            counters: load_cg.as_ref().map(Cgroup::counters),
+            root_pid: load.pid,
+            temp_dir: None,
+        });
+
+        let status = load.wait_or_interrupt(load_started, limit);
+        let load_s = load_started.elapsed().as_secs_f64();
+        let host = match (host_before, HostCpu::read()) {
+            (Some(a), Some(b)) => Some(a.delta(&b, load_s)),
+            _ => None,
+        };
+        let samples = sampler.stop();
+        let exit = match status {
+            Some(status) => LoadExit::Exited {
+                status,
+                last_error: load.last_error_line(),
+            },
+            None if signals::requested() => LoadExit::Interrupted,
+            None => LoadExit::TimedOut(limit),
+        };
+        drop(load);
+        drop(load_cg);
+        Ok(Measured {
+            samples,
+            load_s,
+            host_busy_cores: host.map(|(busy, _)| busy),
+            host_steal_ms: host.map(|(_, steal)| steal),
+            exit,
+        })
+    }
+
+    /// Stops in the order of the data path: the proxy, then the app (the
+    /// client stopped at the end of its load). Each guard kills its whole
+    /// process group, then its cgroup is removed; the namespaces go last.
+    /// Dropping the stack does the same.
+    pub fn stop(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Stack<'_> {
+    fn drop(&mut self) {
+        drop(self.proxy.take());
+        drop(self.app.take());
+        drop(self.net.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prepare::Tools;
+    use catalogue::Server;
+
+    fn load_args(realtime: bool) -> loadgen::LoadArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            args: loadgen::LoadArgs,
+        }
+        let mut words = vec!["load", "--target", "http://127.0.0.1:9"];
+        if realtime {
+            words.push("--realtime");
+        }
+        Cmd::try_parse_from(words).expect("parses").args
+    }
+
+    #[test]
+    fn only_a_load_that_asks_for_realtime_gets_the_budget() {
+        assert!(LoadCommand::Load(load_args(true)).wants_realtime());
+        assert!(!LoadCommand::Load(load_args(false)).wants_realtime());
+        let c = LoadCommand::Load(load_args(true));
+        assert_eq!(c.child(None).argv()[0], "load");
+        assert_eq!(c.name(), "loadgen");
+    }
+
+    #[test]
+    fn a_stack_that_needs_a_missing_tool_starts_nothing() {
+        let tools = Tools {
+            gunicorn: Err("no network".into()),
+            ..Tools::none("not installed")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let launcher = Launcher {
+            exe: "/nonexistent/slowlab".into(),
+            tools,
+            app_dir: dir.path().into(),
+        };
+        let mode = Mode::None {
+            reason: "test".into(),
+        };
+        let lab = Lab {
+            launcher: &launcher,
+            cgroups: &mode,
+            sample_interval: Duration::from_millis(200),
+        };
+        let stack = StackSpec {
+            server: Server::GunicornSync2.into(),
+            route: Route::Direct,
+            body: Body {
+                large_bytes: 1 << 20,
+                chunk_bytes: 1 << 16,
+            },
+            buffers: ProxyBuffers::EXPERIMENT,
+            caps: CapPlan::none(),
+            cgroup_prefix: "test".into(),
+            paths: RunPaths::new(dir.path(), dir.path()).unwrap(),
+            netns: None,
+        };
+        let mut asked = false;
+        let err = run(&lab, &stack, Duration::from_secs(1), |_| {
+            asked = true;
+            LoadCommand::Load(load_args(false))
+        })
+        .expect_err("skipped");
+        assert!(matches!(err, RunError::MissingTool(_)), "{err}");
+        assert_eq!(err.to_string(), "gunicorn is not available: no network");
+        assert!(!asked, "no load was built");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

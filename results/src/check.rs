@@ -1,0 +1,162 @@
+//! `check.csv`, the file of `slowlab check`: one row per level measured
+//! (a number of slow clients, readers holding their downloads, uploaders
+//! or slowloris clients, while an open-loop client calls the fast path)
+//! and route, in the order measured, with the level's verdict.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::cell;
+use catalogue::names::{DirectionName, Name, Named, RouteName};
+
+/// A level's verdict, judged on the fast path against the route's baseline
+/// (its p95 with no slow reader).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LevelVerdict {
+    /// p95 <= max(10x the baseline, the baseline plus the noise floor)
+    /// and no errors.
+    Held,
+    /// Neither held nor denied.
+    Degraded,
+    /// p95 >= 1 s, or >= 100x the baseline, or any error or timeout.
+    Denied,
+}
+
+impl LevelVerdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            LevelVerdict::Held => "held",
+            LevelVerdict::Degraded => "degraded",
+            LevelVerdict::Denied => "denied",
+        }
+    }
+}
+
+impl Name for LevelVerdict {
+    const ALL: &'static [LevelVerdict] = &[
+        LevelVerdict::Held,
+        LevelVerdict::Degraded,
+        LevelVerdict::Denied,
+    ];
+    fn name(self) -> &'static str {
+        LevelVerdict::name(self)
+    }
+}
+
+impl fmt::Display for LevelVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A level's verdict as read from `check.csv`.
+pub type LevelVerdictName = Named<LevelVerdict>;
+
+/// A row of `check.csv`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckRow {
+    #[serde(default)]
+    pub route: RouteName,
+    /// What was checked: the `--server-cmd` line or the `--target` URL.
+    #[serde(default)]
+    pub server: String,
+    #[serde(default)]
+    pub slow_readers: u32,
+    /// 1, 2, ... in the order the levels of the route were measured.
+    #[serde(default)]
+    pub order: u32,
+    #[serde(default)]
+    pub fast_requests: u64,
+    #[serde(default)]
+    pub fast_ok: u64,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub p50_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub p95_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub p99_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub max_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub baseline_p95_ms: Option<f64>,
+    #[serde(default, serialize_with = "cell::d1")]
+    pub p95_x_baseline: Option<f64>,
+    #[serde(default)]
+    pub errors: u64,
+    #[serde(default)]
+    pub err_timeout: u64,
+    #[serde(default)]
+    pub err_connect_refused: u64,
+    #[serde(default)]
+    pub err_reset: u64,
+    #[serde(default)]
+    pub err_other: u64,
+    #[serde(default)]
+    pub slow_ok: u64,
+    #[serde(default)]
+    pub slow_failed: u64,
+    #[serde(default)]
+    pub verdict: LevelVerdictName,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub recovery_p95_ms: Option<f64>,
+    #[serde(default, with = "cell::yes_no")]
+    pub recovered: Option<bool>,
+    #[serde(default, serialize_with = "cell::d4")]
+    pub app_cpu_cores: Option<f64>,
+    #[serde(default, serialize_with = "cell::d1")]
+    pub app_memory_peak_mib: Option<f64>,
+    #[serde(default, serialize_with = "cell::d4")]
+    pub proxy_cpu_cores: Option<f64>,
+    #[serde(default, serialize_with = "cell::d1")]
+    pub proxy_memory_peak_mib: Option<f64>,
+    #[serde(default, serialize_with = "cell::d3")]
+    pub level_s: f64,
+    /// The level's raw files, relative to the results directory.
+    #[serde(default)]
+    pub dir: String,
+    /// `--noise-floor` of the check, in ms.
+    #[serde(default, serialize_with = "cell::d3")]
+    pub noise_floor_ms: Option<f64>,
+    /// The p95 at or under which the level (without errors) is held:
+    /// max(10x the baseline, the baseline plus the noise floor).
+    #[serde(default, serialize_with = "cell::d3")]
+    pub held_limit_ms: Option<f64>,
+    /// What the level's slow clients did (`--direction`): `download`,
+    /// `upload` or `headers`; empty in files before the column, which
+    /// means `download`.
+    #[serde(default)]
+    pub direction: DirectionName,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_reads_back_as_written() {
+        let row = CheckRow {
+            route: catalogue::Route::PingoraOn.into(),
+            server: "python3 app.py --port {port}".into(),
+            slow_readers: 3,
+            order: 5,
+            p95_ms: Some(1.25),
+            verdict: Named::Known(LevelVerdict::Denied),
+            recovered: Some(true),
+            level_s: 2.5,
+            dir: "pingora-on/level-3".into(),
+            direction: catalogue::Direction::Upload.into(),
+            ..CheckRow::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(super::super::CHECK_CSV);
+        super::super::file::write_whole(&path, std::slice::from_ref(&row)).unwrap();
+        let back: Vec<CheckRow> = super::super::file::read_all(&path).unwrap();
+        assert_eq!(back, vec![row]);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(",denied,"), "{text}");
+        assert!(text.lines().nth(1).unwrap().ends_with(",upload"), "{text}");
+        assert_eq!(LevelVerdictName::parse("held"), LevelVerdict::Held);
+        assert!(LevelVerdictName::parse("maybe").known().is_none());
+    }
+}
