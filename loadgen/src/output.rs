@@ -1,108 +1,35 @@
-//! The files of `--out DIR`: three CSVs with label columns first, the
-//! latency histogram and the JSON summary. The column lists here are the
-//! contract with the harness; a test pins them.
+//! The files of `--out DIR`: the CSVs with label columns first, the
+//! latency histogram and the JSON summary. Each CSV is written through the
+//! `results` crate's cells struct of its file, which the harness reads
+//! back as its row struct: the columns are defined there, once.
 
 use std::fs;
 use std::path::Path;
 
 use anyhow::Context;
 
+use results::child::write_labelled;
+use results::columns;
+use results::{LargeCells, ProgressCells, RequestCells, SlowHeaderCells, UploadCells};
+
 use crate::hgrm;
 use crate::record::{FastRecord, LargeRecord, ProgressRow, SlowHeaderRecord, UploadRecord};
 use crate::runner::Report;
 use crate::summary::Summary;
 
-pub const REQUESTS_CSV: &str = "requests.csv";
-pub const LARGE_CSV: &str = "large-responses.csv";
-pub const PROGRESS_CSV: &str = "slow-progress.csv";
-pub const UPLOADS_CSV: &str = "uploads.csv";
-pub const SLOW_HEADERS_CSV: &str = "slow-headers.csv";
-pub const LATENCY_HGRM: &str = "latency.hgrm";
-pub const SUMMARY_JSON: &str = "summary.json";
+pub use results::{
+    LARGE_CSV, LATENCY_HGRM, PROGRESS_CSV, REQUESTS_CSV, SLOW_HEADERS_CSV, SUMMARY_JSON,
+    UPLOADS_CSV,
+};
 
-/// Columns of `requests.csv` after the labels.
-pub const REQUESTS_COLUMNS: &[&str] = &[
-    "seq",
-    "scheduled_s",
-    "started_s",
-    "schedule_lag_ms",
-    "connect_ms",
-    "first_byte_ms",
-    "latency_ms",
-    "status",
-    "bytes",
-    "error",
-];
-
-/// Columns of `large-responses.csv` after the labels. The harness's copy
-/// of the file keeps its `app_*` columns where they were first, before
-/// `first_read_bytes`, which came later: both files only ever append.
-pub const LARGE_COLUMNS: &[&str] = &[
-    "client",
-    "started_s",
-    "connect_ms",
-    "first_byte_ms",
-    "status",
-    "bytes",
-    "content_length",
-    "receive_s",
-    "rcvbuf_requested_bytes",
-    "rcvbuf_granted_bytes",
-    "verified",
-    "error",
-    "reader",
-    "first_read_bytes",
-    "loop_lag_us",
-];
-
-/// Columns of `slow-progress.csv` after the labels.
-pub const PROGRESS_COLUMNS: &[&str] = &[
-    "t_s",
-    "client",
-    "received_bytes",
-    "consumed_bytes",
-    "socket_queue_bytes",
-    "user_buffer_bytes",
-    "reading_paused",
-];
-
-/// Columns of `uploads.csv` after the labels.
-pub const UPLOADS_COLUMNS: &[&str] = &[
-    "client",
-    "started_s",
-    "connect_ms",
-    "send_s",
-    "bytes_sent",
-    "upload_bytes",
-    "first_byte_ms",
-    "status",
-    "server_bytes",
-    "pattern_ok",
-    "sndbuf_requested_bytes",
-    "sndbuf_granted_bytes",
-    "error",
-];
-
-/// Columns of `slow-headers.csv` after the labels.
-pub const SLOW_HEADERS_COLUMNS: &[&str] = &[
-    "client",
-    "started_s",
-    "connect_ms",
-    "header_lines",
-    "held_s",
-    "ended",
-    "status",
-    "error",
-];
-
-/// Whether a label key would repeat a column name.
+/// Whether a label key would repeat a column name of a file `load` writes.
 pub fn is_column_name(key: &str) -> bool {
     [
-        REQUESTS_COLUMNS,
-        LARGE_COLUMNS,
-        PROGRESS_COLUMNS,
-        UPLOADS_COLUMNS,
-        SLOW_HEADERS_COLUMNS,
+        columns::<RequestCells>(),
+        columns::<LargeCells>(),
+        columns::<ProgressCells>(),
+        columns::<UploadCells>(),
+        columns::<SlowHeaderCells>(),
     ]
     .iter()
     .any(|cols| cols.contains(&key))
@@ -114,23 +41,20 @@ pub use results::file::probe;
 pub fn write_all(dir: &Path, report: &Report, summary: &Summary) -> anyhow::Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let labels = &report.labels;
-    write_csv(
+    write_labelled(
         &dir.join(REQUESTS_CSV),
         labels,
-        REQUESTS_COLUMNS,
-        report.fast.iter().map(request_row),
+        report.fast.iter().map(RequestCells::from),
     )?;
-    write_csv(
+    write_labelled(
         &dir.join(LARGE_CSV),
         labels,
-        LARGE_COLUMNS,
-        report.large.iter().map(large_row),
+        report.large.iter().map(LargeCells::from),
     )?;
-    write_csv(
+    write_labelled(
         &dir.join(PROGRESS_CSV),
         labels,
-        PROGRESS_COLUMNS,
-        report.progress.iter().map(progress_row),
+        report.progress.iter().map(ProgressCells::from),
     )?;
     write_request_direction(dir, labels, &report.uploads, &report.slow_headers)?;
     let path = dir.join(LATENCY_HGRM);
@@ -152,143 +76,113 @@ pub fn write_request_direction(
     slow_headers: &[SlowHeaderRecord],
 ) -> anyhow::Result<()> {
     if !uploads.is_empty() {
-        write_csv(
+        write_labelled(
             &dir.join(UPLOADS_CSV),
             labels,
-            UPLOADS_COLUMNS,
-            uploads.iter().map(upload_row),
+            uploads.iter().map(UploadCells::from),
         )?;
     }
     if !slow_headers.is_empty() {
-        write_csv(
+        write_labelled(
             &dir.join(SLOW_HEADERS_CSV),
             labels,
-            SLOW_HEADERS_COLUMNS,
-            slow_headers.iter().map(slow_header_row),
+            slow_headers.iter().map(SlowHeaderCells::from),
         )?;
     }
     Ok(())
 }
 
-fn write_csv(
-    path: &Path,
-    labels: &[(String, String)],
-    columns: &[&str],
-    rows: impl Iterator<Item = Vec<String>>,
-) -> anyhow::Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-    let header = labels
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .chain(columns.iter().copied());
-    w.write_record(header)
-        .with_context(|| format!("writing {}", path.display()))?;
-    for row in rows {
-        debug_assert_eq!(row.len(), columns.len());
-        let record = labels
-            .iter()
-            .map(|(_, v)| v.as_str())
-            .chain(row.iter().map(String::as_str));
-        w.write_record(record)
-            .with_context(|| format!("writing {}", path.display()))?;
+/// The text of an error cell: the failure's kind.
+fn error_cell(e: &Option<crate::error::Failure>) -> Option<String> {
+    e.as_ref().map(|e| e.kind.as_str().to_string())
+}
+
+impl From<&FastRecord> for RequestCells {
+    fn from(r: &FastRecord) -> Self {
+        RequestCells {
+            seq: r.seq as u64,
+            scheduled_s: r.scheduled_s,
+            started_s: r.started_s,
+            schedule_lag_ms: Some(r.schedule_lag_ms),
+            connect_ms: r.connect_ms,
+            first_byte_ms: r.first_byte_ms,
+            latency_ms: r.latency_ms,
+            status: r.status,
+            bytes: r.bytes,
+            error: error_cell(&r.error),
+        }
     }
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
 }
 
-/// Seconds with microsecond resolution.
-fn s(v: f64) -> String {
-    format!("{v:.6}")
+impl From<&LargeRecord> for LargeCells {
+    fn from(r: &LargeRecord) -> Self {
+        LargeCells {
+            client: r.client as u32,
+            started_s: r.started_s,
+            connect_ms: r.connect_ms,
+            first_byte_ms: r.first_byte_ms,
+            status: r.status,
+            bytes: r.bytes,
+            content_length: r.content_length,
+            receive_s: r.receive_s,
+            rcvbuf_requested_bytes: Some(r.rcvbuf_requested_bytes as u64),
+            rcvbuf_granted_bytes: r.rcvbuf_granted_bytes.map(|v| v as u64),
+            verified: Some(r.verified.as_str().to_string()),
+            error: error_cell(&r.error),
+            reader: Some(r.reader.as_str().to_string()),
+            first_read_bytes: r.first_read_bytes.map(|v| v as u64),
+            loop_lag_us: r.loop_lag.map(|d| d.as_secs_f64() * 1e6),
+        }
+    }
 }
 
-/// Milliseconds with microsecond resolution.
-fn ms(v: f64) -> String {
-    format!("{v:.3}")
+impl From<&ProgressRow> for ProgressCells {
+    fn from(r: &ProgressRow) -> Self {
+        ProgressCells {
+            t_s: r.t_s,
+            client: r.client as u32,
+            received_bytes: r.received_bytes,
+            consumed_bytes: r.consumed_bytes,
+            socket_queue_bytes: r.socket_queue_bytes,
+            user_buffer_bytes: r.user_buffer_bytes,
+            reading_paused: r.reading_paused,
+        }
+    }
 }
 
-/// An empty cell for a missing value.
-fn cell<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
-    v.map(f).unwrap_or_default()
+impl From<&UploadRecord> for UploadCells {
+    fn from(r: &UploadRecord) -> Self {
+        UploadCells {
+            client: r.client as u32,
+            started_s: r.started_s,
+            connect_ms: r.connect_ms,
+            send_s: r.send_s,
+            bytes_sent: r.bytes_sent,
+            upload_bytes: r.upload_bytes,
+            first_byte_ms: r.first_byte_ms,
+            status: r.status,
+            server_bytes: r.server_bytes,
+            pattern_ok: r.pattern_ok,
+            sndbuf_requested_bytes: Some(r.sndbuf_requested_bytes as u64),
+            sndbuf_granted_bytes: r.sndbuf_granted_bytes.map(|v| v as u64),
+            error: error_cell(&r.error),
+        }
+    }
 }
 
-pub fn request_row(r: &FastRecord) -> Vec<String> {
-    vec![
-        r.seq.to_string(),
-        s(r.scheduled_s),
-        s(r.started_s),
-        ms(r.schedule_lag_ms),
-        cell(r.connect_ms, ms),
-        cell(r.first_byte_ms, ms),
-        cell(r.latency_ms, ms),
-        cell(r.status, |v| v.to_string()),
-        r.bytes.to_string(),
-        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
-    ]
-}
-
-pub fn large_row(r: &LargeRecord) -> Vec<String> {
-    vec![
-        r.client.to_string(),
-        s(r.started_s),
-        cell(r.connect_ms, ms),
-        cell(r.first_byte_ms, ms),
-        cell(r.status, |v| v.to_string()),
-        r.bytes.to_string(),
-        cell(r.content_length, |v| v.to_string()),
-        cell(r.receive_s, s),
-        r.rcvbuf_requested_bytes.to_string(),
-        cell(r.rcvbuf_granted_bytes, |v| v.to_string()),
-        r.verified.as_str().to_string(),
-        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
-        r.reader.as_str().to_string(),
-        cell(r.first_read_bytes, |v| v.to_string()),
-        cell(r.loop_lag, |d| format!("{:.3}", d.as_secs_f64() * 1e6)),
-    ]
-}
-
-pub fn progress_row(r: &ProgressRow) -> Vec<String> {
-    vec![
-        s(r.t_s),
-        r.client.to_string(),
-        r.received_bytes.to_string(),
-        r.consumed_bytes.to_string(),
-        cell(r.socket_queue_bytes, |v| v.to_string()),
-        cell(r.user_buffer_bytes, |v| v.to_string()),
-        cell(r.reading_paused, |v| v.to_string()),
-    ]
-}
-
-pub fn upload_row(r: &UploadRecord) -> Vec<String> {
-    vec![
-        r.client.to_string(),
-        s(r.started_s),
-        cell(r.connect_ms, ms),
-        cell(r.send_s, s),
-        r.bytes_sent.to_string(),
-        r.upload_bytes.to_string(),
-        cell(r.first_byte_ms, ms),
-        cell(r.status, |v| v.to_string()),
-        cell(r.server_bytes, |v| v.to_string()),
-        cell(r.pattern_ok, |v| v.to_string()),
-        r.sndbuf_requested_bytes.to_string(),
-        cell(r.sndbuf_granted_bytes, |v| v.to_string()),
-        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
-    ]
-}
-
-pub fn slow_header_row(r: &SlowHeaderRecord) -> Vec<String> {
-    vec![
-        r.client.to_string(),
-        s(r.started_s),
-        cell(r.connect_ms, ms),
-        r.header_lines.to_string(),
-        cell(r.held_s, s),
-        r.ended.as_str().to_string(),
-        cell(r.status, |v| v.to_string()),
-        cell(r.error.as_ref(), |e| e.kind.as_str().to_string()),
-    ]
+impl From<&SlowHeaderRecord> for SlowHeaderCells {
+    fn from(r: &SlowHeaderRecord) -> Self {
+        SlowHeaderCells {
+            client: r.client as u32,
+            started_s: r.started_s,
+            connect_ms: r.connect_ms,
+            header_lines: r.header_lines,
+            held_s: r.held_s,
+            ended: r.ended.as_str().to_string(),
+            status: r.status,
+            error: error_cell(&r.error),
+        }
+    }
 }
 
 #[cfg(test)]

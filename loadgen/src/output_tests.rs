@@ -111,7 +111,7 @@ fn the_request_direction_rows() {
     assert_eq!(
         lines(&dir.path().join(UPLOADS_CSV)),
         [
-            format!("server,route,{}", UPLOADS_COLUMNS.join(",")),
+            format!("server,route,{}", columns::<UploadCells>().join(",")),
             "rust-sync2,direct,0,0.000200,0.300,7.992188,16777216,16777216,8000.500,200,16777216,true,8192,16384,".into(),
         ]
     );

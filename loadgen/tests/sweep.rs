@@ -12,7 +12,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use clap::Parser;
-use loadgen::sweep::{self, HEADER, SweepConfig, SweepLoadArgs};
+use loadgen::sweep::{self, SweepConfig, SweepLoadArgs};
+
+fn header() -> &'static [&'static str] {
+    results::columns::<results::StepCells>()
+}
 use server::{Model, ServerConfig};
 use support::{Reply, ScriptedServer};
 
@@ -37,7 +41,7 @@ fn sweep(url: &str, out: &Path, extra: &[&str]) -> sweep::SweepOutcome {
 
 /// `steps.csv` as maps from column to cell, after checking its header.
 fn steps(out: &Path) -> Vec<HashMap<String, String>> {
-    csv_rows(&out.join("steps.csv"), &HEADER)
+    csv_rows(&out.join("steps.csv"), header())
 }
 
 /// A CSV file as maps from column to cell, after checking that its header
@@ -97,8 +101,8 @@ fn a_short_sweep_writes_one_full_row_per_step() {
     let rows = steps(dir.path());
     assert_eq!(rows.len(), 3);
     for (i, (row, rate)) in rows.iter().zip([20.0, 40.0, 60.0]).enumerate() {
-        for col in HEADER {
-            assert!(!row[col].is_empty(), "step {}: {col} is empty", i + 1);
+        for col in header() {
+            assert!(!row[*col].is_empty(), "step {}: {col} is empty", i + 1);
         }
         assert_eq!(num(row, "step"), (i + 1) as f64);
         assert_eq!(num(row, "conn_rate_demanded"), rate);
@@ -312,7 +316,7 @@ fn slow_uploaders_hold_sync_workers_through_the_sweep_and_not_async_ones() {
         let outcome = sweep(&url, dir.path(), UPLOADERS);
         let rows = csv_rows(
             &dir.path().join("uploads.csv"),
-            loadgen::output::UPLOADS_COLUMNS,
+            results::columns::<results::UploadCells>(),
         );
         assert_eq!(rows.len(), outcome.uploads.len());
         // The two first uploads end inside the sweep; every one that ended
@@ -376,7 +380,7 @@ fn slowloris_clients_are_held_for_the_whole_sweep() {
     );
     let rows = csv_rows(
         &dir.path().join("slow-headers.csv"),
-        loadgen::output::SLOW_HEADERS_COLUMNS,
+        results::columns::<results::SlowHeaderCells>(),
     );
     assert_eq!(rows.len(), 2, "{rows:?}");
     for r in &rows {

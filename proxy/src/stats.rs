@@ -3,11 +3,11 @@
 //!
 //! Both are CSV with a header, appended with one `write(2)` per batch on a
 //! file opened `O_APPEND`, so rows never interleave, even with several
-//! threads or processes writing the same file. Schemas are pinned in
-//! ARCHITECTURE.md ("Proxy stats log", "Proxy gauge log").
+//! threads or processes writing the same file. Each row goes through the
+//! `results` crate's cells struct of its file ([`ProxyStatsCells`],
+//! [`GaugeCells`]), which the harness reads back as its rows.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::path::Path;
@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-pub const STATS_HEADER: &str = "start_unix_s,mode,status,bytes,mem_peak_bytes,spilled_bytes,upstream_done_s,client_done_s,error,req_mode,req_bytes,req_mem_peak_bytes,req_spilled_bytes,req_done_s,upstream_start_s";
-pub const GAUGE_HEADER: &str = "t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes,req_read_bytes,req_sent_bytes,req_mem_bytes,req_file_bytes";
+use results::child::{header_line, line_into};
+use results::{GaugeCells, ProxyStatsCells};
 
 /// Seconds since the Unix epoch.
 pub fn unix_s(t: SystemTime) -> f64 {
@@ -38,22 +38,22 @@ struct Writer {
     file: File,
     /// The batch last written, kept for its capacity: [`CsvFile::append_taken`]
     /// swaps it, cleared, for the rows it takes.
-    batch: String,
+    batch: Vec<u8>,
 }
 
 impl Writer {
-    fn write(&mut self, lines: &str) {
+    fn write(&mut self, lines: &[u8]) {
         if lines.is_empty() {
             return;
         }
-        if let Err(e) = self.file.write_all(lines.as_bytes()) {
+        if let Err(e) = self.file.write_all(lines) {
             tracing::error!(cause = %e, "writing a measurement row failed");
         }
     }
 }
 
 impl CsvFile {
-    fn open(path: &Path, header: &str) -> anyhow::Result<CsvFile> {
+    fn open(path: &Path, header: String) -> anyhow::Result<CsvFile> {
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -65,13 +65,13 @@ impl CsvFile {
             .len()
             == 0;
         if empty {
-            file.write_all(format!("{header}\n").as_bytes())
+            file.write_all(header.as_bytes())
                 .with_context(|| format!("writing the header of {}", path.display()))?;
         }
         Ok(CsvFile {
             writer: Mutex::new(Writer {
                 file,
-                batch: String::new(),
+                batch: Vec::new(),
             }),
         })
     }
@@ -83,7 +83,7 @@ impl CsvFile {
     }
 
     /// Appends complete lines with one write.
-    fn append(&self, lines: &str) {
+    fn append(&self, lines: &[u8]) {
         self.lock().write(lines);
     }
 
@@ -93,7 +93,7 @@ impl CsvFile {
     /// file's lock is held, so batches reach the file in the order they
     /// were taken, and a response appending its row to `pending` never
     /// waits for a `write(2)` in progress.
-    fn append_taken(&self, pending: &Mutex<String>) {
+    fn append_taken(&self, pending: &Mutex<Vec<u8>>) {
         let mut writer = self.lock();
         let mut batch = std::mem::take(&mut writer.batch);
         batch.clear();
@@ -142,58 +142,41 @@ pub struct RequestStats {
     pub upstream_start_s: Option<f64>,
 }
 
+impl From<&StatsRow> for ProxyStatsCells {
+    fn from(r: &StatsRow) -> Self {
+        ProxyStatsCells {
+            start_unix_s: Some(r.start_unix_s),
+            mode: r.mode.to_string(),
+            status: r.status,
+            bytes: r.bytes,
+            mem_peak_bytes: r.mem_peak_bytes as u64,
+            spilled_bytes: r.spilled_bytes,
+            upstream_done_s: r.upstream_done_s,
+            client_done_s: r.client_done_s,
+            error: r.error.map(str::to_string),
+            req_mode: r.req.mode.map(str::to_string),
+            req_bytes: r.req.bytes,
+            req_mem_peak_bytes: r.req.mem_peak_bytes as u64,
+            req_spilled_bytes: r.req.spilled_bytes,
+            req_done_s: r.req.done_s,
+            upstream_start_s: r.req.upstream_start_s,
+        }
+    }
+}
+
 impl StatsRow {
     /// The CSV line, with a trailing newline.
     pub fn to_line(&self) -> String {
-        let mut line = String::new();
+        let mut line = Vec::new();
         self.write_line(&mut line);
-        line
+        String::from_utf8_lossy(&line).into_owned()
     }
 
-    /// Appends the CSV line (with its newline) to `out`: each field is
-    /// formatted in place, no string per field.
-    pub fn write_line(&self, out: &mut String) {
-        /// An optional number, empty when `None`.
-        struct Opt<T>(Option<T>);
-        impl<T: std::fmt::Display> std::fmt::Display for Opt<T> {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                match &self.0 {
-                    Some(v) => v.fmt(f),
-                    None => Ok(()),
-                }
-            }
+    /// Appends the CSV line (with its newline) to `out`.
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        if let Err(e) = line_into(out, &ProxyStatsCells::from(self)) {
+            tracing::error!(cause = %e, "formatting a stats row failed");
         }
-        /// Optional seconds, six decimals, empty when `None`.
-        struct Secs(Option<f64>);
-        impl std::fmt::Display for Secs {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                match self.0 {
-                    Some(s) => write!(f, "{s:.6}"),
-                    None => Ok(()),
-                }
-            }
-        }
-        let req = &self.req;
-        // Writing to a String cannot fail.
-        let _ = writeln!(
-            out,
-            "{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            self.start_unix_s,
-            self.mode,
-            Opt(self.status),
-            self.bytes,
-            self.mem_peak_bytes,
-            self.spilled_bytes,
-            Secs(self.upstream_done_s),
-            Secs(self.client_done_s),
-            self.error.unwrap_or(""),
-            req.mode.unwrap_or(""),
-            req.bytes,
-            req.mem_peak_bytes,
-            req.spilled_bytes,
-            Secs(req.done_s),
-            Secs(req.upstream_start_s),
-        );
     }
 }
 
@@ -212,7 +195,7 @@ pub struct StatsLog(Arc<StatsInner>);
 #[derive(Debug)]
 struct StatsInner {
     file: CsvFile,
-    pending: Mutex<String>,
+    pending: Mutex<Vec<u8>>,
 }
 
 /// Pending rows beyond this size are written at once (some 700 rows).
@@ -235,10 +218,10 @@ impl Drop for StatsInner {
 
 impl StatsLog {
     pub fn open(path: &Path) -> anyhow::Result<StatsLog> {
-        let file = CsvFile::open(path, STATS_HEADER)?;
+        let file = CsvFile::open(path, header_line::<ProxyStatsCells>())?;
         Ok(StatsLog(Arc::new(StatsInner {
             file,
-            pending: Mutex::new(String::new()),
+            pending: Mutex::new(Vec::new()),
         })))
     }
 
@@ -324,27 +307,30 @@ impl Gauges {
     /// The rows for one sample at `t`. The registry's lock is held only to
     /// copy the list, not while the rows are formatted, so responses that
     /// open or close meanwhile do not wait for the sampler.
-    pub fn sample(&self, t: SystemTime) -> String {
+    pub fn sample(&self, t: SystemTime) -> Vec<u8> {
         let open: Vec<(u64, Arc<Progress>)> = {
             let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
             open.iter().map(|(c, p)| (*c, p.clone())).collect()
         };
         let t = unix_s(t);
-        let mut out = String::new();
+        let mut out = Vec::new();
         for (conn, p) in open.iter() {
-            // Writing to a String cannot fail.
-            let _ = writeln!(
-                out,
-                "{t:.6},{conn},{},{},{},{},{},{},{},{}",
-                p.upstream_read.load(Ordering::Relaxed),
-                p.client_written.load(Ordering::Relaxed),
-                p.mem.load(Ordering::Relaxed),
-                p.file.load(Ordering::Relaxed),
-                p.req_read.load(Ordering::Relaxed),
-                p.req_sent.load(Ordering::Relaxed),
-                p.req_mem.load(Ordering::Relaxed),
-                p.req_file.load(Ordering::Relaxed),
-            );
+            let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+            let row = GaugeCells {
+                t_unix_s: Some(t),
+                conn: *conn,
+                upstream_read_bytes: load(&p.upstream_read),
+                client_written_bytes: load(&p.client_written),
+                mem_bytes: load(&p.mem),
+                file_bytes: load(&p.file),
+                req_read_bytes: load(&p.req_read),
+                req_sent_bytes: load(&p.req_sent),
+                req_mem_bytes: load(&p.req_mem),
+                req_file_bytes: load(&p.req_file),
+            };
+            if let Err(e) = line_into(&mut out, &row) {
+                tracing::error!(cause = %e, "formatting a gauge row failed");
+            }
         }
         out
     }
@@ -356,7 +342,7 @@ pub struct GaugeLog(CsvFile);
 
 impl GaugeLog {
     pub fn open(path: &Path) -> anyhow::Result<GaugeLog> {
-        CsvFile::open(path, GAUGE_HEADER).map(GaugeLog)
+        CsvFile::open(path, header_line::<GaugeCells>()).map(GaugeLog)
     }
 
     /// Samples `gauges` every `interval` until `stop` resolves.
@@ -454,12 +440,18 @@ mod tests {
         assert_eq!(next, [ROWS; THREADS as usize], "every row written once");
     }
 
+    const STATS_HEADER: &str = "start_unix_s,mode,status,bytes,mem_peak_bytes,spilled_bytes,upstream_done_s,client_done_s,error,req_mode,req_bytes,req_mem_peak_bytes,req_spilled_bytes,req_done_s,upstream_start_s";
+
     #[test]
-    fn headers_match_the_documented_schema() {
-        let doc = include_str!("../../ARCHITECTURE.md");
-        assert!(doc.contains(&format!("`{STATS_HEADER}`")), "stats header");
-        assert!(doc.contains(&format!("`{GAUGE_HEADER}`")), "gauge header");
-        assert_eq!(STATS_HEADER.split(',').count(), 15);
+    fn headers_are_the_pinned_schema() {
+        assert_eq!(
+            header_line::<ProxyStatsCells>(),
+            format!("{STATS_HEADER}\n")
+        );
+        assert_eq!(
+            header_line::<GaugeCells>(),
+            "t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes,req_read_bytes,req_sent_bytes,req_mem_bytes,req_file_bytes\n"
+        );
     }
 
     #[test]
@@ -536,8 +528,8 @@ mod tests {
         Progress::set(&a.progress.mem, 42);
         Progress::set(&a.progress.req_file, 5);
         let sample = gauges.sample(UNIX_EPOCH + Duration::from_secs(2));
-        assert_eq!(sample, "2.000000,7,0,0,42,0,0,0,0,5\n");
+        assert_eq!(sample, b"2.000000,7,0,0,42,0,0,0,0,5\n");
         drop(a);
-        assert_eq!(gauges.sample(SystemTime::now()), "");
+        assert!(gauges.sample(SystemTime::now()).is_empty());
     }
 }

@@ -94,7 +94,7 @@ child_row! {
         pub first_read_bytes: Option<u64>,
         /// `streamreader` only: its `--loop-lag` in microseconds; empty for
         /// `strict` and in files from before the flag.
-        #[serde(default)]
+        #[serde(default, serialize_with = "cell::d3")]
         pub loop_lag_us: Option<f64>,
     }
 }

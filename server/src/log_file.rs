@@ -14,7 +14,7 @@ pub struct LogFile {
     path: PathBuf,
     /// What the log is, for error messages ("send log").
     what: &'static str,
-    header_line: &'static str,
+    header_line: String,
     /// The lock keeps rows of concurrent workers from interleaving; the file
     /// is also opened in append mode and every row is one `write`, so rows of
     /// other processes appending to the same file stay whole too.
@@ -24,11 +24,7 @@ pub struct LogFile {
 impl LogFile {
     /// Opens (creating if needed) `path` and writes the header if the file is
     /// empty, so a bad path fails at start-up rather than at the first row.
-    pub fn open(
-        path: &Path,
-        what: &'static str,
-        header_line: &'static str,
-    ) -> anyhow::Result<Self> {
+    pub fn open(path: &Path, what: &'static str, header_line: String) -> anyhow::Result<Self> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -58,7 +54,7 @@ impl LogFile {
         // by hand while the server runs gets its header back.
         let mut text = String::new();
         if file.metadata()?.len() == 0 {
-            text.push_str(self.header_line);
+            text.push_str(&self.header_line);
         }
         text.push_str(rows);
         if text.is_empty() {

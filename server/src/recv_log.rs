@@ -2,7 +2,8 @@
 //! row per `POST /upload`, written when the handler stops reading its body
 //! (whole, or cut short by a client that left).
 //!
-//! Columns (shared with the WSGI and ASGI apps):
+//! Its columns are the `results` crate's [`RecvLogCells`] (shared with the
+//! WSGI and ASGI apps):
 //! `start_unix_s,start_s,app_recv_s,bytes,content_length,pattern_ok,worker,complete`.
 //! `app_recv_s` runs from the request head (the handler's start) to the last
 //! body byte read, and is empty unless the body was whole; an incomplete
@@ -13,12 +14,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::log_file::LogFile;
 
-/// The header line with its newline. The harness writes it too, before
-/// Gunicorn's workers append their rows.
-pub const HEADER_LINE: &str =
-    "start_unix_s,start_s,app_recv_s,bytes,content_length,pattern_ok,worker,complete\n";
-/// The header line, without its newline.
-pub const HEADER: &str = HEADER_LINE.trim_ascii_end();
+use results::RecvLogCells;
+use results::child::{header_line, line};
 
 /// One upload as the handler saw it.
 #[derive(Debug, Clone)]
@@ -58,7 +55,7 @@ impl RecvLog {
     /// empty.
     pub fn open(path: &Path, server_start: Instant) -> anyhow::Result<Self> {
         Ok(RecvLog {
-            file: LogFile::open(path, "receive log", HEADER_LINE)?,
+            file: LogFile::open(path, "receive log", header_line::<RecvLogCells>())?,
             server_start,
         })
     }
@@ -69,8 +66,8 @@ impl RecvLog {
     }
 }
 
-/// One CSV line (with its newline) for `upload`.
-pub fn format_row(upload: &Upload, server_start: Instant) -> String {
+/// The row of `upload`; `app_recv_s` is empty unless the body was whole.
+pub fn cells(upload: &Upload, server_start: Instant) -> RecvLogCells {
     let unix = upload
         .started_wall
         .duration_since(UNIX_EPOCH)
@@ -81,18 +78,25 @@ pub fn format_row(upload: &Upload, server_start: Instant) -> String {
         .saturating_duration_since(server_start)
         .as_secs_f64();
     let complete = upload.complete();
-    let recv = match upload.done_at {
-        Some(at) if complete => format!("{:.6}", at.duration_since(upload.started).as_secs_f64()),
-        _ => String::new(),
-    };
-    let length = upload
-        .content_length
-        .map(|n| n.to_string())
-        .unwrap_or_default();
-    format!(
-        "{unix:.6},{start_s:.6},{recv},{},{length},{},{},{complete}\n",
-        upload.bytes, upload.pattern_ok, upload.worker
-    )
+    RecvLogCells {
+        start_unix_s: Some(unix),
+        start_s: Some(start_s),
+        app_recv_s: upload
+            .done_at
+            .filter(|_| complete)
+            .map(|at| at.duration_since(upload.started).as_secs_f64()),
+        bytes: upload.bytes,
+        content_length: upload.content_length,
+        pattern_ok: Some(upload.pattern_ok),
+        worker: Some(upload.worker.clone()),
+        complete: Some(complete),
+    }
+}
+
+/// One CSV line (with its newline) for `upload`.
+pub fn format_row(upload: &Upload, server_start: Instant) -> String {
+    let bytes = line(&cells(upload, server_start)).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[cfg(test)]
@@ -150,6 +154,6 @@ mod tests {
         let text = std::fs::read_to_string(&path).expect("read");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
-        assert_eq!(lines[0], HEADER);
+        assert_eq!(lines[0], header_line::<RecvLogCells>().trim_end());
     }
 }

@@ -1,7 +1,8 @@
 //! The `--send-log` CSV: one row per `/large` response, written when its
 //! connection ends.
 //!
-//! Columns (pinned in ARCHITECTURE.md, shared with the WSGI app):
+//! Its columns are the `results` crate's [`SendLogCells`] (shared with the
+//! WSGI app, whose header a test holds to them):
 //! `start_unix_s,start_s,app_send_s,bytes,worker,complete`.
 
 use std::path::Path;
@@ -10,11 +11,8 @@ use std::time::{Instant, UNIX_EPOCH};
 use crate::log_file::LogFile;
 use crate::meter::LargeSend;
 
-/// The header line with its newline, as it starts the file. The harness
-/// writes it too, before Gunicorn's workers append their rows.
-pub const HEADER_LINE: &str = "start_unix_s,start_s,app_send_s,bytes,worker,complete\n";
-/// The header line, without its newline.
-pub const HEADER: &str = HEADER_LINE.trim_ascii_end();
+use results::SendLogCells;
+use results::child::{header_line, line};
 
 /// An open send log shared by every worker of one server.
 #[derive(Debug)]
@@ -29,7 +27,7 @@ impl SendLog {
     /// empty, so a bad path fails at start-up rather than at the first row.
     pub fn open(path: &Path, server_start: Instant) -> anyhow::Result<Self> {
         Ok(SendLog {
-            file: LogFile::open(path, "send log", HEADER_LINE)?,
+            file: LogFile::open(path, "send log", header_line::<SendLogCells>())?,
             server_start,
         })
     }
@@ -40,9 +38,9 @@ impl SendLog {
     }
 }
 
-/// One CSV line (with its newline) for `send`; `app_send_s` is empty unless
-/// the kernel accepted the whole body.
-pub fn format_row(send: &LargeSend, server_start: Instant) -> String {
+/// The row of `send`; `app_send_s` is empty unless the kernel accepted the
+/// whole body.
+pub fn cells(send: &LargeSend, server_start: Instant) -> SendLogCells {
     let unix = send
         .started_wall
         .duration_since(UNIX_EPOCH)
@@ -53,14 +51,23 @@ pub fn format_row(send: &LargeSend, server_start: Instant) -> String {
         .saturating_duration_since(server_start)
         .as_secs_f64();
     let complete = send.written == send.total && send.last_byte_at.is_some();
-    let app_send = match send.last_byte_at {
-        Some(at) if complete => format!("{:.6}", at.duration_since(send.started).as_secs_f64()),
-        _ => String::new(),
-    };
-    format!(
-        "{unix:.6},{start_s:.6},{app_send},{},{},{complete}\n",
-        send.written, send.worker
-    )
+    SendLogCells {
+        start_unix_s: Some(unix),
+        start_s: Some(start_s),
+        app_send_s: send
+            .last_byte_at
+            .filter(|_| complete)
+            .map(|at| at.duration_since(send.started).as_secs_f64()),
+        bytes: send.written,
+        worker: Some(send.worker.clone()),
+        complete: Some(complete),
+    }
+}
+
+/// One CSV line (with its newline) for `send`.
+pub fn format_row(send: &LargeSend, server_start: Instant) -> String {
+    let bytes = line(&cells(send, server_start)).unwrap_or_default();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[cfg(test)]
@@ -115,7 +122,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).expect("read");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
-        assert_eq!(lines[0], HEADER);
+        assert_eq!(lines[0], header_line::<SendLogCells>().trim_end());
         assert!(lines[1].ends_with(",100,sync-1,true"), "{text}");
     }
 }

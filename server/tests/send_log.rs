@@ -7,7 +7,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use server::send_log::HEADER;
+fn header() -> String {
+    results::child::header_line::<results::SendLogCells>()
+        .trim_end()
+        .to_string()
+}
 use server::{Model, ServerConfig};
 use support::{PATIENCE, get, stalled_large};
 
@@ -25,7 +29,7 @@ struct Row {
 fn rows(path: &Path) -> Vec<Row> {
     let text = std::fs::read_to_string(path).expect("read send log");
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some(HEADER), "header of {text:?}");
+    assert_eq!(lines.next(), Some(header().as_str()), "header of {text:?}");
     lines
         .map(|line| {
             let f: Vec<&str> = line.split(',').collect();

@@ -243,7 +243,11 @@ fn the_json_summary_counts_the_uploads_of_the_sweep() {
     assert_eq!(uploads["errors"]["connect_refused"], count, "{summary}");
     assert_eq!(summary["steps"], 1, "{summary}");
     let (header, rows) = csv(&tmp.path().join("uploads.csv"));
-    assert_eq!(header, loadgen::output::UPLOADS_COLUMNS, "load's columns");
+    assert_eq!(
+        header,
+        results::columns::<results::UploadCells>(),
+        "load's columns"
+    );
     assert_eq!(rows.len() as u64, count);
     assert!(
         rows.iter().all(|r| r["error"] == "connect_refused"),
@@ -280,7 +284,7 @@ fn sweeps_of_both_rust_stacks_share_one_directory() {
         assert!(o.stdout.contains("highest error-free rate"), "{}", o.stdout);
     }
     let (header, rows) = csv(&tmp.path().join("sweep.csv"));
-    for col in loadgen::sweep::HEADER.iter().chain(&[
+    for col in results::columns::<results::StepCells>().iter().chain(&[
         "sweep_id",
         "app_cpu_cores",
         "loadgen_cpu_cores",

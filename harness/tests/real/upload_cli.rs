@@ -107,7 +107,11 @@ fn p95_without_and_with(addr: SocketAddr, dir: &Path, what: &str) -> (f64, f64) 
 fn recv_rows(path: &Path) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some(server::recv_log::HEADER), "{text}");
+    assert_eq!(
+        lines.next(),
+        Some(results::child::header_line::<results::RecvLogCells>().trim_end()),
+        "{text}"
+    );
     lines
         .map(|l| l.split(',').map(String::from).collect())
         .collect()

@@ -48,7 +48,10 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
     // assert_same_answers and the two above, every one whole.
     let log = std::fs::read_to_string(dir.path().join("recv-log.csv")).unwrap();
     let mut lines = log.lines();
-    assert_eq!(lines.next(), Some(server::recv_log::HEADER));
+    assert_eq!(
+        lines.next(),
+        Some(results::child::header_line::<results::RecvLogCells>().trim_end())
+    );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 6, "{log}");
     assert!(rows.iter().all(|r| r.ends_with(",true")), "{log}");

@@ -436,3 +436,20 @@ fn retry_port<T>(mut start: impl FnMut() -> Result<T>) -> Result<T> {
         None => bail!("no attempt was made"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The WSGI app writes the send and receive logs itself: its headers
+    /// are the `results` crate's cells, as the replica's are.
+    #[test]
+    fn the_python_app_writes_the_logs_headers_of_the_results_structs() {
+        for header in [header_line::<SendLogCells>(), header_line::<RecvLogCells>()] {
+            assert!(
+                WSGI_APP_PY.contains(&format!("{header:?}")),
+                "slowlab_app.py lacks the header {header:?}"
+            );
+        }
+    }
+}

@@ -63,7 +63,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, bail};
 
 pub use args::{SweepConfig, SweepLoadArgs};
-pub use row::{HEADER, StepRow};
+pub use row::StepRow;
 
 use crate::config::VerifyMode;
 use crate::record::{LargeRecord, SlowHeaderRecord, UploadRecord};

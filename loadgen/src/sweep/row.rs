@@ -15,45 +15,11 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use results::StepCells;
+use results::child::Labelled;
 
 use super::step::{Reply, StepStats, reply_rates};
 use crate::error::SweepColumn;
-
-/// The columns of `steps.csv`, in order. Pinned by a test against
-/// ARCHITECTURE.md.
-pub const HEADER: [&str; 31] = [
-    "step",
-    "conn_rate_demanded",
-    "req_rate_demanded",
-    "calls_per_conn",
-    "start_unix_s",
-    "end_unix_s",
-    "duration_s",
-    "sessions",
-    "connections",
-    "requests",
-    "replies",
-    "conn_rate_achieved",
-    "req_rate_achieved",
-    "replies_per_s_min",
-    "replies_per_s_avg",
-    "replies_per_s_max",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-    "max_ms",
-    "errors",
-    "err_timeout",
-    "err_connect_refused",
-    "err_reset",
-    "err_ports_exhausted",
-    "err_other",
-    "max_schedule_lag_ms",
-    "p99_schedule_lag_ms",
-    "loadgen_cpu_s",
-    "time_wait_sockets",
-    "slow_active",
-];
 
 /// What one step measured.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -158,48 +124,43 @@ impl StepRow {
         }
     }
 
-    /// The cells, in [`HEADER`] order; a value not measured is empty.
-    pub fn cells(&self) -> Vec<String> {
-        let f = |v: f64, d: usize| format!("{v:.d$}");
-        let opt = |v: Option<f64>, d: usize| v.map(|v| f(v, d)).unwrap_or_default();
-        let ms = |i: usize| opt(self.response_ms.map(|r| r[i]), 3);
+    /// The step's row of `steps.csv`; a value not measured is empty.
+    pub fn cells(&self) -> StepCells {
         let (rmin, ravg, rmax) = self.replies_per_s;
-        vec![
-            self.step.to_string(),
-            // `Display` writes 50.0 as `50` and keeps any fraction given.
-            self.conn_rate_demanded.to_string(),
-            self.req_rate_demanded().to_string(),
-            self.calls_per_conn.to_string(),
-            f(self.start_unix_s, 6),
-            f(self.end_unix_s, 6),
-            f(self.duration_s, 3),
-            self.sessions.to_string(),
-            self.connections.to_string(),
-            self.requests.to_string(),
-            self.replies.to_string(),
-            f(self.per_s(self.sessions), 2),
-            f(self.per_s(self.requests), 2),
-            f(rmin, 2),
-            f(ravg, 2),
-            f(rmax, 2),
-            ms(0),
-            ms(1),
-            ms(2),
-            ms(3),
-            self.errors().to_string(),
-            self.err_timeout.to_string(),
-            self.err_connect_refused.to_string(),
-            self.err_reset.to_string(),
-            self.err_ports_exhausted.to_string(),
-            self.err_other.to_string(),
-            opt(self.schedule_lag_ms.map(|l| l.0), 3),
-            opt(self.schedule_lag_ms.map(|l| l.1), 3),
-            f(self.loadgen_cpu_s, 3),
-            self.time_wait_sockets
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
-            self.slow_active.to_string(),
-        ]
+        let ms = |i: usize| self.response_ms.map(|r| r[i]);
+        StepCells {
+            step: self.step as u32,
+            conn_rate_demanded: self.conn_rate_demanded,
+            req_rate_demanded: self.req_rate_demanded(),
+            calls_per_conn: self.calls_per_conn,
+            start_unix_s: self.start_unix_s,
+            end_unix_s: self.end_unix_s,
+            duration_s: self.duration_s,
+            sessions: self.sessions,
+            connections: self.connections,
+            requests: self.requests,
+            replies: self.replies,
+            conn_rate_achieved: self.per_s(self.sessions),
+            req_rate_achieved: self.per_s(self.requests),
+            replies_per_s_min: Some(rmin),
+            replies_per_s_avg: Some(ravg),
+            replies_per_s_max: Some(rmax),
+            p50_ms: ms(0),
+            p95_ms: ms(1),
+            p99_ms: ms(2),
+            max_ms: ms(3),
+            errors: self.errors(),
+            err_timeout: self.err_timeout,
+            err_connect_refused: self.err_connect_refused,
+            err_reset: self.err_reset,
+            err_ports_exhausted: self.err_ports_exhausted,
+            err_other: self.err_other,
+            max_schedule_lag_ms: self.schedule_lag_ms.map(|l| l.0),
+            p99_schedule_lag_ms: self.schedule_lag_ms.map(|l| l.1),
+            loadgen_cpu_s: self.loadgen_cpu_s,
+            time_wait_sockets: self.time_wait_sockets,
+            slow_active: self.slow_active as u64,
+        }
     }
 
     /// The progress line printed on stderr as the step ends.
@@ -229,34 +190,26 @@ impl StepRow {
 
 /// `steps.csv`, written row by row and flushed as each step ends, so an
 /// interrupted sweep keeps the steps it finished.
-#[derive(Debug)]
 pub struct StepsFile {
     path: PathBuf,
-    w: csv::Writer<BufWriter<File>>,
+    w: Labelled<'static, BufWriter<File>>,
 }
 
 impl StepsFile {
     /// Creates `dir/steps.csv` with its header (replacing an older one).
     pub fn create(dir: &Path) -> anyhow::Result<StepsFile> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let path = dir.join("steps.csv");
+        let path = dir.join(results::STEPS_CSV);
         let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        let mut f = StepsFile {
-            w: csv::Writer::from_writer(BufWriter::new(file)),
-            path,
-        };
-        f.write(&HEADER.map(String::from))?;
-        Ok(f)
+        let w = Labelled::new::<StepCells>(BufWriter::new(file), &[])
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(StepsFile { path, w })
     }
 
     pub fn append(&mut self, row: &StepRow) -> anyhow::Result<()> {
-        self.write(&row.cells())
-    }
-
-    fn write(&mut self, cells: &[String]) -> anyhow::Result<()> {
         self.w
-            .write_record(cells)
-            .and_then(|()| Ok(self.w.flush()?))
+            .write(&row.cells())
+            .and_then(|()| self.w.flush())
             .with_context(|| format!("writing {}", self.path.display()))
     }
 }
@@ -268,7 +221,7 @@ mod tests {
     #[test]
     fn the_header_is_the_documented_contract() {
         let doc = include_str!("../../../ARCHITECTURE.md");
-        let joined = HEADER.join(",");
+        let joined = results::columns::<StepCells>().join(",");
         assert!(
             doc.contains(&format!("`{joined}`")),
             "ARCHITECTURE.md lists other columns"
@@ -289,10 +242,15 @@ mod tests {
             response_ms: Some([1.0, 2.0, 3.0, 4.0]),
             ..StepRow::default()
         };
-        let cells = row.cells();
-        assert_eq!(cells.len(), HEADER.len());
-        let get =
-            |name: &str| cells[HEADER.iter().position(|h| *h == name).expect("column")].clone();
+        let text = |row: &StepRow| {
+            let line = results::child::line(&row.cells()).expect("a line");
+            let line = String::from_utf8(line).expect("text");
+            let cols = results::columns::<StepCells>();
+            let cells: Vec<String> = line.trim_end().split(',').map(String::from).collect();
+            assert_eq!(cells.len(), cols.len());
+            move |name: &str| cells[cols.iter().position(|h| *h == name).expect("column")].clone()
+        };
+        let get = text(&row);
         assert_eq!(get("conn_rate_demanded"), "50");
         assert_eq!(get("req_rate_demanded"), "500");
         assert_eq!(get("conn_rate_achieved"), "50.00");
@@ -301,10 +259,6 @@ mod tests {
         assert_eq!(get("p95_ms"), "2.000");
         assert_eq!(get("max_schedule_lag_ms"), "", "not measured: empty");
         assert_eq!(get("time_wait_sockets"), "");
-        let none = StepRow::default().cells();
-        assert_eq!(
-            none[HEADER.iter().position(|h| *h == "p50_ms").expect("col")],
-            ""
-        );
+        assert_eq!(text(&StepRow::default())("p50_ms"), "");
     }
 }
