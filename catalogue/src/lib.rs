@@ -17,14 +17,20 @@
 //! - [`net`]: the network a run asks for ([`NetSpec`]): sides, sysctls,
 //!   shaped links, MTU.
 //! - [`reader`]: the slow readers' models ([`ReaderModel`]).
-//! - [`preset`]: presets, conditions and load profiles, `--only`, the plan.
-//! - [`cells`]: a condition's network and reader dimensions.
+//! - [`preset`]: the presets and the plan of runs.
+//! - [`condition`]: one cell of the matrix and its run's network.
+//! - [`profile`]: the load of a run.
+//! - [`filter`]: `--only`.
+//! - [`cells`]: a condition's buffer cell and slow-client kind.
 //! - [`published`]: the original's figures.
 
 pub mod cells;
+pub mod condition;
+pub mod filter;
 pub mod names;
 pub mod net;
 pub mod preset;
+pub mod profile;
 pub mod published;
 pub mod reader;
 pub mod route;
@@ -33,11 +39,11 @@ pub mod tool;
 
 pub use names::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
-    Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName, parse_known,
+    Named, RunStatus, StatusName, Verdict, VerdictName, parse_known,
 };
 pub use net::{Link, NetSpec, Per, Side, SlowKind, Sysctl};
 pub use preset::{Body, Condition, LoadProfile, Preset, RunSpec};
 pub use reader::ReaderModel;
-pub use route::{ProxyBuffers, ProxyKind, RequestBody, Route};
-pub use server::{Model, PyServer, Recipe, Server};
+pub use route::{ProxyBuffers, ProxyKind, RequestBody, Route, RouteName};
+pub use server::{Model, PyServer, Recipe, Server, ServerName};
 pub use tool::Tool;

@@ -8,9 +8,6 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::route::Route;
-use crate::server::Server;
-
 /// A closed set of names with a canonical spelling.
 pub trait Name: Copy + Eq + 'static {
     const ALL: &'static [Self];
@@ -112,10 +109,6 @@ impl<'de, T: Name> Deserialize<'de> for Named<T> {
     }
 }
 
-/// A server as read from a results file.
-pub type ServerName = Named<Server>;
-/// A route as read from a results file.
-pub type RouteName = Named<Route>;
 /// A sampled component as read from a results file.
 pub type ComponentName = Named<Component>;
 /// A run's status as read from `runs.csv`.
@@ -242,6 +235,8 @@ names!(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::{Route, RouteName};
+    use crate::server::{Server, ServerName};
 
     #[test]
     fn known_names_parse_and_unknown_ones_are_kept() {

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::names::{Direction, Name, parse_known};
+use crate::names::{Direction, Name, Named, parse_known};
 use crate::tool::Tool;
 
 /// How the load generator reaches the server.
@@ -230,6 +230,9 @@ impl ProxyBuffers {
         self.buffer_size + self.buffers_count * self.buffers_size + self.max_temp_file_size
     }
 }
+
+/// A route as read from a results file.
+pub type RouteName = Named<Route>;
 
 impl Name for Route {
     const ALL: &'static [Route] = &Route::ALL;

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::str::FromStr;
 
-use crate::names::{Name, parse_known};
+use crate::names::{Name, Named, parse_known};
 use crate::tool::Tool;
 
 /// How the Rust replica handles connections (`slowlab serve --model`).
@@ -492,6 +492,9 @@ pub fn gunicorn_argv(
     args.push(app.into());
     args
 }
+
+/// A server as read from a results file.
+pub type ServerName = Named<Server>;
 
 impl Name for Server {
     const ALL: &'static [Server] = &Server::ALL;

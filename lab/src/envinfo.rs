@@ -12,17 +12,7 @@ use crate::cgroup::Mode;
 use crate::prepare::Tools;
 
 /// The sysctls that size the kernel buffers a blocked response fills.
-pub const SYSCTLS: [&str; 9] = [
-    "net.ipv4.tcp_wmem",
-    "net.ipv4.tcp_rmem",
-    "net.core.wmem_max",
-    "net.core.rmem_max",
-    "net.core.wmem_default",
-    "net.core.rmem_default",
-    "net.ipv4.tcp_notsent_lowat",
-    "net.ipv4.tcp_autocorking",
-    "net.core.somaxconn",
-];
+pub use catalogue::net::RECORDED_SYSCTLS as SYSCTLS;
 
 /// Reads one sysctl of the host's namespace through procfs.
 pub fn sysctl(name: &str) -> Option<String> {

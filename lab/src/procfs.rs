@@ -229,6 +229,12 @@ fn keyed<E>(tables: [Result<Vec<TcpNetEntry>, E>; 2]) -> HashMap<u64, TcpNetEntr
     map
 }
 
+/// Whether the process `pid` is gone (and is not this one): what every
+/// leftover named after a harness's pid is judged by (`crate::reap`).
+pub fn gone(pid: u32) -> bool {
+    pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

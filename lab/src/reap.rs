@@ -6,14 +6,9 @@
 //! the pid of a process that is gone is removed at the next start of any
 //! verb that opens a session.
 
-use std::path::Path;
-
 use crate::cgroup::{self, Mode};
 
-/// Whether the process `pid` is gone (and is not this one).
-pub fn dead(pid: u32) -> bool {
-    pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
-}
+pub use crate::procfs::gone as dead;
 
 /// What one pass of the reaper removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -34,7 +34,7 @@ pub fn reap_stale_in(parent: &Path) -> usize {
         let Some(pid) = owner(&name) else {
             continue;
         };
-        if !crate::reap::dead(pid) {
+        if !crate::procfs::gone(pid) {
             continue;
         }
         if e.file_type().is_ok_and(|t| t.is_dir()) && fs::remove_dir_all(e.path()).is_ok() {

@@ -8,7 +8,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use catalogue::names::{DirectionName, Name, Named, RouteName};
+use catalogue::{DirectionName, Name, Named, RouteName};
 
 /// A level's verdict, judged on the fast path against the route's baseline
 /// (its p95 with no slow reader).

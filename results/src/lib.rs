@@ -42,7 +42,7 @@ pub mod set;
 pub mod sweep;
 
 pub use catalogue::names;
-pub use catalogue::names::{
+pub use catalogue::{
     CapsMode, CapsName, Check, CheckName, Component, ComponentName, Direction, DirectionName, Name,
     Named, RouteName, RunStatus, ServerName, StatusName, Verdict, VerdictName,
 };

@@ -5,7 +5,7 @@
 //! (`loadgen::output::*_COLUMNS`), and a test holds the two together.
 
 use super::cell;
-use catalogue::names::{RouteName, ServerName};
+use catalogue::{RouteName, ServerName};
 
 child_row! {
     /// A row of `requests.csv` (one `/fast` request).

@@ -6,7 +6,7 @@
 //! those leading columns, through [`super::file::read_log`].
 
 use super::cell;
-use catalogue::names::{RouteName, ServerName};
+use catalogue::{RouteName, ServerName};
 
 child_row! {
     /// A row of `app-sends.csv` (one `/large` response of the app).

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use catalogue::names::{RouteName, ServerName, VerdictName};
+use catalogue::{RouteName, ServerName, VerdictName};
 
 dim_row! {
 /// A row of `model.csv`: one download-direction condition (server, route,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use catalogue::names::{
+use catalogue::{
     CheckName, Component, Direction, DirectionName, RouteName, ServerName, StatusName, VerdictName,
 };
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use catalogue::names::{ComponentName, RouteName, ServerName};
+use catalogue::{ComponentName, RouteName, ServerName};
 
 /// A row of `resource-samples.csv` (one component at one instant).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::file::{self, Appender};
 use super::*;
-use catalogue::names::{RouteName, ServerName};
+use catalogue::{RouteName, ServerName};
 
 /// A file that was wanted and not read.
 #[derive(Debug, Clone, PartialEq)]

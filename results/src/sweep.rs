@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use catalogue::names::{CapsName, RouteName, ServerName};
+use catalogue::{CapsName, RouteName, ServerName};
 
 child_row! {
     /// A row of `sweep.csv`; the columns from `step` to `slow_active` are

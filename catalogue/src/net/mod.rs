@@ -71,6 +71,20 @@ pub struct NetSpec {
     pub mtu: Option<u32>,
 }
 
+/// The sysctls that size the kernel buffers a blocked response fills:
+/// every result records them, the host's and each namespace's.
+pub const RECORDED_SYSCTLS: [&str; 9] = [
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_rmem",
+    "net.core.wmem_max",
+    "net.core.rmem_max",
+    "net.core.wmem_default",
+    "net.core.rmem_default",
+    "net.ipv4.tcp_notsent_lowat",
+    "net.ipv4.tcp_autocorking",
+    "net.core.somaxconn",
+];
+
 /// The range of `--mtu`: IPv6's minimum to the veth's maximum.
 pub const MTU_RANGE: std::ops::RangeInclusive<u32> = 1280..=65535;
 

@@ -83,7 +83,7 @@ pub fn reap_stale(mode: &Mode) -> usize {
             else {
                 continue;
             };
-            if !crate::reap::dead(pid) {
+            if !crate::procfs::gone(pid) {
                 continue;
             }
             remove_dir_retrying(&e.path());

@@ -109,7 +109,7 @@ pub struct Namespace {
     pub fast_veth: String,
     pub fast_addr: Ipv4Addr,
     /// The TCP sysctls of this namespace after the run's `--sysctl`s were
-    /// written (the keys of `envinfo::SYSCTLS` that exist inside it).
+    /// written (the keys of `catalogue::net::RECORDED_SYSCTLS` that exist inside it).
     pub sysctls: std::collections::BTreeMap<String, String>,
 }
 
@@ -310,7 +310,7 @@ impl NetLab {
         }
         for end in [&mut lab.server, &mut lab.client] {
             let path = end.path();
-            end.sysctls = crate::envinfo::SYSCTLS
+            end.sysctls = catalogue::net::RECORDED_SYSCTLS
                 .iter()
                 .filter_map(|k| Some((k.to_string(), sysctl::read_in(Some(&path), k)?)))
                 .collect();

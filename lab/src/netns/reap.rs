@@ -7,7 +7,7 @@
 //! removed too.
 
 use super::{Side, ip};
-use crate::reap::dead;
+use crate::procfs::gone as dead;
 
 /// Where `ip netns` keeps its named namespaces.
 pub const RUN_NETNS: &str = "/run/netns";
