@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark GET /fast with wrk: each `slowlab serve` worker model, real
-# Gunicorn 23.0.0 (sync, 2 workers) serving harness/python/slowlab_app.py,
+# Gunicorn 23.0.0 (sync, 2 workers) serving lab/python/slowlab_app.py,
 # and the peer, NGINX 1.22 answering the same 12 bytes with `return 200`
 # (one worker), one after the other on free loopback ports, with the same
 # wrk settings, over ROUNDS rounds.
@@ -225,7 +225,7 @@ run_gunicorn() {
     local port
     port=$(free_port)
     "${SERVER_CPU[@]}" "$GUNICORN" --workers 2 --worker-class sync --bind "127.0.0.1:$port" \
-        --chdir "$ROOT/harness/python" slowlab_app:application >"$TMP/out" 2>"$TMP/err" &
+        --chdir "$ROOT/lab/python" slowlab_app:application >"$TMP/out" 2>"$TMP/err" &
     SERVER_PID=$!
     wait_http "127.0.0.1:$port"
     bench gunicorn-sync2 "127.0.0.1:$port"

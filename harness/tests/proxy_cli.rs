@@ -4,32 +4,15 @@
 //! connection per pass of the event loop, as NGINX does. Children are
 //! killed from a `Drop` guard, so a failing test leaves nothing behind.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
+use testkit::{Child, Outcome};
 
 const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
 
-/// Kills the child on drop unless it already exited.
-struct Guard(Option<Child>);
-
-impl Guard {
-    fn child(&mut self) -> &mut Child {
-        self.0.as_mut().expect("child")
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// A std-only upstream that answers every connection with `len` bytes.
 fn upstream(len: usize) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -57,28 +40,13 @@ fn upstream(len: usize) -> SocketAddr {
 }
 
 /// Starts `slowlab proxy` with `args` and returns it with its ready line.
-fn start(args: &[&str]) -> (Guard, String) {
-    let child = Command::new(BIN)
-        .arg("proxy")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn slowlab");
-    let mut guard = Guard(Some(child));
-    let stdout = guard.child().stdout.take().expect("stdout");
-    let mut line = String::new();
-    let mut reader = BufReader::new(stdout);
-    reader.read_line(&mut line).expect("ready line");
-    // Keep reading stdout in the background; anything more is a failure.
-    let rest = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = reader.read_to_string(&mut rest);
-        rest
-    });
-    std::mem::forget(rest);
-    (guard, line)
+fn start(args: &[&str]) -> (Child, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("proxy").args(args);
+    let child = Child::spawn(cmd);
+    let mut line = child.line(Duration::from_secs(20)).expect("a ready line");
+    line.push('\n');
+    (child, line)
 }
 
 fn addr_of(ready: &str) -> SocketAddr {
@@ -91,14 +59,9 @@ fn addr_of(ready: &str) -> SocketAddr {
 }
 
 fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "did not exit within {within:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    child
+        .wait_for(within)
+        .unwrap_or_else(|| panic!("did not exit within {within:?}"))
 }
 
 fn stop_with(signal: i32) {
@@ -131,11 +94,11 @@ fn stop_with(signal: i32) {
         assert!(c.read(&mut buf).unwrap() > 0);
         clients.push(c);
     }
-    let pid = guard.child().id() as i32;
+    let pid = guard.id() as i32;
     let sent = Instant::now();
     // SAFETY: kill(2) on our own child's pid has no memory effects.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-    let status = wait_exit(guard.child(), Duration::from_secs(2));
+    let status = wait_exit(&mut guard, Duration::from_secs(2));
     assert!(status.success(), "{status:?} after {:?}", sent.elapsed());
     let text = std::fs::read_to_string(&stats).unwrap();
     assert!(
@@ -155,17 +118,14 @@ fn sigint_stops_too() {
     stop_with(libc::SIGINT);
 }
 
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .arg("proxy")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run slowlab")
+fn run(args: &[&str]) -> Outcome {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("proxy").args(args);
+    Child::spawn(cmd).finish(Duration::from_secs(20))
 }
 
-fn assert_one_line_error(out: &Output, code: i32, needle: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
+fn assert_one_line_error(out: &Outcome, code: i32, needle: &str) {
+    let stderr = &out.stderr;
     assert_eq!(out.status.code(), Some(code), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("slowlab: "), "{stderr}");
@@ -223,30 +183,17 @@ fn port_in_use_is_one_line() {
         "off",
     ]);
     assert_one_line_error(&out, 1, &addr);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = &out.stderr;
     assert!(stderr.contains("in use"), "{stderr}");
 }
 
 /// Runs `slowlab proxy` with `args`, killing it if it has not exited within
 /// 5 s (today's refusal takes milliseconds; a proxy that starts instead
 /// would run until stopped).
-fn run_briefly(args: &[&str]) -> Output {
-    let child = Command::new(BIN)
-        .arg("proxy")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn slowlab");
-    let mut guard = Guard(Some(child));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while guard.child().try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "{args:?}: still running");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let child = guard.0.take().expect("child");
-    child.wait_with_output().expect("output")
+fn run_briefly(args: &[&str]) -> Outcome {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("proxy").args(args);
+    Child::spawn(cmd).finish(Duration::from_secs(5))
 }
 
 #[test]
@@ -267,7 +214,7 @@ fn addresses_outside_loopback_are_refused_with_exit_2() {
             "on",
         ]);
         assert_one_line_error(&out, 2, flag);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = &out.stderr;
         assert!(stderr.contains("outside 127.0.0.0/8"), "{stderr}");
         assert!(stderr.contains("--allow-remote"), "{stderr}");
     }
@@ -325,7 +272,7 @@ fn stopped(pid: i32) -> bool {
 fn a_backlog_is_accepted_one_connection_per_pass() {
     const QUEUED: usize = 100;
     let up = upstream(12);
-    let (mut guard, ready) = start(&[
+    let (guard, ready) = start(&[
         "--listen",
         "127.0.0.1:0",
         "--upstream",
@@ -336,7 +283,7 @@ fn a_backlog_is_accepted_one_connection_per_pass() {
         "1",
     ]);
     let addr = addr_of(&ready);
-    let pid = guard.child().id() as i32;
+    let pid = guard.id() as i32;
     // SAFETY: kill(2) on our own child's pid has no memory effects.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
     // A signal is delivered asynchronously: wait until it is stopped.

@@ -1,95 +1,34 @@
 //! `slowlab serve` through the real binary: the ready line, stopping on
 //! signals while a slow client downloads, and one-line errors for bad input.
 //!
-//! Every child is killed and reaped by [`Child`]'s `Drop`, so a failing
-//! assertion leaves no server behind.
+//! Every child is killed and reaped by `testkit`'s [`Child`] guard, so a
+//! failing assertion leaves no server behind.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use testkit::Child;
 
 const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
 /// Generous: a loaded machine may take a while to start a debug binary.
 const PATIENCE: Duration = Duration::from_secs(15);
 
-/// A running `slowlab`, killed and reaped when dropped.
-struct Child {
-    child: std::process::Child,
-    stdout: mpsc::Receiver<String>,
+/// `slowlab ARGS` with `RUST_LOG=info`, killed and reaped when dropped.
+fn start(args: &[&str]) -> Child {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env("RUST_LOG", "info");
+    Child::spawn(cmd)
 }
 
-impl Child {
-    fn start(args: &[&str]) -> Child {
-        let mut child = Command::new(BIN)
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start slowlab");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (tx, rx) = mpsc::channel();
-        // Lines arrive through a channel so that every wait has a deadline.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Child { child, stdout: rx }
-    }
-
-    fn ready_line(&self) -> String {
-        self.stdout
-            .recv_timeout(PATIENCE)
-            .expect("a ready line on stdout")
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        let pid = libc::pid_t::try_from(self.child.id()).expect("pid fits");
-        // SAFETY: kill(2) with a pid we spawned and have not reaped yet.
-        let rc = unsafe { libc::kill(pid, signal) };
-        assert_eq!(rc, 0, "kill failed");
-    }
-
-    /// Waits for the exit; `None` if it is still running after `limit`.
-    fn wait_for(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn stderr(&mut self) -> String {
-        let mut text = String::new();
-        if let Some(mut err) = self.child.stderr.take() {
-            err.read_to_string(&mut text).expect("read stderr");
-        }
-        text
-    }
+/// The child's ready line, within [`PATIENCE`].
+fn ready_line(child: &Child) -> String {
+    child.line(PATIENCE).expect("a ready line on stdout")
 }
 
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The address in `listening on <addr> (...)`, checking the whole format.
 fn parse_ready(line: &str, details: &str) -> SocketAddr {
     let rest = line
         .strip_prefix("listening on ")
@@ -124,15 +63,15 @@ fn ready_line_names_address_model_and_workers() {
     for (extra, details) in cases {
         let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut server = Child::start(&args);
-        let addr = parse_ready(&server.ready_line(), details);
+        let mut server = start(&args);
+        let addr = parse_ready(&ready_line(&server), details);
         // Ready means accepting: no retry needed.
         assert!(get_fast(addr).ends_with(br#"{"ok": true}"#));
         server.signal(libc::SIGTERM);
         let status = server.wait_for(PATIENCE).expect("exits on SIGTERM");
         assert!(status.success(), "{status:?}");
         // Exactly one line on stdout, ever.
-        assert!(server.stdout.recv_timeout(Duration::from_secs(1)).is_err());
+        assert!(server.line(Duration::from_secs(1)).is_none());
     }
 }
 
@@ -168,8 +107,8 @@ fn signals_stop_within_two_seconds_during_slow_downloads() {
         ("threads", libc::SIGINT),
         ("async", libc::SIGTERM),
     ] {
-        let mut server = Child::start(&["serve", "--listen", "127.0.0.1:0", "--model", model]);
-        let line = server.ready_line();
+        let mut server = start(&["serve", "--listen", "127.0.0.1:0", "--model", model]);
+        let line = ready_line(&server);
         let addr: SocketAddr = line
             .split(' ')
             .nth(2)
@@ -203,16 +142,10 @@ fn signals_stop_within_two_seconds_during_slow_downloads() {
 
 /// Runs a command that must fail at once; returns its stderr.
 fn fails(args: &[&str]) -> String {
-    let mut child = Child::start(args);
-    let status = child
-        .wait_for(PATIENCE)
-        .unwrap_or_else(|| panic!("{args:?} did not exit"));
-    assert!(!status.success(), "{args:?} succeeded");
-    assert!(
-        child.stdout.recv_timeout(Duration::from_secs(1)).is_err(),
-        "{args:?} printed on stdout"
-    );
-    let stderr = child.stderr();
+    let out = start(args).finish(PATIENCE);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(out.stdout.is_empty(), "{args:?} printed on stdout");
+    let stderr = out.stderr;
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{args:?}: stderr {stderr:?}");
     assert!(lines[0].starts_with("slowlab: "), "{args:?}: {stderr:?}");

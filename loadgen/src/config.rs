@@ -227,7 +227,7 @@ pub struct SlowReaderArgs {
     /// streamreader only: how long the modelled event loop takes from the
     /// socket's readiness to its recv, spent on the CPU as an interpreter
     /// spends it (0s to 100ms; 0s, the default, receives at once).
-    /// CPython's own is printed by harness/python/slowlab_reference_reader.py
+    /// CPython's own is printed by lab/python/slowlab_reference_reader.py
     /// as loop_lag_us_median; see README "The reader models".
     #[arg(long, default_value = "0s", value_parser = duration_in(Duration::ZERO, MAX_LOOP_LAG))]
     pub loop_lag: Duration,

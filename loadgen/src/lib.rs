@@ -27,6 +27,65 @@
 //! - [`record`]: the rows; [`output`]: the CSV files; [`hgrm`]: the latency
 //!   histogram; [`summary`]: the summary; [`error`]: failure kinds;
 //!   [`sys`]: CPU time and host facts.
+//!
+//! # Design
+//!
+//! `slowlab load`: slow readers (socket2, `SO_RCVBUF` before connect, paced
+//! reads) and an open-loop `/fast` client that never waits for earlier answers.
+//! Writes one CSV row per request and per download.
+//! - `schedule.rs`: a dedicated thread (timer slack 1 ns; SCHED_FIFO with
+//!   `--realtime`) sleeps until each scheduled instant, creates the socket,
+//!   records the actual start, starts the connect and hands the rest to tokio.
+//!   Nothing else runs on it, so a request starts on time whatever the others
+//!   do.
+//! - `slow.rs`: slow readers are plain threads with blocking sockets, paced
+//!   against absolute deadlines `start + consumed / rate` (tokio timers cost
+//!   three times the CPU per read and have 1 ms granularity). The reader model
+//!   (`--reader`, `config::ReaderModel`) decides only how bytes leave the
+//!   socket: `strict` reads there (one `recv` per deadline);
+//!   `streamreader.rs` is asyncio's `StreamReader` and its transport on the
+//!   same thread: a user-space buffer filled by `recv(256 KiB)` whenever
+//!   reading is not paused (`ppoll` on the socket or the application's
+//!   deadline, whichever is first), paused above 2 x limit and resumed at
+//!   limit, as CPython's `streams.py`/`selector_events.py` (cited in its doc),
+//!   with the interpreter's time from readiness to `recv` as an input
+//!   (`--loop-lag`, a busy wait; the reference client measures CPython's).
+//!   Each reader's `Gauge` lets the runner's 100 ms sampler read the buffer
+//!   and the socket's kernel receive queue (`FIONREAD`, under a lock the
+//!   reader clears before it closes the socket).
+//! - `bind.rs`: `--fast-bind` and `--slow-bind` (`BindArgs`, flattened into
+//!   `load` and `sweep-load`, checked once into `Binds`), and `bind::bind`,
+//!   the one place a load's sockets get a local address: the `/fast`
+//!   scheduler's and sweep sessions' sockets from `Binds::fast`, slow client
+//!   `i` (reader, uploader, slowloris) from `Binds::slow_client(i)`.
+//! - `response.rs`: the one HTTP/1.1 response reader of the crate, a sans-IO
+//!   state machine fed with each read's bytes (head by httparse; framing by
+//!   Content-Length, conflicting ones an error, `chunked.rs`, or EOF; no body
+//!   for HEAD, 1xx, 204, 304; keep-alive), with thin drivers `read_blocking`
+//!   (slow readers) and `read_async` (`/fast` client, sweep sessions).
+//! - `error.rs`: the one `ErrorKind` of `load` and `sweep-load` and the one
+//!   mapping from `io::Error`; its names in `requests.csv` and `summary.json`
+//!   and its `err_*` columns in `steps.csv` are pinned by a test.
+//! - `sweep/`: `slowlab sweep-load`, the load generator of a rate sweep. Its
+//!   slow clients (`--slow`, and `load`'s `UploadArgs`: `--slow-upload`,
+//!   `--slow-headers`) are `load`'s own clients (`slow.rs`, `upload.rs`), kept
+//!   running for the whole sweep by one generic slot pool (`sweep/pool.rs`,
+//!   `Pool` over `PoolClient`: a slot starts the next client when one ends;
+//!   on stop a transfer in progress is abandoned, a slowloris client is told
+//!   to end and keeps its row). Their rows go through `load`'s writer
+//!   (`output::write_request_direction`) and their `--json` summary objects
+//!   are `load`'s (`summary::UploadSummary::of`, `HeadersSummary::of`;
+//!   `sweep/summary.rs`).
+//! - `fds.rs`: the descriptors a run may hold at once (`LoadConfig` and
+//!   `SweepConfig::connections_at_most`), checked against `RLIMIT_NOFILE`
+//!   before anything is sent (soft limit raised, or refusal as bad input);
+//!   `EMFILE`/`ENFILE` during a run is `ErrorKind::FdExhausted`.
+//! - `config.rs`: `SlowReaderArgs`, the slow-reader flags (`--slow-rate`,
+//!   `--rcvbuf`, `--read-chunk`, `--large-path`, `--reader`, `--loop-lag`) and
+//!   their one check, flattened into both `LoadArgs` and `SweepLoadArgs`. The
+//!   check yields a `SlowReading` (rate, `SO_RCVBUF`, read size, model, loop
+//!   lag), the one form in which `LoadConfig` and `SweepConfig` hold it and
+//!   every reader (`slow::SlowContext`) is given it.
 
 pub mod bind;
 pub mod chunked;

@@ -4,7 +4,6 @@
 mod support;
 
 use std::net::{SocketAddr, TcpListener, UdpSocket};
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use loadgen::{ErrorKind, LoadConfig, Summary, Verified};
@@ -226,5 +225,5 @@ fn a_remote_target_is_refused_before_anything_is_sent() {
     let url = server.url();
     let report = quick(&url, &["--allow-remote"]);
     assert!(report.fast.iter().all(|r| r.ok()));
-    assert!(server.connections.load(Ordering::SeqCst) >= 6);
+    assert!(server.connections() >= 6);
 }

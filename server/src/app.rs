@@ -1,4 +1,4 @@
-//! The routes, byte-identical to `harness/python/slowlab_app.py`.
+//! The routes, byte-identical to `lab/python/slowlab_app.py`.
 //!
 //! - `GET /fast`: 200, `application/json`, body `{"ok": true}` (12 bytes).
 //! - `GET /large`: 200, `application/octet-stream`, the pattern body, and

@@ -18,6 +18,53 @@
 //! - [`stream`]: the accepted socket, registered with the runtime only once
 //!   it has to wait (or, just accepted, at its first read).
 //! - [`models`]: the `sync`, `threads` and `async` worker models.
+//!
+//! # Design
+//!
+//! The Rust replica of the WSGI app on hyper 1.x, with three worker models
+//! (`models/sync.rs`, `threads.rs`, `tasks.rs`) and the `--send-log`. Knows
+//! nothing about measurement files except its send log.
+//! - `sync`: each worker is a thread with its own current-thread runtime and
+//!   its own listener cloned from one socket; it accepts a connection and
+//!   awaits it to the end before accepting again, so a write that the kernel
+//!   will not take blocks the worker like Gunicorn's `sendall`. The accept is
+//!   a blocking `accept4` outside the runtime (the kernel wakes one waiting
+//!   worker per connection; epoll would wake every idle one), with a 50 ms
+//!   receive timeout on the socket so that an idle worker sees the stop.
+//!   `serve_or_abort` bounds a connection by `--worker-timeout` (Gunicorn's
+//!   arbiter timeout): past it, the 500 Gunicorn's aborted worker writes
+//!   (`ABORT_RESPONSE`) goes out on a second descriptor, without blocking, and
+//!   the connection closes.
+//! - `large.rs` yields block k+1 only after the socket wrapper (`meter.rs`)
+//!   reports every earlier body byte accepted by the kernel, so at most one
+//!   block sits between the app and the kernel; `meter.rs` also timestamps the
+//!   write that completes the body, which is `app_send_s` (hyper's body stream
+//!   ends while a block may still sit in hyper's buffer). Only `/large` needs
+//!   the meter: it is armed (and `TCP_NODELAY` turned on) when a `/large` body
+//!   starts, before its head is written; other responses leave in one write
+//!   and cost the meter one atomic load.
+//! - `async` with one worker runs tokio's current-thread scheduler on a thread
+//!   named `async-0`; with more, the multi-thread scheduler.
+//! - Every model accepts with one `accept4` (`common::accept`; the listener
+//!   with Gunicorn's backlog is `listener.rs`; `sync` blocks in it, `threads`
+//!   and `async` wait for it through an `AsyncFd`) and hands
+//!   hyper a `stream.rs` `LazyStream`: a plain non-blocking socket that
+//!   registers with the current runtime only when a read or write would
+//!   block. A request in hand is read, answered and closed without
+//!   `epoll_ctl` (tokio would add it and remove it again); a connection that
+//!   waits is an ordinary tokio `TcpStream` from then on, so what blocks a
+//!   worker is unchanged. After each connection the `AsyncFd` accept reads the
+//!   listener's accept queue length (`TCP_INFO`, lockless for a listener) and
+//!   waits for epoll when it is empty instead of trying `accept4` again: an
+//!   `accept4` that finds nothing costs the kernel a socket and a file
+//!   allocated and freed. When the queue was empty, `async` starts the
+//!   connection `LazyStream::fresh` (`LazyStream::accepted` makes the
+//!   choice): taken as its handshake completed, its
+//!   request is most likely not sent yet, so its first read registers it and
+//!   waits for epoll instead of finding nothing (an `EAGAIN` `recvfrom`).
+//!   Each `async` connection task is boxed and shares the stop token through
+//!   an `Arc`. The `threads` and `async` loops (and the proxy's) step with
+//!   `accept::until`, holding one wait for their stop signal throughout.
 
 pub mod app;
 pub mod cli;

@@ -113,6 +113,20 @@ impl Child {
         }
     }
 
+    /// Waits for the exit; `None` if it is still running after `limit`.
+    pub fn wait_for(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.exited() {
+                return Some(s);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Waits for the exit within `patience`, or fails the test (and the
     /// drop kills the child).
     pub fn finish(mut self, patience: Duration) -> Outcome {

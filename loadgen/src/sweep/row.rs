@@ -1,5 +1,6 @@
-//! One row of `steps.csv`, the contract with `slowlab sweep` (see
-//! ARCHITECTURE.md, "Sweep load"), and the file it goes to.
+//! One row of `steps.csv`, the contract with `slowlab sweep` (its columns
+//! are the `results` crate's `StepCells`, which `sweep.csv` carries and the
+//! README documents), and the file it goes to.
 //!
 //! Rates are per second of the measured sending window (`duration_s`).
 //! `loadgen_cpu_s` is this process's CPU time (`getrusage`, all threads,
@@ -217,16 +218,6 @@ impl StepsFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_header_is_the_documented_contract() {
-        let doc = include_str!("../../../ARCHITECTURE.md");
-        let joined = results::columns::<StepCells>().join(",");
-        assert!(
-            doc.contains(&format!("`{joined}`")),
-            "ARCHITECTURE.md lists other columns"
-        );
-    }
 
     #[test]
     fn cells_follow_the_header() {

@@ -2,14 +2,16 @@
 //! line would, run a load in-process, and a tiny scripted HTTP server for
 //! responses our real servers never send.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::Duration;
+
+use testkit::fake::{FakeServer, path_of};
 
 use clap::Parser;
 use loadgen::{LoadArgs, LoadConfig, Report};
@@ -53,14 +55,9 @@ pub enum Reply {
 /// What a scripted server answers to a request path.
 pub type Script = dyn Fn(&str) -> Reply + Send + Sync;
 
-/// A thread-per-connection server that answers from a script. Dropping it
-/// stops the accept loop and joins it.
-pub struct ScriptedServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    pub connections: Arc<AtomicUsize>,
-    thread: Option<thread::JoinHandle<()>>,
-}
+/// A server that answers from a script: `testkit`'s fake server, each
+/// connection answered by what the script says for its path.
+pub struct ScriptedServer(FakeServer);
 
 impl ScriptedServer {
     pub fn start(script: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Self {
@@ -68,63 +65,27 @@ impl ScriptedServer {
     }
 
     pub fn bind(addr: SocketAddr, script: Arc<Script>) -> Self {
-        let listener = TcpListener::bind(addr).expect("bind");
-        let addr = listener.local_addr().expect("local addr");
-        let stop = Arc::new(AtomicBool::new(false));
-        let connections = Arc::new(AtomicUsize::new(0));
-        let (stop2, conns2) = (stop.clone(), connections.clone());
-        let thread = thread::spawn(move || {
-            for conn in listener.incoming() {
-                if stop2.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(conn) = conn else { continue };
-                conns2.fetch_add(1, Ordering::SeqCst);
-                let script = script.clone();
-                thread::spawn(move || serve(conn, &*script));
-            }
-        });
-        ScriptedServer {
-            addr,
-            stop,
-            connections,
-            thread: Some(thread),
-        }
+        ScriptedServer(FakeServer::bind(addr, move |conn, head| {
+            serve(conn, &*script, path_of(head))
+        }))
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.0.addr
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.0.url()
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.0.connections.load(Ordering::SeqCst)
     }
 }
 
-impl Drop for ScriptedServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve(mut conn: TcpStream, script: &Script) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    let text = String::from_utf8_lossy(&head);
-    let path = text.split_whitespace().nth(1).unwrap_or("/").to_string();
-    match script(&path) {
+fn serve(mut conn: TcpStream, script: &Script, path: &str) {
+    match script(path) {
         Reply::Bytes(b) => {
             let _ = conn.write_all(&b);
         }
@@ -136,16 +97,7 @@ fn serve(mut conn: TcpStream, script: &Script) {
     }
 }
 
-/// A complete response with a Content-Length.
-pub fn response(status: &str, extra_headers: &str, body: &[u8]) -> Vec<u8> {
-    let mut r = format!(
-        "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{extra_headers}Connection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    r.extend_from_slice(body);
-    r
-}
+pub use testkit::http::response;
 
 /// The `/large` pattern body.
 pub fn pattern_body(len: usize, block: usize) -> Vec<u8> {

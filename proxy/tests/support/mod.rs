@@ -280,12 +280,12 @@ pub fn rows(path: &Path, n: usize) -> Vec<Row> {
     }
 }
 
-/// A hand-written upstream: each connection gets `respond(stream)` on a
-/// thread of its own after its request head was read.
+/// A hand-written upstream (`testkit`'s fake server): each connection
+/// gets `respond(stream)` on a thread of its own after its request head was
+/// read.
 pub struct FakeUpstream {
     pub addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _server: testkit::fake::FakeServer,
 }
 
 impl FakeUpstream {
@@ -293,52 +293,10 @@ impl FakeUpstream {
     where
         F: Fn(TcpStream) + Send + Sync + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("addr");
-        let stop = Arc::new(AtomicBool::new(false));
-        let respond = Arc::new(respond);
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((mut s, _)) => {
-                        s.set_nonblocking(false).expect("blocking");
-                        let respond = respond.clone();
-                        std::thread::spawn(move || {
-                            read_request_head(&mut s);
-                            respond(s);
-                        });
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
+        let server = testkit::fake::FakeServer::start(move |s, _head| respond(s));
         FakeUpstream {
-            addr,
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for FakeUpstream {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn read_request_head(s: &mut TcpStream) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    s.set_read_timeout(Some(PATIENCE)).expect("timeout");
-    while find(&head, b"\r\n\r\n").is_none() {
-        match s.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return,
+            addr: server.addr,
+            _server: server,
         }
     }
 }
