@@ -20,7 +20,7 @@
 //! - [`preset`]: the presets and the plan of runs.
 //! - [`condition`]: one cell of the matrix and its run's network.
 //! - [`profile`]: the load of a run.
-//! - [`filter`]: `--only`.
+//! - [`filter`]: the `--only` filter.
 //! - [`cells`]: a condition's buffer cell and slow-client kind.
 //! - [`published`]: the original's figures.
 

@@ -5,16 +5,11 @@
 //! (`loadgen::output::*_COLUMNS`), and a test holds the two together.
 
 use super::cell;
-use catalogue::{RouteName, ServerName};
 
 child_row! {
     /// A row of `requests.csv` (one `/fast` request).
     pub struct RequestRow / RequestCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         #[serde(default)]
         pub seq: u64,
         #[serde(default, serialize_with = "cell::d6")]
@@ -50,11 +45,7 @@ child_row! {
     /// A row of `large-responses.csv` (one slow download), with the app's side
     /// the harness appends.
     pub struct LargeRow / LargeCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         pub client: u32,
         /// When the connect began.
         #[serde(serialize_with = "cell::d6")]
@@ -115,11 +106,7 @@ impl LargeRow {
 child_row! {
     /// A row of `slow-progress.csv`.
     pub struct ProgressRow / ProgressCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         #[serde(serialize_with = "cell::d6")]
         pub t_s: f64,
         pub client: u32,
@@ -142,11 +129,7 @@ child_row! {
     /// A row of `uploads.csv` (one slow upload), read and written after the
     /// run's identity; loadgen's columns are held to it by a test.
     pub struct UploadRow / UploadCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         pub client: u32,
         #[serde(serialize_with = "cell::d6")]
         pub started_s: f64,
@@ -171,11 +154,7 @@ child_row! {
 child_row! {
     /// A row of `slow-headers.csv` (one slowloris client).
     pub struct SlowHeaderRow / SlowHeaderCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         pub client: u32,
         #[serde(serialize_with = "cell::d6")]
         pub started_s: f64,

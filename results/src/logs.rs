@@ -6,16 +6,11 @@
 //! those leading columns, through [`super::file::read_log`].
 
 use super::cell;
-use catalogue::{RouteName, ServerName};
 
 child_row! {
     /// A row of `app-sends.csv` (one `/large` response of the app).
     pub struct AppSendRow / SendLogCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         @own
         /// When the body started, on the run's clock.
         #[serde(default, serialize_with = "cell::d3")]
@@ -44,11 +39,7 @@ impl AppSendRow {
 child_row! {
     /// A row of `proxy-responses.csv` (one response of pingora).
     pub struct ProxyResponseRow / ProxyStatsCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         @own #[serde(default, serialize_with = "cell::d3")]
         pub t_s: Option<f64>,
         #[serde(serialize_with = "cell::d6")]
@@ -82,11 +73,7 @@ child_row! {
 child_row! {
     /// A row of `proxy-gauge.csv` (one open pingora response at one instant).
     pub struct GaugeRow / GaugeCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         @own #[serde(default, serialize_with = "cell::d3")]
         pub t_s: Option<f64>,
         #[serde(default, serialize_with = "cell::d6")]
@@ -127,11 +114,7 @@ child_row! {
     /// A row of the app's receive log (`recv-log.csv`, one `POST /upload`),
     /// after the run's identity and `t_s`, as [`AppSendRow`].
     pub struct AppRecvRow / RecvLogCells {
-        @own pub run_id: String,
-        @own pub server: ServerName,
-        @own pub route: RouteName,
-        @own pub slow_clients: u32,
-        @own pub repetition: u32,
+        @ident,
         @own #[serde(default, serialize_with = "cell::d3")]
         pub t_s: Option<f64>,
         #[serde(default, serialize_with = "cell::d6")]
