@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod child;
+pub mod chromium;
 pub mod lab;
 pub mod netns;
 pub mod request_report;

@@ -1,0 +1,136 @@
+//! A real headless Chromium for the report's rendering tests: a page loaded
+//! from a file, its DOM dumped after its scripts ran, and the browser's
+//! whole process group killed when dropped, so that a failing test leaves
+//! no browser behind. A test's probe script writes what it found into the
+//! DOM as JSON between two markers ([`probe`] reads it back).
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Records the page's errors, for a probe to report; goes first in `<head>`.
+pub const ERRORS_HEAD: &str = r#"<script>
+window.__errors = [];
+window.addEventListener('error', function (e) { window.__errors.push('error: ' + e.message); }, true);
+(function () { var orig = console.error; console.error = function () { window.__errors.push('console.error: ' + Array.prototype.join.call(arguments, ' ')); orig.apply(console, arguments); }; })();
+</script>"#;
+
+/// Kills Chromium's whole process group when dropped.
+struct Browser(Child);
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a negative pid signals the process group we
+        // created for this child; it touches no memory.
+        unsafe {
+            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What Chromium left: the DOM after the page's scripts ran, and its log.
+pub struct Dump {
+    pub dom: String,
+    pub log: String,
+}
+
+/// Whether Chromium is installed; says SKIPPED for `what` when not.
+pub fn available(what: &str) -> bool {
+    let there = Path::new(CHROMIUM).exists();
+    if !there {
+        eprintln!(
+            "SKIPPED: {CHROMIUM} is not installed (scripts/bootstrap --test installs it); {what} did not run"
+        );
+    }
+    there
+}
+
+/// Loads the file `page` in headless Chromium and returns its DOM once
+/// loaded; fails the test when Chromium fails or takes more than 120 s.
+/// (`--dump-dom` needs JavaScript itself: with it off Chromium dumps
+/// nothing, so a test of a page without scripts blocks them with a
+/// Content-Security-Policy instead.)
+pub fn dump_dom(page: &Path) -> Dump {
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = dir.path().join("chromium.out");
+    let stderr = dir.path().join("chromium.err");
+    let profile = dir.path().join("profile");
+    let mut cmd = Command::new(CHROMIUM);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+        "--disable-dev-shm-usage",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1400,1000",
+        "--dump-dom",
+    ]);
+    let child = cmd
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&stdout).unwrap())
+        .stderr(fs::File::create(&stderr).unwrap())
+        .process_group(0)
+        .spawn()
+        .expect("start chromium");
+    let mut browser = Browser(child);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = browser.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "chromium did not finish within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(browser);
+    let dom = fs::read_to_string(&stdout).unwrap();
+    let log = fs::read_to_string(&stderr).unwrap_or_default();
+    assert!(status.success(), "chromium exited with {status}: {log}");
+    Dump { dom, log }
+}
+
+/// The JSON a probe wrote into the DOM between `PROBE_START` and
+/// `PROBE_END` (markers a probe builds at run time, so that its own text
+/// in the dump never matches them).
+pub fn probe(d: &Dump) -> serde_json::Value {
+    let probe = d
+        .dom
+        .split("PROBE_START")
+        .nth(1)
+        .and_then(|s| s.split("PROBE_END").next())
+        .unwrap_or_else(|| panic!("the probe did not run; chromium said: {}", d.log));
+    // The dump escapes text as HTML.
+    let probe = probe
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    serde_json::from_str(&probe).unwrap_or_else(|e| panic!("probe {probe}: {e}"))
+}
+
+/// Fails on a console error or an uncaught exception in Chromium's log.
+pub fn assert_no_console_errors(log: &str) {
+    for line in log.lines() {
+        assert!(
+            !(line.contains("CONSOLE") && line.to_lowercase().contains("error")),
+            "console error: {line}"
+        );
+        assert!(!line.contains("Uncaught"), "script error: {line}");
+    }
+}
