@@ -1,5 +1,6 @@
-//! The scrubbable view of `report.html` in a real headless Chromium, on a
-//! copy of the committed quick fixture. A probe drags the slider (one
+//! The scrubbable view of `report.html` in a real headless Chromium, on
+//! copies of the committed quick fixture and of the committed example run
+//! (`docs/example-scrub/`). A probe drags the slider (one
 //! `input` event per step, as a drag sends them) to two instants and reads
 //! what is drawn there from the panels' data attributes and the marks'
 //! positions; the test compares that with `requests.csv` and
@@ -15,9 +16,9 @@ use serde_json::Value;
 use support::chromium;
 
 /// The instants the probe drags to, ms: before the first `/fast` request,
-/// and while the direct run's workers are still writing (the quick
-/// fixture's apps take ~3.3 s direct, ~0.17 s behind NGINX with buffering
-/// on), between two `/fast` schedule points.
+/// and while the direct run's workers are still writing (its app takes
+/// ~3.3 s in the quick fixture, ~6.6 s in the example; behind NGINX with
+/// buffering on ~0.1 s), between two `/fast` schedule points.
 const EARLY_MS: f64 = 100.0;
 const LATE_MS: f64 = 2400.0;
 
@@ -25,16 +26,25 @@ fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/quick")
 }
 
-/// The report of a copy of the fixture, in a temp dir.
-fn report() -> (tempfile::TempDir, String) {
+/// The committed example run of the view (`docs/example-scrub/`).
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/example-scrub")
+}
+
+/// The report of a copy of `src`, in a temp dir.
+fn report_of(src: &Path) -> (tempfile::TempDir, String) {
     let tmp = tempfile::tempdir().unwrap();
-    for entry in fs::read_dir(fixture()).unwrap() {
+    for entry in fs::read_dir(src).unwrap() {
         let entry = entry.unwrap();
         fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
     }
-    harness::report::write(tmp.path()).expect("the report of the fixture");
+    harness::report::write(tmp.path()).expect("the report of the copy");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     (tmp, html)
+}
+
+fn report() -> (tempfile::TempDir, String) {
+    report_of(&fixture())
 }
 
 /// Drags the slider to each instant and records what each panel draws.
@@ -162,10 +172,29 @@ fn seg(p: &Value, layer: i64) -> &Value {
 
 #[test]
 fn dragging_the_slider_draws_the_staircase_behind_direct_and_none_behind_buffering() {
+    // gunicorn-sync2 at 2 slow connections, the fixture's runs per route.
+    drag_and_check(
+        &fixture(),
+        [("direct", "002"), ("nginx-off", "006"), ("nginx-on", "004")],
+    );
+}
+
+#[test]
+fn the_committed_example_run_scrubs_the_same_way() {
+    drag_and_check(
+        &example(),
+        [("direct", "003"), ("nginx-off", "006"), ("nginx-on", "009")],
+    );
+}
+
+/// Writes the report of a copy of `src`, drags its slider in Chromium to
+/// [`EARLY_MS`] and [`LATE_MS`], and checks what is drawn against the files;
+/// `runs` are the panels' routes and runs, in order.
+fn drag_and_check(src: &Path, runs: [(&str, &str); 3]) {
     if !chromium::available("the scrubbing check") {
         return;
     }
-    let (tmp, html) = report();
+    let (tmp, html) = report_of(src);
     let probed = html
         .replacen("<head>", &format!("<head>\n{}", chromium::ERRORS_HEAD), 1)
         .replacen(
@@ -195,10 +224,9 @@ fn dragging_the_slider_draws_the_staircase_behind_direct_and_none_behind_bufferi
         .iter()
         .map(|p| p["route"].as_str().unwrap())
         .collect();
-    // One run per route of the first server, gunicorn-sync2, at 2 slow
-    // connections: runs 002, 006 and 004 of the fixture.
-    assert_eq!(routes, ["direct", "nginx-off", "nginx-on"]);
-    for (route, run) in [("direct", "002"), ("nginx-off", "006"), ("nginx-on", "004")] {
+    // One run per route of the first server.
+    assert_eq!(routes, runs.map(|(route, _)| route));
+    for (route, run) in runs {
         assert_eq!(panel(early, route)["run"], run);
     }
     assert_eq!(early["now"], "t = 0.10 s");
