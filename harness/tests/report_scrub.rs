@@ -305,6 +305,67 @@ fn drag_and_check(src: &Path, runs: [(&str, &str); 3]) {
     }
 }
 
+/// Presses Play, switches to 0.25x after 1 s and pauses after 2 s more
+/// (of the browser's virtual time), recording the frame each time.
+const PLAY_TAIL: &str = r#"<script>
+(function () {
+  var slider = document.getElementById('scrub-time');
+  var play = document.querySelector('.scrub-play');
+  var out = { errors: window.__errors, frames: [] };
+  var note = function () { out.frames.push([Number(slider.value), play.getAttribute('aria-pressed')]); };
+  play.click();
+  note();
+  setTimeout(function () {
+    note();
+    document.querySelector('input[name="scrub-speed"][value="0.25"]').click();
+    setTimeout(function () {
+      note();
+      play.click();
+      note();
+      var pre = document.createElement('pre');
+      pre.textContent = ['PROBE', 'START'].join('_') + JSON.stringify(out) + ['PROBE', 'END'].join('_');
+      document.body.appendChild(pre);
+    }, 2000);
+  }, 1000);
+})();
+</script>"#;
+
+#[test]
+fn play_advances_at_1x_and_at_a_quarter_of_that() {
+    if !chromium::available("the playing check") {
+        return;
+    }
+    let (tmp, html) = report();
+    let page = tmp.path().join("play.html");
+    let probed = html
+        .replacen("<head>", &format!("<head>\n{}", chromium::ERRORS_HEAD), 1)
+        .replacen("</body>", &format!("{PLAY_TAIL}\n</body>"), 1);
+    fs::write(&page, probed).unwrap();
+    // Virtual time: the 3 s pass in the browser's clock, not the machine's,
+    // so a busy machine does not change the frames reached.
+    let dump = chromium::dump_dom_after(&page, 10_000);
+    let probe = chromium::probe(&dump);
+    assert_eq!(probe["errors"], serde_json::json!([]), "errors in the page");
+    let frames: Vec<(i64, String)> = probe["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f[0].as_i64().unwrap(), f[1].as_str().unwrap().to_string()))
+        .collect();
+    let pressed: Vec<&str> = frames.iter().map(|f| f.1.as_str()).collect();
+    assert_eq!(pressed, ["true", "true", "true", "false"], "{frames:?}");
+    // 100 ms frames: 1 s at 1x is 10 frames, 2 s at 0.25x 5 more (a timer
+    // tick late at most), and pausing keeps the frame.
+    let at = |i: usize| frames[i].0;
+    assert_eq!(at(0), 0);
+    assert!((9..=11).contains(&at(1)), "after 1 s at 1x: {frames:?}");
+    assert!(
+        (4..=6).contains(&(at(2) - at(1))),
+        "2 s at 0.25x: {frames:?}"
+    );
+    assert_eq!(at(3), at(2), "pausing keeps the instant");
+}
+
 #[test]
 fn without_its_script_the_view_stays_hidden_and_the_static_charts_remain() {
     let (tmp, html) = report();

@@ -57,6 +57,17 @@ pub fn available(what: &str) -> bool {
 /// nothing, so a test of a page without scripts blocks them with a
 /// Content-Security-Policy instead.)
 pub fn dump_dom(page: &Path) -> Dump {
+    dump(page, None)
+}
+
+/// [`dump_dom`] after `budget_ms` of virtual time: the page's timers run
+/// that long as fast as the machine allows, whatever its load, and the DOM
+/// is dumped then.
+pub fn dump_dom_after(page: &Path, budget_ms: u32) -> Dump {
+    dump(page, Some(budget_ms))
+}
+
+fn dump(page: &Path, budget_ms: Option<u32>) -> Dump {
     let dir = tempfile::tempdir().unwrap();
     let stdout = dir.path().join("chromium.out");
     let stderr = dir.path().join("chromium.err");
@@ -77,6 +88,9 @@ pub fn dump_dom(page: &Path) -> Dump {
         "--window-size=1400,1000",
         "--dump-dom",
     ]);
+    if let Some(ms) = budget_ms {
+        cmd.arg(format!("--virtual-time-budget={ms}"));
+    }
     let child = cmd
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("file://{}", page.display()))

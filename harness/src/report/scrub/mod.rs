@@ -34,6 +34,16 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
         s.note("No completed run with slow connections, so there is nothing to scrub through.");
         return Ok(());
     };
+    if t.panels
+        .iter()
+        .all(|p| p.fast.is_empty() && p.bytes.iter().all(Option::is_none))
+    {
+        s.note(
+            "The runs' per-request and per-sample files (`requests.csv`, `socket-samples.csv`, \
+             `slow-progress.csv`, ...) are not in this directory, so there is nothing to scrub through.",
+        );
+        return Ok(());
+    }
     let routes: Vec<String> = t
         .panels
         .iter()
@@ -84,4 +94,32 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
         ),
     }));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::doc::Block;
+    use crate::results::{RunRow, RunStatus};
+    use crate::stack::{Route, Server};
+
+    #[test]
+    fn summaries_alone_get_a_note_not_an_empty_view() {
+        let r = Results {
+            runs: vec![RunRow {
+                run_id: "1".into(),
+                server: Server::RustSync2.into(),
+                route: Route::Direct.into(),
+                slow_clients: 2,
+                repetition: 1,
+                status: RunStatus::Ok.into(),
+                p95_ms: Some(1.0),
+                ..RunRow::default()
+            }],
+            ..Results::default()
+        };
+        let mut s = Section::new(ID, TITLE);
+        section(&r, &mut s).unwrap();
+        assert!(matches!(s.blocks.as_slice(), [Block::Note(_)]), "{s:?}");
+    }
 }

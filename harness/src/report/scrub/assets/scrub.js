@@ -381,15 +381,15 @@
   }
 
   // --- playing ----------------------------------------------------------
+  // A timer, not requestAnimationFrame: frames are 100 ms apart, and a timer
+  // also runs where nothing is painted (headless Chromium's virtual time).
   var playing = false;
+  var timer = 0;
   var startWall = 0;
   var startMs = 0;
 
-  function frame(wall) {
-    if (!playing) {
-      return;
-    }
-    var tMs = startMs + (wall - startWall) * speed;
+  function tick() {
+    var tMs = startMs + (performance.now() - startWall) * speed;
     var k = Math.min(last, Math.floor(tMs / dtMs + 1e-6));
     if (k !== current) {
       slider.value = String(k);
@@ -397,8 +397,6 @@
     }
     if (k >= last) {
       stop();
-    } else {
-      window.requestAnimationFrame(frame);
     }
   }
 
@@ -411,22 +409,23 @@
     play.setAttribute('aria-pressed', 'true');
     startMs = current * dtMs;
     startWall = performance.now();
-    window.requestAnimationFrame(frame);
+    timer = window.setInterval(tick, 25);
   }
 
   function stop() {
     playing = false;
+    window.clearInterval(timer);
     play.textContent = 'Play';
     play.setAttribute('aria-pressed', 'false');
     render(current);
   }
 
   function restart(v) {
-    speed = v;
     if (playing) {
       startMs = current * dtMs;
       startWall = performance.now();
     }
+    speed = v;
   }
 
   play.addEventListener('click', function () {
