@@ -13,6 +13,7 @@
 
 use serde::Serialize;
 
+use super::workers::{self, Workers};
 use crate::report::charts::bytes::LAYERS;
 use crate::report::data::Results;
 use crate::report::select::{self, Cond};
@@ -25,16 +26,6 @@ pub const DT: f64 = 0.1;
 /// At most this many frames per run: a long run gets coarser frames, so the
 /// page stays small.
 const MAX_FRAMES: usize = 3000;
-/// Servers with more handlers than this (gevent's greenlets) get no lanes.
-const MAX_LANES: u32 = 8;
-
-/// How the worker lanes are derived, as the section says it.
-pub const WORKERS_DERIVED: &str = "Worker lanes are derived from `app-sends.csv`: a worker is busy from \
-     the start of a `/large` body until the kernel accepted its last byte (`app_send_s`), or, where the \
-     app did not finish writing, until the client's connection ended; the milliseconds a worker spends \
-     on each `/fast` request are too short to draw. Where a server's workers are not a fixed pool \
-     (async servers), the panel says so and draws no lanes.";
-
 /// The whole view.
 #[derive(Debug, Clone, Serialize)]
 pub struct Timeline {
@@ -94,37 +85,6 @@ pub struct Response {
     pub end_ms: Option<f64>,
 }
 
-/// The app's workers.
-#[derive(Debug, Clone, Serialize)]
-pub struct Workers {
-    /// Whether the lanes are the server's whole pool.
-    pub known: bool,
-    /// How the lanes were derived, or why there are none.
-    pub note: String,
-    pub lanes: Vec<Lane>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Lane {
-    /// The worker as the send log names it; empty for a worker that wrote
-    /// no `/large` response.
-    pub name: String,
-    pub spans: Vec<Span>,
-}
-
-/// A worker busy with one `/large` response.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Span {
-    pub start_ms: f64,
-    pub end_ms: f64,
-    /// The slow client it wrote to (the lab pairs responses with the send
-    /// log by start order, `large-responses.csv`'s `app_worker`).
-    pub client: Option<u32>,
-    /// What ended it: `app_send_s` (the kernel took the last byte), the
-    /// `connection` end, or the `run` end.
-    pub until: &'static str,
-}
-
 /// One `/fast` request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fast {
@@ -154,7 +114,7 @@ pub fn chosen(r: &Results) -> Vec<(Cond, &RunRow)> {
 }
 
 /// Rounds seconds to tenths of milliseconds.
-fn ms(s: f64) -> f64 {
+pub(super) fn ms(s: f64) -> f64 {
     (s * 10_000.0).round() / 10.0
 }
 
@@ -304,7 +264,7 @@ fn panel(r: &Results, x: &Run, times: &[f64], end: f64) -> Panel {
             format!("where the bytes are is not drawn: {e}"),
         ),
     };
-    let workers = workers(r, x, end);
+    let workers = workers::lanes(r, &x.cond.server, id, &x.large, end);
     if !workers.known {
         note.push_str("; ");
         note.push_str(&workers.note);
@@ -389,88 +349,10 @@ fn responses(r: &Results, x: &Run, times: &[f64], body: Option<f64>) -> Vec<Resp
     out
 }
 
-fn workers(r: &Results, x: &Run, end: f64) -> Workers {
-    let server = &x.cond.server;
-    let handlers = select::handlers(server);
-    let count = match handlers {
-        None => {
-            return Workers {
-                known: false,
-                note: format!(
-                    "{server} has no fixed pool of workers (one task per connection): which handler is busy is not known, so no lanes are drawn"
-                ),
-                lanes: Vec::new(),
-            };
-        }
-        Some(n) if n > MAX_LANES => {
-            return Workers {
-                known: false,
-                note: format!(
-                    "{server} has {n} handlers, too many to draw as lanes; none is held for long by a slow reader"
-                ),
-                lanes: Vec::new(),
-            };
-        }
-        Some(n) => n,
-    };
-    let mut sends: Vec<_> = r
-        .app_sends
-        .iter()
-        .filter(|a| a.run_id == x.run.run_id)
-        .collect();
-    sends.sort_by(|a, b| {
-        a.t_s
-            .unwrap_or(f64::MAX)
-            .total_cmp(&b.t_s.unwrap_or(f64::MAX))
-    });
-    let mut lanes: Vec<Lane> = Vec::new();
-    for (i, a) in sends.iter().enumerate() {
-        let Some(start) = a.t_s else { continue };
-        // A send log without worker names gets a lane per response.
-        let name = a
-            .worker
-            .clone()
-            .unwrap_or_else(|| format!("response {}", i + 1));
-        let pair = x.large.iter().find(|l| {
-            l.app_worker == a.worker && l.app_send_s == a.app_send_s && a.worker.is_some()
-        });
-        let (stop, until) = match (a.end_s(), pair.and_then(|l| l.end_s())) {
-            (Some(e), _) => (e, "app_send_s"),
-            (None, Some(e)) => (e, "connection"),
-            (None, None) => (end, "run"),
-        };
-        let span = Span {
-            start_ms: ms(start),
-            end_ms: ms(stop),
-            client: pair.map(|l| l.client),
-            until,
-        };
-        match lanes.iter_mut().find(|l| l.name == name) {
-            Some(l) => l.spans.push(span),
-            None => lanes.push(Lane {
-                name,
-                spans: vec![span],
-            }),
-        }
-    }
-    while lanes.len() < count as usize {
-        lanes.push(Lane {
-            name: String::new(),
-            spans: Vec::new(),
-        });
-    }
-    Workers {
-        known: true,
-        note: format!(
-            "{server}: {count} workers; busy from a /large body's start to app_send_s (app-sends.csv)"
-        ),
-        lanes,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::scrub::workers::Span;
     use crate::results::{
         AppSendRow, LargeRow, Named, ProgressRow, RequestRow, RunStatus, SocketRow,
     };

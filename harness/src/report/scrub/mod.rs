@@ -9,12 +9,14 @@
 //!   an empty container, the data as `<script type="application/json">`,
 //!   the script and its style sheet, embedded from `assets/`.
 //! - [`data`]: the runs cut into 100 ms frames ([`data::Timeline`]).
+//! - [`workers`]: the app's workers as lanes, from the send log.
 //! - `assets/scrub.js`: the view, vanilla JavaScript, nothing fetched; it
 //!   builds the panels from the data and unhides the container, so a page
 //!   read without JavaScript shows only the words and the static charts.
 //! - `assets/scrub.css`: its style.
 
 pub mod data;
+pub mod workers;
 
 use anyhow::{Context, Result};
 
@@ -72,7 +74,7 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
          (sockets ~200 ms, client progress and pingora's gauge 100 ms); where no sample covers an \
          instant the bar says so. {}",
         t.dt_ms,
-        data::WORKERS_DERIVED
+        workers::WORKERS_DERIVED
     ));
     let json = serde_json::to_string(&t).context("writing the scrubbable view's data")?;
     // The data sits inside a <script> element: no `<` may end it early,
