@@ -100,6 +100,17 @@ pub enum Block {
     /// Something the reader must not miss: missing data, not-sampled
     /// quantities.
     Note(Text),
+    /// A view with its own script (the scrubbable view).
+    Interactive(Interactive),
+}
+
+/// A view with its own script: the HTML renderer writes `html` as it is and
+/// `css` into the page's head; the Markdown renderer writes `instead`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interactive {
+    pub html: String,
+    pub css: String,
+    pub instead: Text,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -141,6 +152,16 @@ pub struct Document {
 }
 
 impl Document {
+    /// The style sheets of every interactive view, in order.
+    pub fn styles(&self) -> impl Iterator<Item = &str> {
+        self.sections.iter().flat_map(|s| {
+            s.blocks.iter().filter_map(|b| match b {
+                Block::Interactive(v) => Some(v.css.as_str()),
+                _ => None,
+            })
+        })
+    }
+
     /// Every figure, in order.
     pub fn figures(&self) -> impl Iterator<Item = &Figure> {
         self.sections.iter().flat_map(|s| {

@@ -1,6 +1,7 @@
 //! The document as one self-contained HTML page: inline styles, charts as
-//! inline SVG, each chart's data embedded as CSV, no scripts and nothing
-//! fetched from anywhere, so it opens offline and can be mailed as a file.
+//! inline SVG, each chart's data embedded as CSV, nothing fetched from
+//! anywhere, so it opens offline and can be mailed as a file. The one
+//! script is the scrubbable view's, inline ([`super::scrub`]).
 
 use super::doc::{Block, Document, Figure, Inline, Section, Table, Text};
 
@@ -49,7 +50,11 @@ pub fn render(doc: &Document) -> String {
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     out.push_str(&format!("<title>{}</title>\n", escape(&doc.title)));
-    out.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
+    out.push_str(&format!("<style>{STYLE}</style>\n"));
+    for css in doc.styles() {
+        out.push_str(&format!("<style>{css}</style>\n"));
+    }
+    out.push_str("</head>\n<body>\n");
     out.push_str(&format!("<header>\n<h1>{}</h1>\n", escape(&doc.title)));
     out.push_str(&format!(
         "<p class=\"subtitle\">{}</p>\n",
@@ -86,6 +91,7 @@ fn section(out: &mut String, s: &Section) {
             }
             Block::Table(t) => table(out, t),
             Block::Figure(f) => figure(out, f),
+            Block::Interactive(v) => out.push_str(&v.html),
         }
     }
     out.push_str("</section>\n");

@@ -1,7 +1,8 @@
 //! `slowlab report`: the HTML and Markdown report of a results directory.
 //!
 //! `report.html` is one self-contained page (inline SVG charts, their data
-//! embedded, no scripts, fonts or styles from elsewhere); `report.md` says
+//! embedded, one inline script, no scripts, fonts or styles from
+//! elsewhere); `report.md` says
 //! the same with each chart as an SVG file beside it. The page opens with a
 //! lesson whose every number comes from the directory's data.
 //!
@@ -15,6 +16,7 @@
 //! - [`facts`]: the numbers the lesson quotes, computed from the data.
 //! - [`lesson`]: the opening explanation, written from those facts.
 //! - [`charts`]: the five charts, one file each.
+//! - [`scrub`]: the view with a time slider over one run per route.
 //! - [`tables`]: section 6, the cross-check and the published comparison.
 //! - [`servers`]: section 7, which servers block (the `servers` preset).
 //! - [`request`]: the request direction (slow uploads, slowloris), with
@@ -39,6 +41,7 @@ pub mod markdown;
 pub mod notices;
 pub mod open;
 pub mod request;
+pub mod scrub;
 pub mod servers;
 pub mod sweep;
 pub mod tables;
@@ -126,7 +129,7 @@ pub struct SectionSpec {
 }
 
 /// Every section, in the order of the report.
-pub const SECTIONS: [SectionSpec; 15] = [
+pub const SECTIONS: [SectionSpec; 16] = [
     SectionSpec {
         id: "missing",
         title: "What is missing from this directory",
@@ -174,6 +177,12 @@ pub const SECTIONS: [SectionSpec; 15] = [
         title: "5. Where the bytes are",
         kind: Kind::Response,
         build: charts::bytes::section,
+    },
+    SectionSpec {
+        id: scrub::ID,
+        title: scrub::TITLE,
+        kind: Kind::Response,
+        build: scrub::section,
     },
     SectionSpec {
         id: "model",

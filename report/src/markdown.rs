@@ -63,6 +63,7 @@ pub fn render(doc: &Document) -> String {
             match b {
                 Block::Para(t) => out.push_str(&format!("{}\n\n", inline(t))),
                 Block::Note(t) => out.push_str(&format!("> **Note.** {}\n\n", inline(t))),
+                Block::Interactive(v) => out.push_str(&format!("{}\n\n", inline(&v.instead))),
                 Block::List(items) => {
                     for i in items {
                         out.push_str(&format!("- {}\n", inline(i)));

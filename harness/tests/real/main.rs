@@ -19,6 +19,7 @@ mod nginx_reqbuf;
 mod prepare_cli;
 mod python_servers;
 mod reader_models;
+mod report_browser;
 mod reproduce_headers;
 mod reproduce_quick;
 mod reproduce_sigkill;

@@ -1,6 +1,7 @@
 //! Helpers shared by the harness's integration tests, over `testkit`.
 #![allow(dead_code, unused_imports)]
 
+pub mod chromium;
 pub mod netns;
 pub mod request_report;
 pub mod stacks;

@@ -19,9 +19,11 @@ use analysis::select::{self, Cond};
 use analysis::whereabouts::{self, Sample, Whereabouts};
 
 /// The layers bottom to top: label, colour, value.
-type Layer = (&'static str, RGBColor, fn(&Sample) -> f64);
+pub type Layer = (&'static str, RGBColor, fn(&Sample) -> f64);
 
-const LAYERS: [Layer; 8] = [
+/// Chart 5's layers, which the scrubbable view ([`crate::report::scrub`])
+/// draws too.
+pub const LAYERS: [Layer; 8] = [
     ("consumed by the clients", RGBColor(96, 160, 96), |s| {
         s.consumed
     }),
