@@ -2,7 +2,7 @@
 //! of its `/fast` requests, medians of its `/large` responses, resource use
 //! per component) and per condition (the median of its runs, with the min
 //! and max of p95). Everything is computed from the row structs of
-//! the `results` crate, so rows read back from a directory (or merged from
+//! the `schema` crate, so rows read back from a directory (or merged from
 //! several) aggregate exactly as the rows of a reproduction in progress.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use common::stats::{median, rank_index};
 
 use catalogue::Condition;
 use catalogue::published;
-use results::{
+use schema::{
     AppSendRow, Component, ComponentColumns, ConditionRow, DimCells, Direction, DirectionName,
     LargeRow, Named, RequestRow, ResourceRow, RouteName, RunRow, ServerName,
 };
@@ -247,7 +247,7 @@ pub fn conditions(runs: &[RunRow]) -> Vec<ConditionRow> {
 pub fn by_condition(rows: &[ConditionRow]) -> BTreeMap<Condition, ConditionRow> {
     rows.iter()
         .filter_map(|c| {
-            let key = results::dims::condition_of(
+            let key = schema::dims::condition_of(
                 c.server.known(),
                 c.route.known(),
                 c.slow_clients,
@@ -263,7 +263,7 @@ pub fn by_condition(rows: &[ConditionRow]) -> BTreeMap<Condition, ConditionRow> 
 mod tests {
     use super::*;
     use catalogue::{Route, Server};
-    use results::{Named, RunStatus};
+    use schema::{Named, RunStatus};
 
     #[test]
     fn failures_rank_last() {

@@ -22,9 +22,9 @@ use crate::aggregate::ConditionFigures;
 use catalogue::Condition;
 use catalogue::published::{counterpart_route, counterpart_server};
 use catalogue::{Route, Server};
-use results::{Check, CrossRow, DimCells, Direction, Named};
+use schema::{Check, CrossRow, DimCells, Direction, Named};
 
-pub use results::Verdict;
+pub use schema::Verdict;
 
 /// The rule's prediction.
 pub fn predict(
@@ -182,7 +182,7 @@ impl Row {
     /// The dimensions its condition sets, as the conditions table shows
     /// them (`Condition::dims_label`).
     pub fn dims_label(&self) -> String {
-        results::dims::condition_of(
+        schema::dims::condition_of(
             Some(self.server),
             Some(self.route),
             self.slow_clients,

@@ -65,8 +65,8 @@ use crate::crosscheck::{self, BLOCKED_MIN_MS};
 use crate::whereabouts::{Role, roles};
 use catalogue::{ProxyBuffers, Route, Server};
 use catalogue::{Side, Sysctl};
-use results::dims::condition_of;
-use results::{self, DimCells, Direction, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
+use schema::dims::condition_of;
+use schema::{self, DimCells, Direction, MODEL_CSV, ModelRow, Named, ResultSet, RunRow};
 
 /// The buffer sizes along one condition's path, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -159,7 +159,7 @@ fn sysctl_field(r: &ResultSet, sysctls: &[Sysctl], side: Side, key: &str, i: usi
 type Key = (String, String, u32, DimCells);
 
 /// The sampled sockets of one run, with their roles on the path.
-fn run_sockets<'a>(r: &'a ResultSet, run: &RunRow) -> Vec<(Role, &'a results::SocketRow)> {
+fn run_sockets<'a>(r: &'a ResultSet, run: &RunRow) -> Vec<(Role, &'a schema::SocketRow)> {
     let sockets: Vec<_> = r
         .sockets
         .iter()
@@ -387,14 +387,14 @@ fn row(
 
 /// Writes `model.csv` into the results directory `dir` from its files.
 pub fn write(dir: &Path, buffers: &ProxyBuffers) -> Result<()> {
-    let r = results::read_dir(dir);
+    let r = schema::read_dir(dir);
     let n = left_out(&r);
     if n > 0 {
         eprintln!(
             "slowlab: model.csv leaves out {n} request-direction condition(s): the model predicts a response's write time"
         );
     }
-    results::file::write_whole(&dir.join(MODEL_CSV), &rows(&r, buffers))
+    schema::file::write_whole(&dir.join(MODEL_CSV), &rows(&r, buffers))
 }
 
 #[cfg(test)]

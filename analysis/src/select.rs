@@ -6,8 +6,8 @@
 
 use catalogue::published;
 use catalogue::{ProxyKind, Route, Server};
-use results::ResultSet as Results;
-use results::{Direction, DirectionName, RouteName, RunRow, ServerName};
+use schema::ResultSet as Results;
+use schema::{Direction, DirectionName, RouteName, RunRow, ServerName};
 
 /// One cell of the matrix.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -168,7 +168,7 @@ pub fn ok_runs_in<'a>(r: &'a Results, c: &Cond, direction: Direction) -> Vec<&'a
 }
 
 /// The row of `conditions.csv` of a condition of the response direction.
-pub fn condition_row<'a>(r: &'a Results, c: &Cond) -> Option<&'a results::ConditionRow> {
+pub fn condition_row<'a>(r: &'a Results, c: &Cond) -> Option<&'a schema::ConditionRow> {
     condition_row_in(r, c, Direction::Download)
 }
 
@@ -177,7 +177,7 @@ pub fn condition_row_in<'a>(
     r: &'a Results,
     c: &Cond,
     direction: Direction,
-) -> Option<&'a results::ConditionRow> {
+) -> Option<&'a schema::ConditionRow> {
     r.conditions.iter().find(|x| {
         in_direction(&x.direction, direction) && c.is(&x.server, &x.route, x.slow_clients)
     })
@@ -232,7 +232,7 @@ pub fn comparison_slow_in(r: &Results, direction: Direction) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::{Named, RunStatus};
+    use schema::{Named, RunStatus};
 
     fn run(id: &str, p95: Option<f64>) -> RunRow {
         RunRow {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use results::RunRow;
+use schema::RunRow;
 
 use crate::{aggregate, crosscheck};
 
@@ -21,5 +21,5 @@ pub fn write(dir: &Path, runs: &[RunRow], body_bytes: u64, proxy_capacity: u64) 
     .iter()
     .map(crosscheck::Row::to_row)
     .collect();
-    results::write_summaries(dir, &conditions, &cross)
+    schema::write_summaries(dir, &conditions, &cross)
 }

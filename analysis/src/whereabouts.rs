@@ -13,8 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::select;
-use results::ResultSet as Results;
-use results::{Component, GaugeRow, RouteName, SocketRow};
+use schema::ResultSet as Results;
+use schema::{Component, GaugeRow, RouteName, SocketRow};
 
 /// What a sampled socket is on the path of a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,7 +313,7 @@ mod tests {
         SocketRow {
             run_id: "1".into(),
             t_s: 0.0,
-            component: results::Named::parse(component),
+            component: schema::Named::parse(component),
             local: local.into(),
             remote: remote.into(),
             state: state.into(),
@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn the_remainder_is_unwritten_until_the_app_finishes() {
-        use results::{AppSendRow, LargeRow, ProgressRow};
+        use schema::{AppSendRow, LargeRow, ProgressRow};
         let large = LargeRow {
             run_id: "1".into(),
             connect_ms: Some(0.0),

@@ -15,7 +15,7 @@
 //!
 //! The crates below, from the bottom: `common` (units, bounds, exit
 //! statuses), `catalogue` (what every server, proxy, route and preset is),
-//! `results` (every file's row struct), `analysis` (figures from rows),
+//! `schema` (every results file's row struct), `analysis` (figures from rows),
 //! `report` (the HTML/Markdown report), `server`, `proxy`, `loadgen` (the
 //! children) and `lab` (processes, cgroups, namespaces, sampling, stacks).
 

@@ -17,7 +17,7 @@ use lab::prepare::{self, Tools};
 use lab::stack::launch::Launcher;
 use lab::stack::run::Lab;
 use lab::{envinfo, reap, scratch, signals};
-use results::INCOMPLETE;
+use schema::INCOMPLETE;
 use serde_json::Value;
 use tempfile::TempDir;
 
@@ -84,7 +84,7 @@ impl Session {
             ))
             .into());
         }
-        results::file::probe(&out)?;
+        schema::file::probe(&out)?;
         let tools = match o.needs {
             Needs::All => prepare::prepare(&prepare::state_dir()),
             Needs::None(why) => Tools::none(why),
@@ -141,7 +141,7 @@ impl Session {
 
     /// Marks the results directory unfinished, saying how far it got.
     pub fn mark(&self, text: &str) -> Result<()> {
-        results::mark_incomplete(&self.out, Some(text))
+        schema::mark_incomplete(&self.out, Some(text))
     }
 
     fn marked(&self) -> Option<String> {
@@ -159,7 +159,7 @@ impl Session {
             e => e,
         };
         match &ending {
-            Ending::Done => results::mark_incomplete(&self.out, None)?,
+            Ending::Done => schema::mark_incomplete(&self.out, None)?,
             Ending::Interrupted(kept) => self.mark(kept)?,
             Ending::Failed(e) => {
                 if let Some(so_far) = self.marked() {

@@ -12,7 +12,7 @@ use std::process::Command;
 const LAYERS: &[&[&str]] = &[
     &["common"],
     &["catalogue", "testkit"],
-    &["results"],
+    &["schema"],
     &["server", "proxy", "loadgen", "analysis"],
     &["report", "lab"],
     &["harness"],

@@ -365,15 +365,15 @@ fn the_cli_writes_the_report_and_prints_its_path() {
 
 #[test]
 fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
-    use results::{self, Appenders};
-    let set = results::read_dir(&fixture());
+    use schema::{self, Appenders};
+    let set = schema::read_dir(&fixture());
     assert!(set.missing.is_empty(), "{:?}", set.missing);
     assert!(set.skipped.is_empty(), "{:?}", set.skipped);
     assert!(!set.runs.is_empty() && !set.requests.is_empty() && !set.gauge.is_empty());
     let out = tempfile::tempdir().unwrap();
     Appenders::create(out.path()).unwrap().append(&set).unwrap();
-    results::write_summaries(out.path(), &set.conditions, &set.crosscheck).unwrap();
-    let again = results::read_dir(out.path());
+    schema::write_summaries(out.path(), &set.conditions, &set.crosscheck).unwrap();
+    let again = schema::read_dir(out.path());
     assert_eq!(again.runs, set.runs);
     assert_eq!(again.requests, set.requests);
     assert_eq!(again.large, set.large);
@@ -382,7 +382,7 @@ fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
     assert_eq!(again.conditions, set.conditions);
     assert_eq!(again.crosscheck, set.crosscheck);
     let mut same = Vec::new();
-    for (file, columns) in results::schema() {
+    for (file, columns) in schema::schema() {
         let path = out.path().join(file);
         if !path.exists() {
             continue;

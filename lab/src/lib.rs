@@ -4,7 +4,7 @@
 //! tables through `sock_diag`, procfs, the ~200 ms sampler, the tools
 //! `slowlab prepare` installs, and the one lifecycle of a run
 //! ([`stack::run`]). What it starts is described by the catalogue; what it
-//! measures goes into the `results` crate's rows.
+//! measures goes into the `schema` crate's rows.
 //!
 //! # Layout
 //! - [`stack`]: a stack's app and route, launching them, one run's

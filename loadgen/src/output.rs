@@ -1,6 +1,6 @@
 //! The files of `--out DIR`: the CSVs with label columns first, the
 //! latency histogram and the JSON summary. Each CSV is written through the
-//! `results` crate's cells struct of its file, which the harness reads
+//! `schema` crate's cells struct of its file, which the harness reads
 //! back as its row struct: the columns are defined there, once.
 
 use std::fs;
@@ -8,16 +8,16 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use results::child::write_labelled;
-use results::columns;
-use results::{LargeCells, ProgressCells, RequestCells, SlowHeaderCells, UploadCells};
+use schema::child::write_labelled;
+use schema::columns;
+use schema::{LargeCells, ProgressCells, RequestCells, SlowHeaderCells, UploadCells};
 
 use crate::hgrm;
 use crate::record::{FastRecord, LargeRecord, ProgressRow, SlowHeaderRecord, UploadRecord};
 use crate::runner::Report;
 use crate::summary::Summary;
 
-pub use results::{
+pub use schema::{
     LARGE_CSV, LATENCY_HGRM, PROGRESS_CSV, REQUESTS_CSV, SLOW_HEADERS_CSV, SUMMARY_JSON,
     UPLOADS_CSV,
 };
@@ -35,7 +35,7 @@ pub fn is_column_name(key: &str) -> bool {
     .any(|cols| cols.contains(&key))
 }
 
-pub use results::file::probe;
+pub use schema::file::probe;
 
 /// Writes every output file into `dir`, creating it.
 pub fn write_all(dir: &Path, report: &Report, summary: &Summary) -> anyhow::Result<()> {

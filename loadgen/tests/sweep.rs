@@ -15,7 +15,7 @@ use clap::Parser;
 use loadgen::sweep::{self, SweepConfig, SweepLoadArgs};
 
 fn header() -> &'static [&'static str] {
-    results::columns::<results::StepCells>()
+    schema::columns::<schema::StepCells>()
 }
 use server::{Model, ServerConfig};
 use support::{Reply, ScriptedServer};
@@ -316,7 +316,7 @@ fn slow_uploaders_hold_sync_workers_through_the_sweep_and_not_async_ones() {
         let outcome = sweep(&url, dir.path(), UPLOADERS);
         let rows = csv_rows(
             &dir.path().join("uploads.csv"),
-            results::columns::<results::UploadCells>(),
+            schema::columns::<schema::UploadCells>(),
         );
         assert_eq!(rows.len(), outcome.uploads.len());
         // The two first uploads end inside the sweep; every one that ended
@@ -380,7 +380,7 @@ fn slowloris_clients_are_held_for_the_whole_sweep() {
     );
     let rows = csv_rows(
         &dir.path().join("slow-headers.csv"),
-        results::columns::<results::SlowHeaderCells>(),
+        schema::columns::<schema::SlowHeaderCells>(),
     );
     assert_eq!(rows.len(), 2, "{rows:?}");
     for r in &rows {

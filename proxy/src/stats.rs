@@ -4,7 +4,7 @@
 //! Both are CSV with a header, appended with one `write(2)` per batch on a
 //! file opened `O_APPEND`, so rows never interleave, even with several
 //! threads or processes writing the same file. Each row goes through the
-//! `results` crate's cells struct of its file ([`ProxyStatsCells`],
+//! `schema` crate's cells struct of its file ([`ProxyStatsCells`],
 //! [`GaugeCells`]), which the harness reads back as its rows.
 
 use std::collections::BTreeMap;
@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 
-use results::child::{header_line, line_into};
-use results::{GaugeCells, ProxyStatsCells};
+use schema::child::{header_line, line_into};
+use schema::{GaugeCells, ProxyStatsCells};
 
 /// Seconds since the Unix epoch.
 pub fn unix_s(t: SystemTime) -> f64 {

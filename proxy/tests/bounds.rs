@@ -101,7 +101,7 @@ fn gauge_log_samples_open_responses() {
     drop(proxy);
     let text = std::fs::read_to_string(dir.path().join("gauge.csv")).unwrap();
     let mut lines = text.lines();
-    let header = results::child::header_line::<results::GaugeCells>();
+    let header = schema::child::header_line::<schema::GaugeCells>();
     assert_eq!(lines.next(), Some(header.trim_end()));
     assert!(header.starts_with(
         "t_unix_s,conn,upstream_read_bytes,client_written_bytes,mem_bytes,file_bytes,"

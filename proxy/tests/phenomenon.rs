@@ -70,7 +70,7 @@ fn fast_behind_two_slow_downloads(buffering: Buffering) -> (Duration, Vec<Row>) 
 /// the origin.
 fn upstream_reads_done(gauge: &std::path::Path) -> usize {
     let text = std::fs::read_to_string(gauge).unwrap_or_default();
-    let columns = results::columns::<results::GaugeCells>().len();
+    let columns = schema::columns::<schema::GaugeCells>().len();
     let mut done: Vec<&str> = text
         .lines()
         .skip(1)

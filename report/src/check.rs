@@ -12,7 +12,7 @@ use super::charts::{
 };
 use super::data::Results;
 use super::doc::{Block, Figure, Section, Table, text};
-use results::{CHECK_CSV, CheckRow, Direction, LevelVerdict, RouteName};
+use schema::{CHECK_CSV, CheckRow, Direction, LevelVerdict, RouteName};
 
 pub const ID: &str = "check";
 /// The section's title for a directory without levels yet; a check's own
@@ -239,7 +239,7 @@ fn table(rows: &[CheckRow], who: &str, s: &mut Section) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::Named;
+    use schema::Named;
 
     fn level(direction: &str, slow: u32, verdict: LevelVerdict) -> CheckRow {
         CheckRow {

@@ -1,5 +1,5 @@
 //! Loading a results directory for the report: every file through
-//! [`results::read_dir`] (typed rows, names parsed, what is missing
+//! [`schema::read_dir`] (typed rows, names parsed, what is missing
 //! or unreadable listed instead of failing), what each file is used for,
 //! and lookups into `environment.json`. Only a directory that holds none
 //! of the files at all is an error.
@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use results::{self as files, INCOMPLETE, ResultSet};
+use schema::{self as files, INCOMPLETE, ResultSet};
 
 /// Everything the report reads from one results directory.
 pub type Results = ResultSet;

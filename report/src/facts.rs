@@ -8,7 +8,7 @@ use super::data::Results;
 use analysis::select::{self, Cond};
 use analysis::whereabouts::{Role, roles};
 use catalogue::{Route, Server};
-use results::{Check, Component, Direction, ServerName, SocketRow};
+use schema::{Check, Component, Direction, ServerName, SocketRow};
 
 /// What one route did for the lesson's server.
 #[derive(Debug, Clone, Default)]
@@ -299,7 +299,7 @@ pub fn gather(r: &Results) -> Facts {
             .into_iter()
             .filter(|c| &c.server == server)
             .collect();
-        let pick = |p: fn(&results::RouteName) -> bool| conds.iter().find(|c| p(&c.route)).cloned();
+        let pick = |p: fn(&schema::RouteName) -> bool| conds.iter().find(|c| p(&c.route)).cloned();
         if let Some(c) = pick(|r| *r == Route::Direct) {
             f.direct = route_facts(r, c, body);
         }

@@ -9,7 +9,7 @@
 //! # Layout
 //! - this file: [`SECTIONS`], every section once (id, title, builder), and
 //!   writing the files.
-//! - [`data`]: loading the directory (through [`results`]) and what
+//! - [`data`]: loading the directory (through [`schema`]) and what
 //!   each file is used for. Which conditions and runs each chart shows
 //!   (`analysis::select`), and where the `/large` bytes are at each sample
 //!   (`analysis::whereabouts`), are the `analysis` crate's.

@@ -222,7 +222,7 @@ pub fn machine(r: &Results, s: &mut Section) -> anyhow::Result<()> {
     row(&mut t, "memory", e(&["memory_total"]));
     row(&mut t, "glibc", e(&["glibc"]));
     row(&mut t, "cgroups", e(&["cgroup", "mode"]));
-    for c in results::Component::ALL.iter().map(|c| c.name()) {
+    for c in schema::Component::ALL.iter().map(|c| c.name()) {
         let cores = r.env_f64(&["caps", c, "cpu_cores"]);
         let mem = r.env_f64(&["caps", c, "memory_bytes"]);
         let v = match (cores, mem) {

@@ -17,7 +17,7 @@ use super::fmt;
 use super::upload_bytes::{self, Snapshot};
 use analysis::select::{self, Cond};
 use catalogue::Route;
-use results::{Check, ConditionRow, Direction, RunRow, Verdict};
+use schema::{Check, ConditionRow, Direction, RunRow, Verdict};
 
 /// The HTML id of the section.
 pub const ID: &str = "request";

@@ -10,7 +10,7 @@ use super::fmt;
 use analysis::crosscheck::{self, Verdict};
 use catalogue::LoadProfile;
 use catalogue::{ProxyBuffers, Route, Server};
-use results::ServerName;
+use schema::ServerName;
 
 /// Fewer servers measured directly with slow readers than this: no table
 /// (the quick preset's two servers are compared in the cross-check).
@@ -198,7 +198,7 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::{ConditionRow, Named};
+    use schema::{ConditionRow, Named};
 
     fn cond(server: &str, slow: u32, p95: f64) -> ConditionRow {
         ConditionRow {

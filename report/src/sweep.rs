@@ -9,7 +9,7 @@
 //!
 //! # Layout
 //! - this file: the section, its figures and table, from the rows of
-//!   `sweep.csv` and `sweep-summary.csv` ([`results::sweep`]).
+//!   `sweep.csv` and `sweep-summary.csv` ([`schema::sweep`]).
 //! - [`chart`]: drawing the two charts.
 
 pub mod chart;
@@ -20,7 +20,7 @@ use super::charts::{Csv, cell};
 use super::data::Results;
 use super::doc::{Block, Figure, Section, Table, text};
 use analysis::select;
-use results::{
+use schema::{
     CapsMode, Missing, RouteName, SWEEP_CSV, SWEEP_SUMMARY_CSV, ServerName, SweepRow,
     SweepSummaryRow,
 };

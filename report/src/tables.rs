@@ -9,7 +9,7 @@ use super::doc::{Block, Section, Table};
 use super::fmt;
 use analysis::select::{self, Cond};
 use catalogue::published::{MAX_SCHEDULE_LAG_MS, TEMP_PEAK_MIB};
-use results::{Check, ConditionRow, CrossRow, Direction};
+use schema::{Check, ConditionRow, CrossRow, Direction};
 
 /// `✓ yes`, `✗ no`, or a dash.
 fn mark(agree: Option<bool>) -> String {
@@ -172,7 +172,7 @@ fn published_table(r: &Results, sec: &mut Section) {
         ..Table::default()
     };
     let condition = |c: &ConditionRow| {
-        results::dims::condition_of(
+        schema::dims::condition_of(
             c.server.known(),
             c.route.known(),
             c.slow_clients,

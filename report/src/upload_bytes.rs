@@ -12,7 +12,7 @@
 use super::data::Results;
 use analysis::select;
 use analysis::whereabouts::{Role, roles};
-use results::{Component, RouteName, SocketRow};
+use schema::{Component, RouteName, SocketRow};
 
 /// The request body's bytes at one instant, summed over the run's uploads.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,7 @@
 //! row per `POST /upload`, written when the handler stops reading its body
 //! (whole, or cut short by a client that left).
 //!
-//! Its columns are the `results` crate's [`RecvLogCells`] (shared with the
+//! Its columns are the `schema` crate's [`RecvLogCells`] (shared with the
 //! WSGI and ASGI apps):
 //! `start_unix_s,start_s,app_recv_s,bytes,content_length,pattern_ok,worker,complete`.
 //! `app_recv_s` runs from the request head (the handler's start) to the last
@@ -14,8 +14,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::log_file::LogFile;
 
-use results::RecvLogCells;
-use results::child::{header_line, line};
+use schema::RecvLogCells;
+use schema::child::{header_line, line};
 
 /// One upload as the handler saw it.
 #[derive(Debug, Clone)]

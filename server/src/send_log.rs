@@ -1,7 +1,7 @@
 //! The `--send-log` CSV: one row per `/large` response, written when its
 //! connection ends.
 //!
-//! Its columns are the `results` crate's [`SendLogCells`] (shared with the
+//! Its columns are the `schema` crate's [`SendLogCells`] (shared with the
 //! WSGI app, whose header a test holds to them):
 //! `start_unix_s,start_s,app_send_s,bytes,worker,complete`.
 
@@ -11,8 +11,8 @@ use std::time::{Instant, UNIX_EPOCH};
 use crate::log_file::LogFile;
 use crate::meter::LargeSend;
 
-use results::SendLogCells;
-use results::child::{header_line, line};
+use schema::SendLogCells;
+use schema::child::{header_line, line};
 
 /// An open send log shared by every worker of one server.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn header() -> String {
-    results::child::header_line::<results::SendLogCells>()
+    schema::child::header_line::<schema::SendLogCells>()
         .trim_end()
         .to_string()
 }

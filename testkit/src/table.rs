@@ -1,6 +1,6 @@
 //! Reading any CSV file by column name, as text: for checks of files whose
 //! struct a test does not want to assume (the results files themselves are
-//! read and written through the `results` crate's structs).
+//! read and written through the `schema` crate's structs).
 
 use std::path::Path;
 

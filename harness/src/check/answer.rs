@@ -11,7 +11,7 @@ use super::preflight::Finding;
 use super::search::{Judge, Outcome};
 use catalogue::{ProxyKind, Route};
 use common::units::Size;
-use results::{CheckRow, Direction, LevelVerdict};
+use schema::{CheckRow, Direction, LevelVerdict};
 
 /// Everything one route's search found.
 #[derive(Debug, Clone)]

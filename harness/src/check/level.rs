@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::search::Judge;
 use lab::sample::Samples;
 use lab::stack::run::{LoadCommand, Stack};
-use results::{Direction, LevelVerdict};
+use schema::{Direction, LevelVerdict};
 
 /// What every load of a check shares.
 #[derive(Debug, Clone)]

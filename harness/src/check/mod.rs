@@ -35,7 +35,7 @@ use lab::stack::launch::RunPaths;
 use lab::stack::policy::CapPlan;
 use lab::stack::run::{self as lifecycle, Lab, Stack, StackSpec};
 use lab::stack::{App, ServerCommand};
-use results::{Appender, CHECK_CSV, CheckRow, Direction, LevelVerdict};
+use schema::{Appender, CHECK_CSV, CheckRow, Direction, LevelVerdict};
 
 use crate::session::{Ending, Needs, Opening, Session};
 use answer::RouteResult;
@@ -185,7 +185,7 @@ fn level_duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 fn direction_arg(s: &str) -> Result<Direction, String> {
-    results::names::parse_known(s, "direction")
+    schema::names::parse_known(s, "direction")
 }
 
 fn through_arg(s: &str) -> Result<Route, String> {

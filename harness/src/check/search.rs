@@ -3,7 +3,7 @@
 //! last level that was not denied and the first that was, so that the
 //! answer is exact ("denied from 3 slow readers on").
 
-use results::LevelVerdict;
+use schema::LevelVerdict;
 
 /// p95 of a level at or under this many times the baseline, without
 /// errors, is held.

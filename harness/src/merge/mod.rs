@@ -23,7 +23,7 @@ use common::exit::BadInput;
 use serde_json::{Value, json};
 
 use catalogue::ProxyBuffers;
-use results::{self, Appenders, Ident, PerRun, ResultSet, read_dir};
+use schema::{self, Appenders, Ident, PerRun, ResultSet, read_dir};
 
 /// `slowlab merge` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -43,7 +43,7 @@ pub fn run(args: MergeArgs) -> Result<()> {
     check_paths(&args.out, &args.dirs)?;
     let sets: Vec<ResultSet> = args.dirs.iter().map(|d| read_dir(d)).collect();
     for set in &sets {
-        if !set.has(results::RUNS_CSV) {
+        if !set.has(schema::RUNS_CSV) {
             return Err(BadInput::new(format!(
                 "{} has no readable runs.csv: merge takes results directories of `slowlab reproduce`",
                 set.dir.display()
@@ -243,7 +243,7 @@ fn write(out: &Path, sets: &[ResultSet], merged: &Merged) -> Result<()> {
         "differences": merged.differences,
     });
     let text = serde_json::to_string_pretty(&environment)?;
-    fs::write(out.join(results::ENVIRONMENT_JSON), text + "\n")
+    fs::write(out.join(schema::ENVIRONMENT_JSON), text + "\n")
         .context("writing environment.json")?;
     analysis::model::write(out, &ProxyBuffers::EXPERIMENT)?;
 
@@ -263,5 +263,5 @@ fn write(out: &Path, sets: &[ResultSet], merged: &Merged) -> Result<()> {
             incomplete.join("; ")
         )
     });
-    results::mark_incomplete(out, reason.as_deref())
+    schema::mark_incomplete(out, reason.as_deref())
 }

@@ -115,7 +115,7 @@ pub fn conditions_table(conditions: &BTreeMap<Condition, ConditionFigures>) -> S
     for (c, f) in conditions {
         // The original measured slow readers only.
         let publ = published::reference(c.server, c.route, c.slow)
-            .filter(|_| c.direction == results::Direction::Download);
+            .filter(|_| c.direction == schema::Direction::Download);
         let range = match (f.p95_min, f.p95_max) {
             (Some(a), Some(b)) => format!("{}-{}", ms(Some(a)), ms(Some(b))),
             _ => "-".into(),

@@ -72,9 +72,9 @@ pub struct RunData {
 pub fn run_dir(out: &Path, spec: &RunSpec) -> PathBuf {
     let c = &spec.condition;
     let kind = match c.direction {
-        results::Direction::Download => "s",
-        results::Direction::Upload => "u",
-        results::Direction::Headers => "h",
+        schema::Direction::Download => "s",
+        schema::Direction::Upload => "u",
+        schema::Direction::Headers => "h",
     };
     out.join("runs").join(format!(
         "{}-{}-{}-{kind}{}-r{}",
@@ -216,7 +216,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
         fast_path: "/fast".into(),
         timeout: p.timeout,
         out: Some(dir.join("load")),
-        labels: results::Ident::from(spec)
+        labels: schema::Ident::from(spec)
             .cells()
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))

@@ -3,7 +3,7 @@
 //! `t_s` relative to the run's time zero.
 
 use lab::sample::{QdiscSample, ResourceSample, SocketSample};
-use results::{Ident, Named, PerRun, QdiscRow, ResourceRow, SocketRow};
+use schema::{Ident, Named, PerRun, QdiscRow, ResourceRow, SocketRow};
 
 pub fn resources(samples: &[ResourceSample], t0: f64, ident: &Ident) -> Vec<ResourceRow> {
     samples
@@ -114,7 +114,7 @@ pub fn sockets(samples: &[SocketSample], t0: f64, ident: &Ident) -> Vec<SocketRo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use results::{Appender, Component, RESOURCES_CSV};
+    use schema::{Appender, Component, RESOURCES_CSV};
 
     #[test]
     fn missing_values_are_empty_cells_and_times_are_relative() {

@@ -2,7 +2,7 @@
 //! run completes, and the per-condition summaries rewritten after each run
 //! from `runs.csv` as written, so that an interrupted reproduction keeps
 //! everything it measured and a merge of directories aggregates the same
-//! way. The files and their rows are [`results`]'s.
+//! way. The files and their rows are [`schema`]'s.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -16,13 +16,13 @@ use super::sample_rows;
 use analysis::aggregate::{self, ConditionFigures, RunFigures, run_figures};
 use catalogue::ProxyBuffers;
 use catalogue::preset::Condition;
-use results::file::{read_all, read_log_optional, read_optional};
-use results::{
+use schema::file::{read_all, read_log_optional, read_optional};
+use schema::{
     self, AppRecvRow, AppSendRow, Appenders, Component, ComponentColumns, GaugeRow, LargeRow,
     Missing, PerRun, ProxyResponseRow, ResultSet, RunRow,
 };
 
-pub use results::INCOMPLETE;
+pub use schema::INCOMPLETE;
 
 /// The results directory of a reproduction in progress.
 #[derive(Debug)]
@@ -55,7 +55,7 @@ impl Results {
         self.files.append(&set)?;
         let row = set.runs[0].clone();
         self.done.push((data, row.clone()));
-        self.written = read_all(&self.dir.join(results::RUNS_CSV))?;
+        self.written = read_all(&self.dir.join(schema::RUNS_CSV))?;
         self.write_summaries()?;
         Ok(row)
     }
@@ -65,39 +65,39 @@ impl Results {
         let load = data.dir.join("load");
         let mut set = ResultSet::default();
         let missing = &mut set.missing;
-        let requests = take(missing, results::REQUESTS_CSV, &load)?;
-        let progress = take(missing, results::PROGRESS_CSV, &load)?;
-        let large: Vec<LargeRow> = take(missing, results::LARGE_CSV, &load)?;
+        let requests = take(missing, schema::REQUESTS_CSV, &load)?;
+        let progress = take(missing, schema::PROGRESS_CSV, &load)?;
+        let large: Vec<LargeRow> = take(missing, schema::LARGE_CSV, &load)?;
         // The request direction's: the load generator writes them only
         // where such clients ran.
-        let uploads = take(missing, results::UPLOADS_CSV, &load)?;
-        let slow_headers = take(missing, results::SLOW_HEADERS_CSV, &load)?;
-        let ident = results::Ident::from(&data.spec);
+        let uploads = take(missing, schema::UPLOADS_CSV, &load)?;
+        let slow_headers = take(missing, schema::SLOW_HEADERS_CSV, &load)?;
+        let ident = schema::Ident::from(&data.spec);
         // The logs lack the identity (and `t_s`, computed below).
         let lead = ident.cells();
         let logs = |raw: &str| data.dir.join(raw);
         let sends: Vec<AppSendRow> = take_log(
             missing,
-            results::APP_SENDS_CSV,
-            &logs(results::SEND_LOG_CSV),
+            schema::APP_SENDS_CSV,
+            &logs(schema::SEND_LOG_CSV),
             &lead,
         )?;
         let recvs: Vec<AppRecvRow> = take_log(
             missing,
-            results::APP_RECVS_CSV,
-            &logs(results::RECV_LOG_CSV),
+            schema::APP_RECVS_CSV,
+            &logs(schema::RECV_LOG_CSV),
             &lead,
         )?;
         let stats: Vec<ProxyResponseRow> = take_log(
             missing,
-            results::PROXY_RESPONSES_CSV,
-            &logs(results::PROXY_STATS_CSV),
+            schema::PROXY_RESPONSES_CSV,
+            &logs(schema::PROXY_STATS_CSV),
             &lead,
         )?;
         let gauge: Vec<GaugeRow> = take_log(
             missing,
-            results::PROXY_GAUGE_CSV,
-            &logs(results::PROXY_GAUGE_LOG),
+            schema::PROXY_GAUGE_CSV,
+            &logs(schema::PROXY_GAUGE_LOG),
             &lead,
         )?;
         let t0 = t0(&load, data);
@@ -142,7 +142,7 @@ impl Results {
         run.stamp(&ident);
         run.preset = Some(data.spec.preset.name().to_string());
         run.direction = data.spec.condition.direction.into();
-        run.status = results::Named::parse(data.status.label());
+        run.status = schema::Named::parse(data.status.label());
         run.reason = Some(data.status.reason()).filter(|r| !r.is_empty());
         run.started_utc = Some(utc(data.started_unix_s));
         run.wall_s = Some(data.wall_s);
@@ -242,7 +242,7 @@ fn take_log<T: DeserializeOwned>(
 
 /// The run's time zero: the load generator's, else the first sample's.
 fn t0(load: &Path, data: &RunData) -> f64 {
-    fs::read_to_string(load.join(results::SUMMARY_JSON))
+    fs::read_to_string(load.join(schema::SUMMARY_JSON))
         .ok()
         .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
         .and_then(|v| v.get("t0_unix_s")?.as_f64())

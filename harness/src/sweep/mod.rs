@@ -42,7 +42,7 @@ use lab::signals;
 use lab::stack::launch::RunPaths;
 use lab::stack::policy::{CapPlan, LoadgenCaps, cap_plan, missing_tool};
 use lab::stack::run::{self as lifecycle, LoadCommand, LoadExit, StackSpec};
-use results::Direction;
+use schema::Direction;
 
 /// The shortest `--step-duration`: a step shorter than a few reply-rate
 /// intervals measures nothing (the same bound as `sweep-load`'s).
@@ -241,7 +241,7 @@ fn sweep_in(session: &Session, args: &SweepArgs, rates: &[u32]) -> Ending {
             // Say so beside the sweep's logs; the directory's other sweeps
             // are whole, so it is not marked incomplete for this one.
             fs::write(dir.join("FAILED"), format!("{e:#}\n")).ok();
-            let _ = results::mark_incomplete(&session.out, None);
+            let _ = schema::mark_incomplete(&session.out, None);
             if signals::requested() {
                 Ending::Interrupted(format!("sweep {id} interrupted: {e:#}"))
             } else {
@@ -276,7 +276,7 @@ fn sweep(
             "netns": lab::netns::environment(args.net().as_ref()),
         }),
     )?;
-    if !out.join(results::ENVIRONMENT_JSON).exists() {
+    if !out.join(schema::ENVIRONMENT_JSON).exists() {
         lab::envinfo::write(out, &env)?;
     }
     let profile = LoadProfile::experiment();

@@ -2,7 +2,7 @@
 //! sweep-load`) with the CPU each component used during each step, appended
 //! to `sweep.csv`; and the sweep's summary (where errors first appear, the
 //! highest error-free rate), appended to `sweep-summary.csv`. Both are
-//! [`results`]'s rows.
+//! [`schema`]'s rows.
 //!
 //! A step's CPU is the increase of the component's cumulative counter over
 //! the step's sending window, `start_unix_s..end_unix_s`, divided by the
@@ -23,8 +23,8 @@ use anyhow::{Context, Result};
 use super::SweepArgs;
 use lab::sample::{ResourceSample, Samples};
 use lab::stack::policy::CapPlan;
-use results::file::read_log;
-use results::{
+use schema::file::read_log;
+use schema::{
     Appender, CapsMode, STEPS_CSV, SWEEP_CSV, SWEEP_SUMMARY_CSV, SweepRow, SweepSummaryRow,
 };
 

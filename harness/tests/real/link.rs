@@ -449,7 +449,7 @@ fn each_client_has_its_own_class(out: &std::path::Path) {
 /// A lab with a 4 MiB/s per-client link for `clients` slow clients.
 fn per_client_lab(clients: u32, uploads: bool) -> lab::netns::NetLab {
     use lab::netns::{Link, NetLab, NetSpec, Per};
-    use results::Direction;
+    use schema::Direction;
     let spec = NetSpec {
         link: Some(Link::at(4 << 20).per(Per::Client)),
         ..NetSpec::default()

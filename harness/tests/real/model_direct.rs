@@ -8,7 +8,7 @@ use crate::support;
 
 use std::process::Command;
 
-use results::{MODEL_CSV, ModelRow, file};
+use schema::{MODEL_CSV, ModelRow, file};
 use support::{slowlab, state_dir};
 
 #[test]

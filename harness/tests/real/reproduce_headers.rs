@@ -8,17 +8,17 @@
 
 use crate::support;
 
-use results::{self, Direction, RunStatus, Verdict, read_dir};
+use schema::{self, Direction, RunStatus, Verdict, read_dir};
 use support::state_dir;
 
 /// The observed verdict of a stack at 2 slowloris clients; the rule must
 /// have predicted it.
-fn observed(set: &results::ResultSet, server: &str, route: &str) -> Option<Verdict> {
+fn observed(set: &schema::ResultSet, server: &str, route: &str) -> Option<Verdict> {
     let row = set
         .crosscheck
         .iter()
         .find(|c| {
-            c.check == results::Check::Prediction
+            c.check == schema::Check::Prediction
                 && c.server.as_str() == server
                 && c.route.as_str() == route
         })
@@ -108,7 +108,7 @@ fn slowloris_clients_hold_sync_workers_direct_and_not_behind_a_proxy() {
                 .crosscheck
                 .iter()
                 .find(|c| {
-                    c.check == results::Check::Prediction
+                    c.check == schema::Check::Prediction
                         && c.server.as_str() == *server
                         && c.route.as_str() == *route
                 })

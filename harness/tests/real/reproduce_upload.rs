@@ -9,15 +9,15 @@
 use crate::support;
 
 use analysis::crosscheck::{BLOCKED_MIN_MS, RELIEVED_MAX_RATIO};
-use results::{self, Direction, RunStatus, Verdict, read_dir};
+use schema::{self, Direction, RunStatus, Verdict, read_dir};
 use support::state_dir;
 
 /// The prediction row of `route` at 2 slow uploaders.
-fn prediction<'a>(set: &'a results::ResultSet, route: &str) -> &'a results::CrossRow {
+fn prediction<'a>(set: &'a schema::ResultSet, route: &str) -> &'a schema::CrossRow {
     let row = set
         .crosscheck
         .iter()
-        .find(|c| c.check == results::Check::Prediction && c.route.as_str() == route)
+        .find(|c| c.check == schema::Check::Prediction && c.route.as_str() == route)
         .unwrap_or_else(|| panic!("no prediction row for {route}: {:?}", set.crosscheck));
     assert_eq!(row.direction, Direction::Upload);
     assert_eq!(row.slow_clients, 2);
@@ -26,7 +26,7 @@ fn prediction<'a>(set: &'a results::ResultSet, route: &str) -> &'a results::Cros
 
 /// The prediction row's observed verdict of `route` at 2 slow uploaders,
 /// which must agree with the prediction.
-fn observed(set: &results::ResultSet, route: &str) -> Option<Verdict> {
+fn observed(set: &schema::ResultSet, route: &str) -> Option<Verdict> {
     let row = prediction(set, route);
     assert_eq!(row.agree, Some(true), "{row:?}");
     row.observed.as_ref().and_then(|v| v.known())
@@ -34,7 +34,7 @@ fn observed(set: &results::ResultSet, route: &str) -> Option<Verdict> {
 
 /// Every completed upload of every route was verified by the app, and each
 /// route with slow uploaders completed at least one.
-fn every_upload_verified(set: &results::ResultSet, routes: &[&str]) {
+fn every_upload_verified(set: &schema::ResultSet, routes: &[&str]) {
     assert!(
         set.runs.iter().all(|r| r.status == RunStatus::Ok),
         "{:?}",

@@ -245,7 +245,7 @@ fn the_json_summary_counts_the_uploads_of_the_sweep() {
     let (header, rows) = csv(&tmp.path().join("uploads.csv"));
     assert_eq!(
         header,
-        results::columns::<results::UploadCells>(),
+        schema::columns::<schema::UploadCells>(),
         "load's columns"
     );
     assert_eq!(rows.len() as u64, count);
@@ -284,7 +284,7 @@ fn sweeps_of_both_rust_stacks_share_one_directory() {
         assert!(o.stdout.contains("highest error-free rate"), "{}", o.stdout);
     }
     let (header, rows) = csv(&tmp.path().join("sweep.csv"));
-    for col in results::columns::<results::StepCells>().iter().chain(&[
+    for col in schema::columns::<schema::StepCells>().iter().chain(&[
         "sweep_id",
         "app_cpu_cores",
         "loadgen_cpu_cores",

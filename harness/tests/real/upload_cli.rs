@@ -109,7 +109,7 @@ fn recv_rows(path: &Path) -> Vec<Vec<String>> {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some(results::child::header_line::<results::RecvLogCells>().trim_end()),
+        Some(schema::child::header_line::<schema::RecvLogCells>().trim_end()),
         "{text}"
     );
     lines

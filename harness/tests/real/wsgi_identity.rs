@@ -50,7 +50,7 @@ fn gunicorn_and_slowlab_serve_send_identical_bytes() {
     let mut lines = log.lines();
     assert_eq!(
         lines.next(),
-        Some(results::child::header_line::<results::RecvLogCells>().trim_end())
+        Some(schema::child::header_line::<schema::RecvLogCells>().trim_end())
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 6, "{log}");

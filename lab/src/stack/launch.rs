@@ -19,8 +19,8 @@ use crate::netns::Place;
 use crate::prepare::Tools;
 use crate::prepare::unavailable_error;
 use crate::process::{self, Guard, Spec, free_port_at};
-use results::child::header_line;
-use results::{RecvLogCells, SendLogCells};
+use schema::child::header_line;
+use schema::{RecvLogCells, SendLogCells};
 
 /// The WSGI app, embedded so that the binary is all a user needs.
 pub const WSGI_APP_PY: &str = include_str!("../../python/slowlab_app.py");
@@ -168,8 +168,8 @@ impl Launcher {
         at: &Place,
     ) -> Result<Running> {
         let logs = AppLogs {
-            send_log: paths.logs.join(results::SEND_LOG_CSV),
-            recv_log: paths.logs.join(results::RECV_LOG_CSV),
+            send_log: paths.logs.join(schema::SEND_LOG_CSV),
+            recv_log: paths.logs.join(schema::RECV_LOG_CSV),
         };
         let spec = |program: PathBuf, args: Vec<String>| Spec {
             name: format!("app ({server})"),
@@ -372,8 +372,8 @@ impl Launcher {
                     threads: 1,
                     read_timeout: defaults.read_timeout,
                     send_timeout: defaults.send_timeout,
-                    stats_log: Some(paths.logs.join(results::PROXY_STATS_CSV)),
-                    gauge_log: Some(paths.logs.join(results::PROXY_GAUGE_LOG)),
+                    stats_log: Some(paths.logs.join(schema::PROXY_STATS_CSV)),
+                    gauge_log: Some(paths.logs.join(schema::PROXY_GAUGE_LOG)),
                     gauge_interval: defaults.gauge_interval,
                     allow_remote: false,
                     request_buffering: on_off(request.buffering),
@@ -442,7 +442,7 @@ mod tests {
     use super::*;
 
     /// The WSGI app writes the send and receive logs itself: its headers
-    /// are the `results` crate's cells, as the replica's are.
+    /// are the `schema` crate's cells, as the replica's are.
     #[test]
     fn the_python_app_writes_the_logs_headers_of_the_results_structs() {
         for header in [header_line::<SendLogCells>(), header_line::<RecvLogCells>()] {

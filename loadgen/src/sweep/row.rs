@@ -1,5 +1,5 @@
 //! One row of `steps.csv`, the contract with `slowlab sweep` (its columns
-//! are the `results` crate's `StepCells`, which `sweep.csv` carries and the
+//! are the `schema` crate's `StepCells`, which `sweep.csv` carries and the
 //! README documents), and the file it goes to.
 //!
 //! Rates are per second of the measured sending window (`duration_s`).
@@ -16,8 +16,8 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use results::StepCells;
-use results::child::Labelled;
+use schema::StepCells;
+use schema::child::Labelled;
 
 use super::step::{Reply, StepStats, reply_rates};
 use crate::error::SweepColumn;
@@ -200,7 +200,7 @@ impl StepsFile {
     /// Creates `dir/steps.csv` with its header (replacing an older one).
     pub fn create(dir: &Path) -> anyhow::Result<StepsFile> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let path = dir.join(results::STEPS_CSV);
+        let path = dir.join(schema::STEPS_CSV);
         let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         let w = Labelled::new::<StepCells>(BufWriter::new(file), &[])
             .with_context(|| format!("writing {}", path.display()))?;
@@ -234,9 +234,9 @@ mod tests {
             ..StepRow::default()
         };
         let text = |row: &StepRow| {
-            let line = results::child::line(&row.cells()).expect("a line");
+            let line = schema::child::line(&row.cells()).expect("a line");
             let line = String::from_utf8(line).expect("text");
-            let cols = results::columns::<StepCells>();
+            let cols = schema::columns::<StepCells>();
             let cells: Vec<String> = line.trim_end().split(',').map(String::from).collect();
             assert_eq!(cells.len(), cols.len());
             move |name: &str| cells[cols.iter().position(|h| *h == name).expect("column")].clone()

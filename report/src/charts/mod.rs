@@ -27,7 +27,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use catalogue::Route;
-use results::RouteName;
+use schema::RouteName;
 
 /// The drawing area of a whole chart.
 pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;

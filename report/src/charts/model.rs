@@ -14,7 +14,7 @@ use crate::fmt;
 use analysis::model;
 use catalogue::published;
 use catalogue::{ProxyBuffers, Route};
-use results::{ModelRow, RouteName, Verdict};
+use schema::{ModelRow, RouteName, Verdict};
 
 /// How far from the diagonal a condition may be and still count as held.
 const HOLDS_WITHIN: f64 = 0.15;
@@ -387,7 +387,7 @@ fn draw(rows: &[ModelRow]) -> Result<String> {
 mod tests {
     use super::*;
     use catalogue::Server;
-    use results::Named;
+    use schema::Named;
 
     fn row(
         route: Route,

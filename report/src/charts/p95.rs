@@ -14,7 +14,7 @@ use super::{
 use crate::data::Results;
 use crate::doc::{Block, Figure, Section, text};
 use analysis::select::{self, Cond};
-use results::{Direction, RouteName, ServerName};
+use schema::{Direction, RouteName, ServerName};
 
 /// One condition's figures.
 #[derive(Debug, Clone)]

@@ -11,7 +11,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{Csv, FONT, INK, Key, cell, decade_label, decades, legend, plot_err, quiet_mesh, svg};
 use crate::doc::{Block, Figure, Section, text};
 use crate::servers::ServerRow;
-use results::Verdict;
+use schema::Verdict;
 
 pub const FILE: &str = "report-servers.svg";
 

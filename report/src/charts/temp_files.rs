@@ -13,7 +13,7 @@ use crate::doc::{Block, Figure, Section, text};
 use crate::fmt::{self, MIB};
 use analysis::select::{self, Cond};
 use catalogue::published::TEMP_PEAK_MIB;
-use results::{Component, ResourceRow};
+use schema::{Component, ResourceRow};
 
 /// Builds section 4.
 pub fn section(r: &Results, s: &mut Section) -> Result<()> {

@@ -14,7 +14,7 @@ use crate::data::Results;
 use crate::doc::{Block, Figure, Section, text};
 use crate::fmt;
 use analysis::select::{self, Cond};
-use results::{RequestRow, RunRow};
+use schema::{RequestRow, RunRow};
 
 const SPAN: RGBColor = RGBColor(120, 120, 120);
 const FAILED: RGBColor = RGBColor(160, 0, 0);

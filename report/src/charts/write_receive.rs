@@ -14,7 +14,7 @@ use super::{
 use crate::data::Results;
 use crate::doc::{Block, Figure, Section, text};
 use analysis::select::{self, Cond};
-use results::{LargeRow, ServerName};
+use schema::{LargeRow, ServerName};
 
 /// One condition: its medians, its responses, the published pair.
 #[derive(Debug, Clone)]

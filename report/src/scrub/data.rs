@@ -18,7 +18,7 @@ use crate::charts::bytes::LAYERS;
 use crate::data::Results;
 use analysis::select::{self, Cond};
 use analysis::whereabouts::{self, Whereabouts};
-use results::{LargeRow, RunRow};
+use schema::{LargeRow, RunRow};
 
 /// The frame step, seconds: the clients' progress and pingora's gauge tick
 /// every 100 ms, the socket samples every ~200 ms.
@@ -294,7 +294,7 @@ fn panel(r: &Results, x: &Run, times: &[f64], end: f64) -> Panel {
     }
 }
 
-fn bytes_note(route: &results::RouteName) -> String {
+fn bytes_note(route: &schema::RouteName) -> String {
     if select::is_nginx(route) {
         "NGINX's memory buffers are not sampled: its bytes are in the derived grey layer; \
          the text under the bar gives its temp files' logical size"
@@ -354,7 +354,7 @@ mod tests {
     use super::*;
     use crate::scrub::workers::Span;
     use catalogue::{Route, Server};
-    use results::{AppSendRow, LargeRow, Named, ProgressRow, RequestRow, RunStatus, SocketRow};
+    use schema::{AppSendRow, LargeRow, Named, ProgressRow, RequestRow, RunStatus, SocketRow};
 
     fn run(id: &str, route: Route) -> RunRow {
         RunRow {

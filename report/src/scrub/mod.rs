@@ -103,7 +103,7 @@ mod tests {
     use super::*;
     use crate::doc::Block;
     use catalogue::{Route, Server};
-    use results::{RunRow, RunStatus};
+    use schema::{RunRow, RunStatus};
 
     #[test]
     fn summaries_alone_get_a_note_not_an_empty_view() {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::data::ms;
 use crate::data::Results;
 use analysis::select;
-use results::{LargeRow, ServerName};
+use schema::{LargeRow, ServerName};
 
 /// Servers with more handlers than this (gevent's greenlets) get no lanes.
 const MAX_LANES: u32 = 8;

@@ -11,7 +11,7 @@ use crate::charts::{
     Area, FONT, GRID, INK, Key, decade_label, decades, height, legend, note, panels, plot_err, svg,
 };
 use analysis::select;
-use results::{CapsMode, CapsName, RouteName, ServerName, SweepRow as Step};
+use schema::{CapsMode, CapsName, RouteName, ServerName, SweepRow as Step};
 
 /// A colour per stack: Tableau 10, in stack order.
 const PALETTE: [RGBColor; 10] = [

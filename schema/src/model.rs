@@ -8,7 +8,7 @@ use catalogue::{RouteName, ServerName, VerdictName};
 
 dim_row! {
 /// A row of `model.csv`: one download-direction condition (server, route,
-/// slow clients and the cells of `results::DimCells`).
+/// slow clients and the cells of `schema::DimCells`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelRow {
     pub server: ServerName,
