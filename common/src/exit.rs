@@ -1,7 +1,8 @@
 //! The exit-status contract of every `slowlab` verb (README "Exit status"):
 //! 0 success, 1 the measurement itself failed, 2 bad input of any kind
 //! (flags or values, found before anything is sent), 3 a verdict of
-//! "denied", 130/143 interrupted by SIGINT/SIGTERM. A verb signals these by
+//! "denied", 4 a verdict of "inconclusive" (the tester or the host ran out,
+//! not the system under test), 130/143 interrupted by SIGINT/SIGTERM. A verb signals these by
 //! returning an error whose chain holds a [`BadInput`] (or a
 //! [`crate::loopback::RemoteRefused`]), a [`Denied`] or an [`Interrupted`];
 //! the binary maps the chain with [`code_of`].
@@ -17,6 +18,10 @@ pub const FAILED: u8 = 1;
 pub const BAD_INPUT: u8 = 2;
 /// A verb that gives verdicts gave "denied".
 pub const DENIED: u8 = 3;
+/// A verb that gives verdicts could not give one: the load generator or
+/// the host ran out (CPU, memory, descriptors, scheduling), so what was
+/// measured says nothing of the system under test.
+pub const INCONCLUSIVE: u8 = 4;
 /// Stopped by SIGINT (128 + 2, as a shell reports it); partial results kept.
 pub const INTERRUPTED_INT: u8 = 130;
 /// Stopped by SIGTERM (128 + 15); partial results kept.
@@ -49,6 +54,12 @@ impl BadInput {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("denied: {0}")]
 pub struct Denied(pub String);
+
+/// A verdict of "inconclusive" (exit status [`INCONCLUSIVE`]), naming what
+/// ran out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("inconclusive: {0}")]
+pub struct Inconclusive(pub String);
 
 /// The verb stopped because it received `signal` (SIGINT or SIGTERM); `what`
 /// says what was kept.
@@ -86,6 +97,9 @@ pub fn code_of<'a>(chain: impl IntoIterator<Item = &'a (dyn Error + 'static)>) -
         if e.is::<Denied>() {
             return DENIED;
         }
+        if e.is::<Inconclusive>() {
+            return INCONCLUSIVE;
+        }
         if e.is::<BadInput>() || e.is::<crate::loopback::RemoteRefused>() {
             return BAD_INPUT;
         }
@@ -110,6 +124,8 @@ mod tests {
         assert_eq!(BadInput::of(&outer).0, "outer: --slow must be 0 to 1024");
         let denied = Denied("p95 above 1 s".into());
         assert_eq!(code_of([&denied as &(dyn Error + 'static)]), DENIED);
+        let unsure = Inconclusive("the load generator used 1.2 cores".into());
+        assert_eq!(code_of([&unsure as &(dyn Error + 'static)]), INCONCLUSIVE);
         let io = std::io::Error::other("disk full");
         assert_eq!(code_of([&io as &(dyn Error + 'static)]), FAILED);
         assert_eq!(code_of([]), FAILED);

@@ -175,13 +175,73 @@ pub fn temp_files(pids: &[u32], dir: &Path) -> TempFiles {
 
 /// The inodes of the sockets `pid` holds.
 pub fn socket_inodes(pid: u32) -> Vec<u64> {
-    fds(pid)
-        .into_iter()
+    descriptors(pid).1
+}
+
+/// How many descriptors `pid` holds, and the inodes of its sockets (one
+/// read of `/proc/PID/fd`).
+pub fn descriptors(pid: u32) -> (u64, Vec<u64>) {
+    let fds = fds(pid);
+    let sockets = fds
+        .iter()
         .filter_map(|fd| match fd.target {
             FDTarget::Socket(inode) => Some(inode),
             _ => None,
         })
-        .collect()
+        .collect();
+    (fds.len() as u64, sockets)
+}
+
+/// `pid`'s soft limit of open descriptors (`RLIMIT_NOFILE`); `None`
+/// unlimited or unreadable.
+pub fn fd_limit(pid: u32) -> Option<u64> {
+    match process(pid)?.limits().ok()?.max_open_files.soft_limit {
+        procfs::process::LimitValue::Value(v) => Some(v),
+        procfs::process::LimitValue::Unlimited => None,
+    }
+}
+
+/// The processes that hold the TCP socket listening on `port` (any local
+/// address) in the calling thread's network namespace: the server behind a
+/// `--target` that slowlab did not start.
+pub fn listeners(port: u16) -> Vec<u32> {
+    let inodes: HashSet<u64> = tcp_table()
+        .into_iter()
+        .filter(|(_, e)| e.state == TcpState::Listen && e.local_address.port() == port)
+        .map(|(inode, _)| inode)
+        .collect();
+    if inodes.is_empty() {
+        return vec![];
+    }
+    let mut pids: Vec<u32> = all_stats()
+        .into_iter()
+        .map(|s| s.pid as u32)
+        .filter(|&pid| socket_inodes(pid).iter().any(|i| inodes.contains(i)))
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// `ListenOverflows` of `/proc/net/netstat` (`TcpExt`): connections a full
+/// listen queue dropped, counted since boot in the calling thread's
+/// network namespace.
+pub fn listen_overflows() -> Option<u64> {
+    parse_listen_overflows(&std::fs::read_to_string("/proc/net/netstat").ok()?)
+}
+
+/// The `ListenOverflows` value of the text of `/proc/net/netstat`.
+pub fn parse_listen_overflows(netstat: &str) -> Option<u64> {
+    let mut lines = netstat.lines();
+    while let (Some(names), Some(values)) = (lines.next(), lines.next()) {
+        if !names.starts_with("TcpExt:") {
+            continue;
+        }
+        let i = names
+            .split_whitespace()
+            .position(|n| n == "ListenOverflows")?;
+        return values.split_whitespace().nth(i)?.parse().ok();
+    }
+    None
 }
 
 /// The kernel's name of a TCP state, as `ss` and the samples spell it.

@@ -56,6 +56,10 @@ pub struct ResourceSample {
     pub recv_queue_bytes: u64,
     /// Connections waiting in the accept queues of listening sockets.
     pub accept_backlog: u64,
+    /// Descriptors the processes hold, and the smallest of their limits
+    /// (`RLIMIT_NOFILE`; none when unlimited or unreadable).
+    pub fds: u64,
+    pub fd_limit: Option<u64>,
 }
 
 /// One TCP socket of one component at one instant.
@@ -236,10 +240,13 @@ pub fn sample_once(probes: &[Probe], tables: &mut SocketTables, out: &mut Sample
         };
         // A socket shared by several processes (Gunicorn's listener is
         // inherited by every worker) is counted once.
-        let mut inodes: Vec<u64> = pids
-            .iter()
-            .flat_map(|&p| procfs::socket_inodes(p))
-            .collect();
+        let mut inodes: Vec<u64> = Vec::new();
+        for &p in &pids {
+            let (count, sockets) = procfs::descriptors(p);
+            s.fds += count;
+            inodes.extend(sockets);
+        }
+        s.fd_limit = pids.iter().filter_map(|&p| procfs::fd_limit(p)).min();
         inodes.sort_unstable();
         inodes.dedup();
         let table = tables.of_pid(probe.root_pid);

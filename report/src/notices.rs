@@ -14,6 +14,8 @@ pub fn subtitle(r: &Results) -> String {
     }
     if r.is_sweep_only() {
         parts.push("rate sweeps".into());
+    } else if !r.check.is_empty() || !r.check_answer.is_null() {
+        parts.push("slowlab check".into());
     } else {
         let ok = r.runs.iter().filter(|x| x.ok()).count();
         parts.push(format!("{} runs ({ok} completed)", r.runs.len()));
@@ -246,7 +248,27 @@ pub fn machine(r: &Results, s: &mut Section) -> anyhow::Result<()> {
         }
     }
     if let Some(v) = r.environment.get("versions").and_then(|v| v.as_object()) {
-        for (k, v) in v {
+        // A check names the versions of the lab's parts that it ran only
+        // (its user's own server is said in its section).
+        let ran: Option<Vec<&str>> = r.environment["run"]["ran"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|t| t.as_str()).collect());
+        let shown = |k: &str| match &ran {
+            None => true,
+            Some(ran) => {
+                let python = ran.iter().any(|t| {
+                    catalogue::Tool::ALL
+                        .iter()
+                        .any(|tool| tool.name() == *t && tool.python().is_some())
+                });
+                ["slowlab", "git_commit", "rustc"].contains(&k)
+                    || (k == "python" && python)
+                    || ran
+                        .iter()
+                        .any(|t| k == *t || k.starts_with(&format!("{t}_")))
+            }
+        };
+        for (k, v) in v.iter().filter(|(k, _)| shown(k)) {
             if let Some(s) = v.as_str() {
                 row(&mut t, &format!("version of {k}"), Some(s.to_string()));
             }

@@ -21,6 +21,11 @@ pub enum LevelVerdict {
     Degraded,
     /// p95 >= 1 s, or >= 100x the baseline, or any error or timeout.
     Denied,
+    /// The tester or the host ran out while the level was measured (the
+    /// load generator's CPU, the host's idle or steal time, the schedule of
+    /// the fast calls): whatever the fast path did says nothing of the
+    /// server.
+    Inconclusive,
 }
 
 impl LevelVerdict {
@@ -29,6 +34,7 @@ impl LevelVerdict {
             LevelVerdict::Held => "held",
             LevelVerdict::Degraded => "degraded",
             LevelVerdict::Denied => "denied",
+            LevelVerdict::Inconclusive => "inconclusive",
         }
     }
 }
@@ -38,6 +44,7 @@ impl Name for LevelVerdict {
         LevelVerdict::Held,
         LevelVerdict::Degraded,
         LevelVerdict::Denied,
+        LevelVerdict::Inconclusive,
     ];
     fn name(self) -> &'static str {
         LevelVerdict::name(self)
@@ -127,6 +134,49 @@ pub struct CheckRow {
     /// means `download`.
     #[serde(default)]
     pub direction: DirectionName,
+    /// What decided the level, from the evidence below: `none` (held),
+    /// `handlers` (the server's handlers held by the slow clients),
+    /// `queueing` (behind a buffering proxy, responses waited for the
+    /// server's handlers), `cpu`, `memory`, `descriptors`,
+    /// `accept_queue`, `unknown`; for an inconclusive level what ran out
+    /// of the tester or the host: `tester_cpu`, `host_cpu`, `host_steal`,
+    /// `schedule`. Empty in files before the column.
+    #[serde(default)]
+    pub cause: String,
+    /// The load generator's CPU during the level, in cores.
+    #[serde(default, serialize_with = "cell::d4")]
+    pub loadgen_cpu_cores: Option<f64>,
+    /// The host's idle CPU during the level, in cores (all CPUs).
+    #[serde(default, serialize_with = "cell::d3")]
+    pub host_idle_cores: Option<f64>,
+    /// CPU time the hypervisor took from this machine during the level.
+    #[serde(default, serialize_with = "cell::d1")]
+    pub host_steal_ms: Option<f64>,
+    /// p99 of how late the fast calls started against their schedule.
+    #[serde(default, serialize_with = "cell::d3")]
+    pub schedule_lag_p99_ms: Option<f64>,
+    /// The most of the server's sockets seen at once with a send queue of
+    /// at least half their send buffer: responses the kernel will not
+    /// take, each holding the handler that writes it.
+    #[serde(default)]
+    pub held_sockets: Option<u64>,
+    /// The most descriptors the server's processes held at once, and
+    /// their limit (`RLIMIT_NOFILE`, the smallest of its processes').
+    #[serde(default)]
+    pub server_fds: Option<u64>,
+    #[serde(default)]
+    pub server_fd_limit: Option<u64>,
+    /// Connections the server's listen queue dropped during the level
+    /// (`ListenOverflows` of its network namespace).
+    #[serde(default)]
+    pub listen_overflows: Option<u64>,
+    /// Median time from a slow download's connect to its first byte.
+    #[serde(default, serialize_with = "cell::d3")]
+    pub first_byte_p50_ms: Option<f64>,
+    /// 1 for a level's first measurement, 2, 3, ... for its repetitions
+    /// (`--repeat`, the boundary levels only).
+    #[serde(default)]
+    pub repetition: Option<u32>,
 }
 
 #[cfg(test)]
@@ -155,7 +205,7 @@ mod tests {
         assert_eq!(back, vec![row]);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains(",denied,"), "{text}");
-        assert!(text.lines().nth(1).unwrap().ends_with(",upload"), "{text}");
+        assert!(text.lines().nth(1).unwrap().contains(",upload,"), "{text}");
         assert_eq!(LevelVerdictName::parse("held"), LevelVerdict::Held);
         assert!(LevelVerdictName::parse("maybe").known().is_none());
     }

@@ -91,6 +91,9 @@ pub const CROSSCHECK_CSV: &str = "crosscheck.csv";
 pub const SWEEP_CSV: &str = "sweep.csv";
 pub const SWEEP_SUMMARY_CSV: &str = "sweep-summary.csv";
 pub const CHECK_CSV: &str = "check.csv";
+/// The answer of `slowlab check` (its `--json` object): the pre-flight,
+/// each route's words and the remedy, for the report.
+pub const CHECK_JSON: &str = "check.json";
 /// The buffer model against the measurements (the `analysis` crate).
 pub const MODEL_CSV: &str = "model.csv";
 pub const ENVIRONMENT_JSON: &str = "environment.json";

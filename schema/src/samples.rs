@@ -46,6 +46,13 @@ pub struct ResourceRow {
     /// Connections waiting in the component's listening sockets.
     #[serde(default)]
     pub accept_backlog: Option<u64>,
+    /// Descriptors the component's processes held, and the smallest of
+    /// their limits; empty in files before the columns (and the limit when
+    /// unlimited).
+    #[serde(default)]
+    pub fds: Option<u64>,
+    #[serde(default)]
+    pub fd_limit: Option<u64>,
 }
 
 /// A row of `socket-samples.csv` (one TCP socket of one component).

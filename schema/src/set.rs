@@ -59,6 +59,9 @@ pub struct ResultSet {
     pub check: Vec<CheckRow>,
     /// `environment.json`, `Null` when missing.
     pub environment: serde_json::Value,
+    /// `check.json`, the answer of a `slowlab check` directory; `Null`
+    /// elsewhere.
+    pub check_answer: serde_json::Value,
     /// The text of the `INCOMPLETE` marker, when present.
     pub incomplete: Option<String>,
     /// Files expected and absent or unreadable; their rows are empty.
@@ -125,6 +128,9 @@ pub fn read_dir(dir: &Path) -> ResultSet {
         r.sweep_summary = r.table(SWEEP_SUMMARY_CSV);
     }
     r.environment = r.json(ENVIRONMENT_JSON);
+    if dir.join(crate::CHECK_JSON).exists() {
+        r.check_answer = r.json(crate::CHECK_JSON);
+    }
     r.incomplete = fs::read_to_string(dir.join(INCOMPLETE))
         .ok()
         .map(|s| s.trim().to_string());

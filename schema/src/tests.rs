@@ -179,7 +179,7 @@ fn headers_are_pinned() {
         columns::<ResourceRow>()[5..].join(","),
         "t_s,component,procs,cpu_s,cpu_source,throttled_ms,nr_throttled,memory_bytes,rss_bytes,\
          temp_files,temp_logical_bytes,temp_allocated_bytes,sockets,send_queue_bytes,\
-         recv_queue_bytes,accept_backlog"
+         recv_queue_bytes,accept_backlog,fds,fd_limit"
     );
     assert_eq!(
         columns::<SocketRow>()[5..].join(","),

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use common::units::Size;
 use serde::Deserialize;
 
+use super::evidence::Evidence;
 use super::search::Judge;
 use lab::sample::Samples;
 use lab::stack::run::{LoadCommand, Stack};
@@ -45,6 +46,12 @@ pub struct Plan {
     /// base path, `--upload-bytes`, ...); the count of uploaders or
     /// slowloris clients is each level's.
     pub upload: loadgen::upload_args::UploadArgs,
+    /// The app's cgroup caps (`--caps`), which its CPU and memory are
+    /// judged against.
+    pub app_caps: Option<lab::cgroup::Caps>,
+    /// The load generator's cgroup cap (`--caps loadgen=`), which its CPU
+    /// is judged against: a tester at its cap ran out.
+    pub loadgen_caps: Option<lab::cgroup::Caps>,
 }
 
 /// Delay between the slow readers' start and the first fast request, so
@@ -161,6 +168,10 @@ pub struct Figures {
     pub level_s: f64,
     pub app: Usage,
     pub proxy: Usage,
+    /// What the level showed of the tester, the host and the server.
+    pub evidence: Evidence,
+    /// The fast path's answers that were not 200, by status.
+    pub statuses: BTreeMap<u16, u64>,
     /// The load's directory.
     pub dir: PathBuf,
 }
@@ -215,6 +226,13 @@ struct FastPart {
     ok: u64,
     errors: BTreeMap<String, u64>,
     latency_ms: Latency,
+    #[serde(default)]
+    schedule_lag_ms: Option<Lag>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Lag {
+    p99: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -250,9 +268,14 @@ pub fn measure(
     let out = dir.join("load");
     let args = plan.load_args(&stack.url(), slow, fast_duration, &out, labels);
     let since = lab::sample::unix_now();
+    let overflows_before = stack.listen_overflows();
     let measured = stack
         .run_load(dir, plan.limit(slow), &LoadCommand::Load(args))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let overflows = match (overflows_before, stack.listen_overflows()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
     measured.exit.measurement(&out, since).with_context(|| {
         format!(
             "the load of {slow} {} measured nothing (its files in {})",
@@ -260,13 +283,106 @@ pub fn measure(
             dir.display()
         )
     })?;
+    let read = read(plan.direction, &out)?;
+    let app = usage(&measured.samples, "app");
+    let host_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let load_s = measured.load_s.max(1e-3);
+    let app_rows = || {
+        measured
+            .samples
+            .resources
+            .iter()
+            .filter(|r| r.component == "app")
+    };
+    let evidence = Evidence {
+        host_cores,
+        loadgen_cpu_cores: usage(&measured.samples, "loadgen").cpu_cores,
+        loadgen_cpu_cap: plan.loadgen_caps.map(|c| c.cpu_cores),
+        loadgen_throttled_share: throttled(&measured.samples, "loadgen"),
+        host_idle_cores: measured.host_busy_cores.map(|b| (host_cores - b).max(0.0)),
+        host_steal_share: measured
+            .host_steal_ms
+            .map(|ms| ms / 1000.0 / (load_s * host_cores)),
+        schedule_lag_p99_ms: read.evidence.schedule_lag_p99_ms,
+        app_cpu_cores: app.cpu_cores,
+        app_cpu_cap: plan.app_caps.map(|c| c.cpu_cores),
+        app_throttled_share: throttled(&measured.samples, "app"),
+        app_memory_peak_bytes: app_rows()
+            .map(|r| r.memory_bytes.unwrap_or(r.rss_bytes))
+            .max(),
+        app_memory_cap: plan.app_caps.map(|c| c.memory_bytes),
+        server_fds: app_rows().map(|r| r.fds).max(),
+        server_fd_limit: app_rows().filter_map(|r| r.fd_limit).min(),
+        listen_overflows: overflows,
+        held_sockets: held_sockets(&measured.samples),
+        server_connections: app_rows().map(|r| r.sockets).max(),
+        first_byte_p50_ms: first_byte_p50(&out),
+    };
     Ok(Figures {
         level_s: measured.load_s,
-        app: usage(&measured.samples, "app"),
+        app,
         proxy: usage(&measured.samples, "proxy"),
+        evidence,
+        statuses: statuses(&out),
         dir: dir.to_path_buf(),
-        ..read(plan.direction, &out)?
+        ..read
     })
+}
+
+/// The share of the load `component`'s cgroup spent throttled.
+fn throttled(samples: &Samples, component: &str) -> Option<f64> {
+    let mut rows = samples
+        .resources
+        .iter()
+        .filter(|r| r.component == component);
+    let (a, b) = (rows.next()?, rows.next_back()?);
+    let span = b.t_unix_s - a.t_unix_s;
+    let ns = b.throttled_ns?.saturating_sub(a.throttled_ns?);
+    (span > 0.0).then(|| ns as f64 / 1e9 / span)
+}
+
+/// The most of the app's connected sockets seen in one sample with a send
+/// queue of at least half their send buffer (64 KiB where the buffer's
+/// size is unknown): responses the kernel would not take, each holding
+/// the handler that writes it.
+fn held_sockets(samples: &Samples) -> Option<u64> {
+    let mut per_sample: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut seen = false;
+    for s in samples.sockets.iter().filter(|s| s.component == "app") {
+        seen = true;
+        let full = match s.mem {
+            Some(m) if m.sndbuf > 0 => s.tx_queue_bytes * 2 >= u64::from(m.sndbuf),
+            _ => s.tx_queue_bytes >= 64 << 10,
+        };
+        if full && s.state == "ESTABLISHED" {
+            *per_sample.entry(s.t_unix_s.to_bits()).or_default() += 1;
+        }
+    }
+    seen.then(|| per_sample.values().copied().max().unwrap_or(0))
+}
+
+/// The median time from a slow download's connect to its first byte, from
+/// the load's `large-responses.csv`.
+fn first_byte_p50(out: &Path) -> Option<f64> {
+    let rows: Vec<schema::LargeCells> =
+        schema::file::read_optional(&out.join(schema::LARGE_CSV)).ok()??;
+    let v: Vec<f64> = rows.iter().filter_map(|r| r.first_byte_ms).collect();
+    common::stats::median(&v)
+}
+
+/// The fast path's answers that were not 200, by status, from the load's
+/// `requests.csv`.
+fn statuses(out: &Path) -> BTreeMap<u16, u64> {
+    let rows: Vec<schema::RequestCells> =
+        schema::file::read_optional(&out.join(schema::REQUESTS_CSV))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+    let mut by = BTreeMap::new();
+    for s in rows.iter().filter_map(|r| r.status).filter(|s| *s != 200) {
+        *by.entry(s).or_default() += 1;
+    }
+    by
 }
 
 /// The figures of the `summary.json` in `out`, the slow clients counted
@@ -298,6 +414,10 @@ fn read(direction: Direction, out: &Path) -> Result<Figures> {
         slow_ok,
         slow_failed,
         rcvbuf_granted: s.slow.rcvbuf_granted_bytes,
+        evidence: Evidence {
+            schedule_lag_p99_ms: s.fast.schedule_lag_ms.and_then(|l| l.p99),
+            ..Evidence::default()
+        },
         ..Figures::default()
     })
 }
@@ -356,6 +476,8 @@ mod tests {
                 upload_bytes: Size(4 * MIB),
                 ..Default::default()
             },
+            app_caps: None,
+            loadgen_caps: None,
         }
     }
 

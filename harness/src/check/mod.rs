@@ -1,248 +1,58 @@
 //! `slowlab check`: does *your* server block on slow clients? Starts it
-//! (`--server-cmd`) or uses one that runs (`--target`), runs the
-//! pre-flight checks, then searches its capacity level by level against
+//! (`--server-cmd`, `--server`) or uses one that runs (`--target`), runs
+//! the pre-flight checks, then searches its capacity level by level against
 //! slow clients of one `--direction` (readers, uploaders, slowloris),
-//! directly and, with `--through`, behind one of the experiment's proxies, through
+//! directly and, with `--through`, behind the experiment's proxies, through
 //! the same lifecycle as `reproduce` ([`lab::stack::run`]): one stack
 //! started per route, one short `slowlab load` per level and per recovery
-//! check.
+//! check. Each level is judged from the fast path, then from the evidence:
+//! inconclusive when the tester or the host ran out, else with the cause
+//! of anything but "held"; the boundary levels are measured again.
 //!
 //! # Layout
-//! - this file: the flags, and the run from pre-flight to exit status.
-//! - [`preflight`]: descriptors, the large path, the kernel's buffers.
-//! - [`search`]: the levels, the verdicts, the bisection (pure).
+//! - this file: the run from the flags to the exit status.
+//! - [`args`]: the flags and their value parsers.
+//! - [`route`]: one route: its stack, pre-flight, baseline, search,
+//!   repetitions.
+//! - [`preflight`]: descriptors, the large path, the kernel's buffers, the
+//!   readers' rate.
+//! - [`search`]: the levels, the verdicts, the bisection, the boundary
+//!   (pure).
 //! - [`level`]: one load through the started stack, and its figures.
-//! - [`answer`]: the answer in words, `--json`, and `check.csv` rows.
+//! - [`evidence`]: what a level showed besides its fast path, and its
+//!   cause (pure).
+//! - [`answer`]: `check.csv` rows, the lines, `--json`.
+//! - [`explain`]: the answer in words and the remedy.
 
 pub mod answer;
+pub mod args;
+pub mod evidence;
+pub mod explain;
 pub mod level;
 pub mod preflight;
+pub mod route;
 pub mod search;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use common::exit::BadInput;
-use common::units::{Size, parse_duration};
 use serde_json::json;
 
-use catalogue::Body;
-use catalogue::{ProxyBuffers, Route};
-use lab::cgroup::{Caps, Mode};
+use catalogue::{Body, ProxyBuffers, Route};
+use lab::cgroup::Mode;
 use lab::signals;
 use lab::stack::launch::RunPaths;
 use lab::stack::policy::CapPlan;
-use lab::stack::run::{self as lifecycle, Lab, Stack, StackSpec};
+use lab::stack::run::StackSpec;
 use lab::stack::{App, ServerCommand};
-use schema::{Appender, CHECK_CSV, CheckRow, Direction, LevelVerdict};
+use schema::{Appender, CHECK_CSV, CheckRow, Direction};
 
 use crate::session::{Ending, Needs, Opening, Session};
-use answer::RouteResult;
-use level::{Figures, Plan};
+pub use args::CheckArgs;
+use level::Plan;
 use preflight::{Finding, Status};
-use search::Step;
-
-/// `slowlab check` arguments.
-///
-/// The request direction's flags are `slowlab load`'s own ([`UploadArgs`]);
-/// its counts (`--slow-upload`, `--slow-headers`) are each level's, so they
-/// are hidden here and refused when given.
-///
-/// [`UploadArgs`]: loadgen::upload_args::UploadArgs
-#[derive(Debug, Clone, clap::Args)]
-#[command(
-    mut_arg("slow_upload", |a| a.hide(true)),
-    mut_arg("slow_headers", |a| a.hide(true))
-)]
-pub struct CheckArgs {
-    /// URL of a server that already runs, e.g. http://127.0.0.1:8000
-    /// (loopback only unless --allow-remote).
-    #[arg(
-        long,
-        conflicts_with_all = ["server_cmd", "server"],
-        required_unless_present_any = ["server_cmd", "server"]
-    )]
-    pub target: Option<String>,
-    /// One of the lab's own servers instead of yours (gunicorn-sync2,
-    /// uvicorn, rust-sync2, ...; as `reproduce --only` names them), started
-    /// as `reproduce` starts it; its large path is /large.
-    #[arg(long, conflicts_with = "server_cmd")]
-    pub server: Option<catalogue::Server>,
-    /// Shell command that starts your server; slowlab fills in {host}, the
-    /// address it must bind, and {port}, a port free there: 127.0.0.1;
-    /// with --netns the command runs in the server namespace, and {host}
-    /// is its 198.18.0.1 on the direct route, its own 127.0.0.1 behind a
-    /// --through proxy. Its whole process group is stopped afterwards.
-    #[arg(long, value_name = "CMD")]
-    pub server_cmd: Option<String>,
-    /// Working directory of --server-cmd.
-    #[arg(long, requires = "server_cmd")]
-    pub server_dir: Option<PathBuf>,
-    /// A path that answers 200 with a large body of known length (needed
-    /// with --direction download, the default).
-    #[arg(long)]
-    pub large_path: Option<String>,
-    /// Which way the slow clients are slow: download (slow readers of
-    /// --large-path), upload (slow uploaders that POST --upload-path) or
-    /// headers (slowloris clients that never finish their request head).
-    #[arg(long, default_value = "download", value_parser = direction_arg)]
-    pub direction: Direction,
-    /// The uploaders' and slowloris clients' flags, as `slowlab load`
-    /// takes them.
-    #[command(flatten)]
-    pub upload: loadgen::upload_args::UploadArgs,
-    /// A quick path, called open-loop during every level.
-    #[arg(long, default_value = "/fast")]
-    pub fast_path: String,
-    /// The most slow clients to try (1 to 10000).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub max_slow: u32,
-    /// Read rate of each slow reader (1KiB to 1GiB per second).
-    #[arg(long, default_value = "2MiB", value_parser = slow_rate_arg)]
-    pub slow_rate: Size,
-    /// SO_RCVBUF requested by each slow reader (1 byte to 64MiB).
-    #[arg(long, default_value = "8KiB", value_parser = rcvbuf_arg)]
-    pub rcvbuf: Size,
-    /// How each slow reader reads: strict (one recv at each pacing
-    /// deadline) or streamreader (asyncio's StreamReader, limit 16KiB), as
-    /// `slowlab load --reader`.
-    #[arg(long, value_enum, default_value = "strict")]
-    pub reader: loadgen::ReaderModel,
-    /// Fast requests per second (0.5 to 1000).
-    #[arg(long, default_value_t = 8.0, value_parser = fast_rate_arg)]
-    pub fast_rate: f64,
-    /// How long the fast path is called at each level (200ms to 10min).
-    #[arg(long, default_value = "5s", value_parser = level_duration_arg)]
-    pub level_duration: Duration,
-    /// A level is held when its p95 is at most 10x the baseline or the
-    /// baseline plus this, whichever is larger (0ms to 500ms): room for
-    /// the scheduling noise of a busy machine.
-    #[arg(
-        long,
-        default_value = "20ms",
-        value_parser = common::bounds::duration_in(Duration::ZERO, Duration::from_millis(500))
-    )]
-    pub noise_floor: Duration,
-    /// Also check behind this proxy, started by slowlab with the
-    /// experiment's config; with --direction upload or headers, its
-    /// buffering is request buffering (nginx-on is nginx-reqbuf-on).
-    #[arg(long, value_parser = through_arg)]
-    pub through: Option<Route>,
-    /// Cap the server's and the proxy's cgroups: app=CORES[/MEM],proxy=CORES[/MEM]
-    /// (MEM defaults to the experiment's 128MiB and 96MiB), or `experiment`.
-    #[arg(long, value_parser = caps_arg)]
-    pub caps: Option<CapPlan>,
-    /// Results directory (default results/<UTC time>-check).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print one JSON object on stdout instead of the words.
-    #[arg(long)]
-    pub json: bool,
-    /// Allow a --target outside 127.0.0.0/8 and ::1.
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// With --server-cmd or --server: the proxy and the app run in the
-    /// server namespace, {host} is its 198.18.0.1 on the direct route and
-    /// its 127.0.0.1 behind a proxy, and the slow clients run in the
-    /// client namespace.
-    #[command(flatten)]
-    pub net: lab::netns::NetnsArgs,
-}
-
-fn slow_rate_arg(s: &str) -> Result<Size, String> {
-    let v: Size = s.parse().map_err(|e| format!("{e}"))?;
-    match v.bytes() {
-        1024..=0x4000_0000 => Ok(v),
-        _ => Err(format!("{s} is out of range (1KiB to 1GiB per second)")),
-    }
-}
-
-fn rcvbuf_arg(s: &str) -> Result<Size, String> {
-    let v: Size = s.parse().map_err(|e| format!("{e}"))?;
-    match v.bytes() {
-        1..=0x400_0000 => Ok(v),
-        _ => Err(format!("{s} is out of range (1 byte to 64MiB)")),
-    }
-}
-
-fn fast_rate_arg(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if (0.5..=1000.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{s} is out of range (0.5 to 1000 per second)"))
-    }
-}
-
-fn level_duration_arg(s: &str) -> Result<Duration, String> {
-    let v = parse_duration(s).map_err(|e| format!("{e}"))?;
-    if (Duration::from_millis(200)..=Duration::from_secs(600)).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{s} is out of range (200ms to 10min)"))
-    }
-}
-
-fn direction_arg(s: &str) -> Result<Direction, String> {
-    schema::names::parse_known(s, "direction")
-}
-
-fn through_arg(s: &str) -> Result<Route, String> {
-    match s.parse::<Route>()? {
-        Route::Direct => Err("direct is always checked; name a proxy route".into()),
-        r => Ok(r),
-    }
-}
-
-/// `experiment`, or `app=0.25[/128MiB],proxy=0.2[/96MiB]`.
-fn caps_arg(s: &str) -> Result<CapPlan, String> {
-    let experiment = CapPlan::experiment();
-    if s == "experiment" {
-        return Ok(CapPlan {
-            loadgen: None,
-            ..experiment
-        });
-    }
-    let mut plan = CapPlan::none();
-    for part in s.split(',') {
-        let (who, value) = part
-            .split_once('=')
-            .ok_or_else(|| format!("`{part}`: expected app=CORES[/MEM] or proxy=CORES[/MEM]"))?;
-        let (cores, mem) = match value.split_once('/') {
-            Some((c, m)) => (c, Some(m)),
-            None => (value, None),
-        };
-        let cores: f64 = cores
-            .parse()
-            .ok()
-            .filter(|c| (0.01..=1024.0).contains(c))
-            .ok_or_else(|| format!("`{part}`: cores must be a number from 0.01 to 1024"))?;
-        let memory = |default: Option<Caps>| -> Result<u64, String> {
-            match mem {
-                Some(m) => m
-                    .parse::<Size>()
-                    .ok()
-                    .map(|m| m.bytes())
-                    .filter(|b| *b >= 16 << 20)
-                    .ok_or_else(|| format!("`{part}`: memory must be a size of at least 16MiB")),
-                None => Ok(default.map(|c| c.memory_bytes).unwrap_or(128 << 20)),
-            }
-        };
-        let caps = |default| -> Result<Option<Caps>, String> {
-            Ok(Some(Caps {
-                memory_bytes: memory(default)?,
-                ..Caps::new(cores, 0)
-            }))
-        };
-        match who {
-            "app" => plan.app = caps(experiment.app)?,
-            "proxy" => plan.proxy = caps(experiment.proxy)?,
-            other => return Err(format!("`{other}`: only app and proxy can be capped")),
-        }
-    }
-    Ok(plan)
-}
+use route::RouteCheck;
 
 /// The app under check.
 fn app_of(args: &CheckArgs) -> Result<(App, String, loadgen::target::Target)> {
@@ -295,7 +105,7 @@ fn check_direction(args: &CheckArgs) -> Result<()> {
         ));
     }
     match (args.direction, &args.large_path) {
-        (Direction::Download, None) => bail!(BadInput::new(
+        (Direction::Download, None) if args.server.is_none() => bail!(BadInput::new(
             "--large-path is needed with --direction download: a path that answers 200 with a large body"
         )),
         (_, Some(p)) => check_path("--large-path", p)?,
@@ -311,17 +121,83 @@ fn check_direction(args: &CheckArgs) -> Result<()> {
     check_path("--upload-path", &up.upload_path)
 }
 
-/// The routes of the check: direct, and `--through` as it reads in the
-/// check's direction ([`Route::for_direction`]).
+/// The routes of the check: direct, and each `--through` as it reads in
+/// the check's direction ([`Route::for_direction`]), once each.
 fn routes_of(args: &CheckArgs) -> Vec<Route> {
-    std::iter::once(Route::Direct)
-        .chain(args.through.map(|r| r.for_direction(args.direction)))
-        .collect()
+    let mut routes = vec![Route::Direct];
+    for r in &args.through {
+        let r = r.for_direction(args.direction);
+        if !routes.contains(&r) {
+            routes.push(r);
+        }
+    }
+    routes
 }
 
-/// Runs `slowlab check`. Exit status: 0 when every level held or degraded,
-/// 3 ([`common::exit::Denied`]) when some level was denied, 2 for bad
-/// input, 1 when the check itself failed.
+/// The name of the route to the server itself: `--label`, else `target`
+/// for a server slowlab did not start, else `direct`.
+fn direct_label(args: &CheckArgs) -> String {
+    match (&args.label, &args.target) {
+        (Some(l), _) => l.clone(),
+        (None, Some(_)) => "target".into(),
+        (None, None) => Route::Direct.name().into(),
+    }
+}
+
+/// A route's name in the answer and in `check.csv`.
+fn label_of(route: Route, args: &CheckArgs) -> String {
+    match route {
+        Route::Direct => direct_label(args),
+        r => r.name().into(),
+    }
+}
+
+/// Checks `--gate` against the routes checked.
+fn check_gate(args: &CheckArgs, routes: &[Route]) -> Result<()> {
+    let names: Vec<String> = routes.iter().map(|r| label_of(*r, args)).collect();
+    if let Some(g) = args.gate.iter().find(|g| !names.contains(g)) {
+        bail!(BadInput::new(format!(
+            "--gate {g}: not a route of this check (it checks {})",
+            names.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The lab's tools a check runs: its server's (`--server`) and its
+/// proxies'.
+fn ran(app: &App, routes: &[Route]) -> Vec<&'static str> {
+    let server = match app {
+        App::Server(s) => s.needs(),
+        _ => None,
+    };
+    let mut tools: Vec<&'static str> = server
+        .into_iter()
+        .chain(routes.iter().filter_map(|r| r.proxy()?.0.needs()))
+        .map(|t| t.name())
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    tools
+}
+
+/// How long the check takes at most, level by level: the search's
+/// doubling levels and its bisection, each with a recovery, plus the
+/// repetitions of the boundary, per route.
+fn expected(args: &CheckArgs, routes: usize) -> Duration {
+    let levels = search::doubling(args.max_slow).len() as u32;
+    let bisection = args.max_slow.max(2).ilog2() + 1;
+    let per_level = level::FAST_START + args.level_duration * 2 + Duration::from_secs(2);
+    let per_route = per_level * (levels + bisection + 2 * args.repeat.saturating_sub(1))
+        + Duration::from_secs(5);
+    per_route * routes as u32
+}
+
+/// Runs `slowlab check`. Exit status: 0 when every gated route held or
+/// degraded, 3 ([`common::exit::Denied`]) when one was denied, 4
+/// ([`common::exit::Inconclusive`]) when none was denied and one could not
+/// be judged, 2 for bad input, 1 when the check itself failed (the server
+/// stopped, a load measured nothing), 130/143 interrupted.
 pub fn run(args: CheckArgs) -> Result<()> {
     check_direction(&args)?;
     check_path("--fast-path", &args.fast_path)?;
@@ -334,6 +210,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
         }
     }
     let (app, what, target) = app_of(&args)?;
+    let routes_checked = routes_of(&args);
+    check_gate(&args, &routes_checked)?;
     let netns = args.net.spec();
     if netns.is_some() && matches!(app, App::Running { .. }) {
         bail!(BadInput::new(
@@ -346,19 +224,34 @@ pub fn run(args: CheckArgs) -> Result<()> {
     }
     let timeout = args.level_duration.max(Duration::from_secs(2));
     let mut findings = Vec::new();
-    let report = |findings: &[Finding], routes: &[RouteResult]| {
-        answer::print(&args, &what, findings, routes);
-    };
     let needed = preflight::descriptors_needed(args.max_slow, args.fast_rate, timeout);
     match preflight::descriptors(needed) {
         Ok(f) => findings.push(f),
         Err(e) => {
             findings.push(Finding::new("descriptors", Status::Error, format!("{e:#}")));
-            report(&findings, &[]);
+            answer::print(&args, &what, &findings, &[]);
             return Err(e);
         }
     }
-    let routes_checked = routes_of(&args);
+    let took = expected(&args, routes_checked.len());
+    findings.push(Finding::new(
+        "duration",
+        Status::Ok,
+        format!(
+            "{} route(s), levels up to {} {}, each level {} (--level-duration) with its recovery: at most about {} min",
+            routes_checked.len(),
+            args.max_slow,
+            answer::clients(args.direction),
+            common::units::format_duration(args.level_duration),
+            took.as_secs().div_ceil(60)
+        ),
+    ));
+    if !args.json {
+        eprintln!(
+            "slowlab: this check takes at most about {} min",
+            took.as_secs().div_ceil(60)
+        );
+    }
     let nginx = routes_checked
         .iter()
         .any(|r| matches!(r.proxy(), Some((catalogue::ProxyKind::Nginx, _))));
@@ -384,11 +277,21 @@ pub fn run(args: CheckArgs) -> Result<()> {
         (_, None) => CapPlan::none(),
     };
     let out = session.out.clone();
+    let labels: Vec<String> = routes_checked.iter().map(|r| label_of(*r, &args)).collect();
     session.record_environment(
         &out,
         serde_json::to_value(caps)?,
         json!({
             "check": what,
+            "command": std::env::args().collect::<Vec<_>>(),
+            // The tools of the lab's that this check runs (the report
+            // names their versions, and no others).
+            "ran": ran(&app, &routes_checked),
+            "started": match &app {
+                App::Server(s) => json!({"lab_server": s.name(), "describe": s.describe()}),
+                App::Command(c) => json!({"server_cmd": c.line}),
+                App::Running { addr, .. } => json!({"target": addr.to_string()}),
+            },
             "direction": args.direction.name(),
             "upload": (args.direction != Direction::Download).then(|| json!({
                 "upload_path": args.upload.upload_path,
@@ -400,13 +303,16 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "large_path": args.large_path,
             "fast_path": args.fast_path,
             "max_slow": args.max_slow,
-            "slow_rate_bytes": args.slow_rate.bytes(),
+            "slow_rate_bytes": args.slow_rate.map(|r| r.bytes()),
             "rcvbuf_bytes": args.rcvbuf.bytes(),
             "reader": args.reader,
             "fast_rate": args.fast_rate,
             "level_duration_s": args.level_duration.as_secs_f64(),
             "noise_floor_ms": args.noise_floor.as_secs_f64() * 1000.0,
             "timeout_s": timeout.as_secs_f64(),
+            "repeat": args.repeat,
+            "routes": labels,
+            "gate": if args.gate.is_empty() { labels.clone() } else { args.gate.clone() },
             "through": routes_checked.get(1).map(|r| r.to_string()),
             "netns": lab::netns::environment(netns.as_ref()),
         }),
@@ -417,7 +323,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         // In the request direction no slow reader fetches it.
         large_path: target.path(args.large_path.as_deref().unwrap_or("/large")),
         fast_path: target.path(&args.fast_path),
-        slow_rate: args.slow_rate.bytes(),
+        slow_rate: args.slow_rate.map_or(2 << 20, |r| r.bytes()),
         rcvbuf: args.rcvbuf.bytes(),
         reader: args.reader,
         link: args.net.link,
@@ -431,11 +337,14 @@ pub fn run(args: CheckArgs) -> Result<()> {
             upload_path: target.path(&args.upload.upload_path),
             ..args.upload.clone()
         },
+        app_caps: caps.app,
+        loadgen_caps: caps.loadgen,
     };
     let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
     let mut routes = Vec::new();
     let mut ending = Ending::Done;
     for route in routes_checked {
+        let label = label_of(route, &args);
         let spec = StackSpec {
             server: app.clone(),
             route,
@@ -446,26 +355,23 @@ pub fn run(args: CheckArgs) -> Result<()> {
             buffers: ProxyBuffers::EXPERIMENT,
             caps,
             cgroup_prefix: format!("check-{route}"),
-            paths: RunPaths::new(
-                &out.join(route.name()),
-                &session.scratch().join(route.name()),
-            )?,
+            paths: RunPaths::new(&out.join(&label), &session.scratch().join(&label))?,
             // A per-client link makes room for the most slow clients, and
             // uploaders are shaped at the client's end too.
             netns: netns
                 .as_ref()
                 .map(|n| n.for_load(args.direction, args.max_slow)),
         };
-        let r = check_route(
-            &lab,
-            &spec,
-            &mut plan,
-            &what,
-            &target,
-            &mut findings,
-            &mut csv,
-        );
-        match r {
+        let c = RouteCheck {
+            lab: &lab,
+            spec: &spec,
+            label,
+            what: &what,
+            target: &target,
+            repeat: args.repeat,
+            slow_rate: args.slow_rate.map(|r| r.bytes()),
+        };
+        match route::check_route(&c, &mut plan, &mut findings, &mut csv) {
             Ok(r) => routes.push(r),
             Err(e) => {
                 ending = Ending::Failed(e);
@@ -480,293 +386,18 @@ pub fn run(args: CheckArgs) -> Result<()> {
             break;
         }
     }
-    report(&findings, &routes);
-    let interrupted = matches!(ending, Ending::Interrupted(_));
+    answer::print(&args, &what, &findings, &routes);
+    answer::write(&out, &args, &what, &findings, &routes);
+    let finished = matches!(ending, Ending::Done);
     session.close(ending, true, args.json)?;
-    if interrupted {
+    if !finished {
         return Ok(());
     }
-    match answer::denied_line(&routes) {
-        Some(line) => Err(common::exit::Denied(line).into()),
+    if let Some(line) = explain::denied_line(&routes, &args) {
+        return Err(common::exit::Denied(line).into());
+    }
+    match explain::inconclusive_line(&routes, &args) {
+        Some(line) => Err(common::exit::Inconclusive(line).into()),
         None => Ok(()),
-    }
-}
-
-/// Starts the stack of one route, runs its pre-flight checks and its
-/// search, and stops it.
-#[allow(clippy::too_many_arguments)]
-fn check_route(
-    lab: &Lab<'_>,
-    spec: &StackSpec,
-    plan: &mut Plan,
-    what: &str,
-    target: &loadgen::target::Target,
-    findings: &mut Vec<Finding>,
-    csv: &mut Appender<CheckRow>,
-) -> Result<RouteResult> {
-    let route = spec.route;
-    let mut stack = lifecycle::start(lab, spec)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| format!("starting the stack of {route}"))?;
-    let url = stack.url();
-    let entry = loadgen::target::Target::resolve(&url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-    if route == Route::Direct {
-        let host = match &spec.server {
-            App::Running { .. } => &target.parsed.authority,
-            _ => &entry.parsed.authority,
-        };
-        preflight_direct(&stack, entry.addr, host, plan, findings)?;
-    }
-    let dir = spec.paths.logs().to_path_buf();
-    let labels = |n: u32| {
-        vec![
-            format!("route={route}"),
-            format!("direction={}", plan.direction),
-            format!("slow_readers={n}"),
-        ]
-    };
-    let base = level::measure(
-        &stack,
-        plan,
-        0,
-        plan.level_duration,
-        &dir.join("baseline"),
-        labels(0),
-    )?;
-    let judge = match (base.p95_ms, base.error_count()) {
-        (Some(p), 0) if p < search::DENIED_MS => search::Judge {
-            baseline_ms: p,
-            noise_floor_ms: plan.noise_floor_ms,
-        },
-        (p, errors) => {
-            let message = format!(
-                "the fast path {} does not answer quickly without slow clients through {route} (p95 {}, {errors} errors of {} requests)",
-                plan.fast_path,
-                p.map_or("none".into(), |p| format!("{p:.1} ms")),
-                base.requests
-            );
-            findings.push(Finding::new("baseline", Status::Error, message.clone()));
-            bail!(BadInput::new(message));
-        }
-    };
-    findings.push(Finding::new(
-        "baseline",
-        Status::Ok,
-        format!(
-            "{route}: p95 of {} is {:.3} ms with no {} (a level is held up to {:.3} ms)",
-            plan.fast_path,
-            judge.baseline_ms,
-            answer::client(plan.direction),
-            judge.held_limit_ms()
-        ),
-    ));
-    let mut rows: Vec<CheckRow> = Vec::new();
-    let outcome = search::search(plan.max_slow, |n| {
-        if signals::requested() {
-            return Ok(Step::Stop);
-        }
-        if let Some(why) = stack.exited() {
-            bail!("{why}");
-        }
-        let level_dir = dir.join(format!("level-{n}"));
-        let f = level::measure(&stack, plan, n, plan.level_duration, &level_dir, labels(n))?;
-        let v = f.verdict(&judge);
-        let recovery = match n {
-            0 => None,
-            _ => Some(recover(
-                &stack,
-                plan,
-                &dir.join(format!("level-{n}-recovery")),
-                &judge,
-                labels(0),
-            )?),
-        };
-        let row = answer::Level {
-            route,
-            direction: plan.direction,
-            server: what,
-            slow: n,
-            order: rows.len() as u32 + 1,
-            figures: &f,
-            judge: &judge,
-            verdict: v,
-            recovery: recovery.as_ref(),
-            dir: &format!("{route}/level-{n}"),
-        }
-        .row();
-        eprintln!("{}", answer::level_line(&row));
-        csv.append(std::slice::from_ref(&row))?;
-        rows.push(row);
-        match recovery {
-            Some((_, false)) => Ok(Step::Last(v)),
-            _ => Ok(Step::Level(v)),
-        }
-    })?;
-    stack.stop();
-    // Behind a shared link, the share of the most clients a level has.
-    let rate = plan.client_rate(plan.max_slow);
-    let body_bytes = match plan.direction {
-        Direction::Download => plan.large_bytes,
-        _ => plan.upload.upload_bytes.bytes(),
-    };
-    Ok(RouteResult {
-        route,
-        direction: plan.direction,
-        baseline_ms: judge.baseline_ms,
-        outcome,
-        rows,
-        body_bytes,
-        rate,
-    })
-}
-
-/// The pre-flight checks of the direct route, asked from where the slow
-/// clients will be (the client namespace): in the download direction the
-/// large path and the kernel's buffers, in the upload direction the
-/// upload path; and whether a slow client holds its handler for a whole
-/// level.
-fn preflight_direct(
-    stack: &Stack<'_>,
-    addr: std::net::SocketAddr,
-    host: &str,
-    plan: &mut Plan,
-    findings: &mut Vec<Finding>,
-) -> Result<()> {
-    let client = stack.netlab().map(|n| n.client.path());
-    let hold = match plan.direction {
-        Direction::Download => {
-            let large = lab::netns::within(client.as_deref(), || {
-                preflight::large_path(addr, host, &plan.large_path)
-            })
-            .inspect_err(|e| {
-                findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
-            })?;
-            plan.large_bytes = large.bytes;
-            findings.push(Finding::new(
-                "large_path",
-                Status::Ok,
-                format!(
-                    "{} answers 200 with {} bytes ({})",
-                    plan.large_path,
-                    large.bytes,
-                    Size(large.bytes)
-                ),
-            ));
-            // Behind --link the readers read unpaced.
-            let behind_link = plan.link.is_some();
-            let buffers = preflight::buffers(plan.rcvbuf, behind_link, stack.netlab())?;
-            let fits = preflight::fits(large.bytes, &buffers, behind_link, &plan.large_path)
-                .inspect_err(|e| {
-                    findings.push(Finding::new("buffers", Status::Error, format!("{e:#}")))
-                })?;
-            findings.push(fits);
-            Some(preflight::hold_s(
-                large.bytes,
-                &buffers,
-                plan.client_rate(1),
-            ))
-        }
-        Direction::Upload => {
-            let path = &plan.upload.upload_path;
-            let f = lab::netns::within(client.as_deref(), || {
-                preflight::upload_path(addr, host, path)
-            })
-            .inspect_err(|e| {
-                findings.push(Finding::new("upload_path", Status::Error, format!("{e:#}")))
-            })?;
-            findings.push(f);
-            // The server reads a body as it arrives: its handler is held
-            // for the whole upload, whatever the kernel buffers.
-            Some(plan.transfer(1).as_secs_f64())
-        }
-        // A slowloris client never lets go before the level ends.
-        Direction::Headers => None,
-    };
-    let window = (level::FAST_START + plan.level_duration).as_secs_f64();
-    if let Some(hold) = hold.filter(|h| *h < window) {
-        let who = match plan.direction {
-            Direction::Upload => "uploader",
-            _ => "reader",
-        };
-        let rate = plan.client_rate(1);
-        let f = Finding::new(
-            "level_length",
-            Status::Warning,
-            format!(
-                "a slow {who} holds a handler for about {hold:.1} s at {}/s, less than a level ({window:.2} s): lower --{} or --level-duration",
-                Size(rate),
-                match (plan.link.is_some(), who) {
-                    (true, _) => "link's rate",
-                    (false, "uploader") => "upload-rate",
-                    (false, _) => "slow-rate",
-                }
-            ),
-        );
-        eprintln!("slowlab: warning: {}", f.message);
-        findings.push(f);
-    }
-    Ok(())
-}
-
-/// Attempts of the recovery check after a level before the search stops.
-const RECOVERY_ATTEMPTS: u32 = 3;
-
-/// After a level, waits until the fast path is back to held against the
-/// baseline (a short load with no slow reader, up to
-/// [`RECOVERY_ATTEMPTS`] times, a second apart): its last p95, and
-/// whether it recovered.
-fn recover(
-    stack: &Stack<'_>,
-    plan: &Plan,
-    dir: &Path,
-    judge: &search::Judge,
-    labels: Vec<String>,
-) -> Result<(Figures, bool)> {
-    let duration = plan.level_duration.min(Duration::from_secs(1));
-    let mut last = None;
-    for attempt in 1..=RECOVERY_ATTEMPTS {
-        let f = level::measure(stack, plan, 0, duration, dir, labels.clone())?;
-        if f.verdict(judge) == LevelVerdict::Held {
-            return Ok((f, true));
-        }
-        last = Some(f);
-        if attempt < RECOVERY_ATTEMPTS && !signals::requested() {
-            std::thread::sleep(Duration::from_secs(1));
-        }
-    }
-    // The loop ran at least once.
-    Ok((last.expect("at least one attempt"), false))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn caps_name_cores_and_memory_per_component() {
-        let p = caps_arg("app=0.5,proxy=0.25/64MiB").unwrap();
-        let app = p.app.unwrap();
-        assert_eq!((app.cpu_cores, app.memory_bytes), (0.5, 128 << 20));
-        assert_eq!(app.quota_us(), 5000);
-        let proxy = p.proxy.unwrap();
-        assert_eq!((proxy.cpu_cores, proxy.memory_bytes), (0.25, 64 << 20));
-        assert_eq!(p.loadgen, None);
-        let e = caps_arg("experiment").unwrap();
-        assert_eq!(e.app, CapPlan::experiment().app);
-        assert_eq!(e.loadgen, None, "the load generator is never capped");
-        for bad in ["loadgen=1", "app", "app=0", "app=0.5/1MiB", "app=x"] {
-            assert!(caps_arg(bad).is_err(), "{bad}");
-        }
-        assert_eq!(through_arg("pingora-on"), Ok(Route::PingoraOn));
-        assert_eq!(direction_arg("upload"), Ok(Direction::Upload));
-        assert!(
-            direction_arg("sideways")
-                .unwrap_err()
-                .contains("download, upload, headers")
-        );
-        assert!(through_arg("direct").is_err());
-        assert!(slow_rate_arg("100").is_err());
-        assert!(rcvbuf_arg("128MiB").is_err());
-        assert_eq!(fast_rate_arg("8"), Ok(8.0));
     }
 }

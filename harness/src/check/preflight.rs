@@ -96,26 +96,106 @@ pub fn descriptors(needed: u64) -> Result<Finding> {
 }
 
 /// What the large path answered.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Large {
     pub bytes: u64,
+    /// How its end was known: `content-length`, or, for a body without a
+    /// length, `chunked` or `close` (it was downloaded once to measure it).
+    pub framing: &'static str,
+    /// The `Server` header of the answer, if it had one: what the user's
+    /// server says it is, for the report.
+    pub server: Option<String>,
 }
 
-/// `GET path` on `addr`: the status and `Content-Length` of the head.
+/// The most a length-less large path is read to measure it.
+const MAX_MEASURED: u64 = 4 << 30;
+
+/// `GET path` on `addr`: its status and length, from `Content-Length`, or,
+/// for a chunked body or one that ends at the close, by reading it once
+/// (any server's large answer counts; its framing is recorded, never a
+/// reason to refuse it).
 pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
+    use loadgen::response::{Discard, Framing, Method, ResponseReader, read_blocking};
     let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-    let text = exchange(addr, request.as_bytes(), &format!("GET {path}"))?;
-    let (status, length) = parse_head(&text);
-    match (status, length) {
-        (Some(200), Some(bytes)) => Ok(Large { bytes }),
-        (Some(200), None) => bail!(common::exit::BadInput::new(format!(
-            "the large path {path} answers 200 without a Content-Length: a known length is needed"
-        ))),
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .with_context(|| format!("connecting to {addr}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    s.write_all(request.as_bytes())
+        .with_context(|| format!("sending GET {path}"))?;
+    let mut reader = ResponseReader::new(Method::Get);
+    let mut buf = vec![0u8; 256 << 10];
+    let mut head = Vec::new();
+    let read = read_blocking(
+        &mut TakeHead {
+            inner: &mut s,
+            head: &mut head,
+            max: MAX_MEASURED,
+        },
+        &mut buf,
+        &mut reader,
+        &mut Discard,
+        |_| {},
+    );
+    let text = String::from_utf8_lossy(&head).into_owned();
+    let server = header(&text, "server");
+    match (reader.status(), reader.framing()) {
+        (Some(200), Some(Framing::Length(bytes))) => Ok(Large {
+            bytes,
+            framing: "content-length",
+            server,
+        }),
+        (Some(200), Some(framing)) => {
+            read.map_err(|e| {
+                anyhow::anyhow!("measuring GET {path} (it has no Content-Length): {e}")
+            })?;
+            Ok(Large {
+                bytes: reader.body_bytes(),
+                framing: if framing == Framing::Chunked {
+                    "chunked"
+                } else {
+                    "close"
+                },
+                server,
+            })
+        }
         (Some(code), _) => bail!(common::exit::BadInput::new(format!(
             "the large path {path} answers {code}, not 200"
         ))),
         (None, _) => bail!("GET {path} got no status line"),
     }
+}
+
+/// A stream that keeps the first bytes it reads (the response head, for
+/// its headers) and ends after `max` bytes.
+struct TakeHead<'a> {
+    inner: &'a mut TcpStream,
+    head: &'a mut Vec<u8>,
+    max: u64,
+}
+
+impl Read for TakeHead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.max == 0 {
+            return Ok(0);
+        }
+        let n = self.inner.read(buf)?;
+        if self.head.len() < 16 << 10 {
+            self.head.extend_from_slice(&buf[..n.min(16 << 10)]);
+        }
+        self.max = self.max.saturating_sub(n as u64);
+        Ok(n)
+    }
+}
+
+/// The value of header `name` (any case) of a response head.
+fn header(text: &str, name: &str) -> Option<String> {
+    text.split("\r\n\r\n")
+        .next()?
+        .split("\r\n")
+        .skip(1)
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim().to_string())
 }
 
 /// The body of the upload path's probe: one pattern block's first bytes.
@@ -320,9 +400,61 @@ pub fn hold_s(bytes: u64, b: &PathBuffers, slow_rate: u64) -> f64 {
     model::app_send_s(bytes, b.b(), slow_rate.max(1) as f64)
 }
 
+/// The lowest read rate the check's slow readers may use by default: a
+/// slower reader would make a level hold for reasons of its own clock.
+pub const MIN_AUTO_RATE: u64 = 16 << 10;
+
+/// The slow readers' rate: `given` (`--slow-rate`), else the lowest at
+/// which a reader still holds its handler at the end of a level of
+/// `window_s` seconds with a margin of half a level (it must consume all
+/// but the kernel's buffers, the model's `B`, before the server's last
+/// write returns): the cheapest for the load generator, whose cost grows
+/// with the bytes it reads. With the finding that says which and why.
+pub fn slow_rate(bytes: u64, b: &PathBuffers, window_s: f64, given: Option<u64>) -> (u64, Finding) {
+    if let Some(rate) = given {
+        let f = Finding::new(
+            "slow_rate",
+            Status::Ok,
+            format!("each slow reader reads at {}/s (--slow-rate)", Size(rate)),
+        );
+        return (rate, f);
+    }
+    let held = bytes.saturating_sub(b.b()) as f64;
+    let rate = ((held / (window_s * 1.5)) as u64).max(MIN_AUTO_RATE);
+    let f = Finding::new(
+        "slow_rate",
+        Status::Ok,
+        format!(
+            "each slow reader reads at {}/s, the lowest at which it still holds its handler at the end of a level ({} of the {} response left beyond the kernel's {} after {window_s:.1} s, with half a level to spare); --slow-rate checks at your clients' real rate",
+            Size(rate),
+            Size(held as u64),
+            Size(bytes),
+            Size(b.b())
+        ),
+    );
+    (rate, f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_rate_holds_a_reader_through_a_level_and_no_longer() {
+        let b = PathBuffers::direct(4 << 20, 32 << 20, 16 << 10);
+        let (rate, f) = slow_rate(16 << 20, &b, 5.25, None);
+        // It still holds its handler when the level ends ...
+        assert!(hold_s(16 << 20, &b, rate) >= 5.25 * 1.5 - 0.01);
+        // ... and not much longer.
+        assert!(hold_s(16 << 20, &b, rate) <= 5.25 * 1.5 + 0.5);
+        assert!(f.message.contains("--slow-rate"), "{}", f.message);
+        assert_eq!(slow_rate(16 << 20, &b, 5.25, Some(2 << 20)).0, 2 << 20);
+        // A response barely beyond B gets the floor, not a crawl.
+        assert_eq!(
+            slow_rate((4 << 20) + (32 << 10), &b, 5.25, None).0,
+            MIN_AUTO_RATE
+        );
+    }
 
     #[test]
     fn heads_give_status_and_length() {

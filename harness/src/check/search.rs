@@ -3,6 +3,8 @@
 //! last level that was not denied and the first that was, so that the
 //! answer is exact ("denied from 3 slow readers on").
 
+use std::collections::BTreeMap;
+
 use schema::LevelVerdict;
 
 /// p95 of a level at or under this many times the baseline, without
@@ -80,6 +82,9 @@ pub struct Outcome {
     pub denied_from: Option<u32>,
     /// The largest number of slow readers found held.
     pub held_up_to: Option<u32>,
+    /// The level at which the tester or the host ran out: the search
+    /// stops there, since nothing above it can be judged either.
+    pub inconclusive_from: Option<u32>,
     /// Whether the search stopped before it was done (`measure` said so).
     pub stopped: bool,
 }
@@ -116,6 +121,7 @@ pub fn search<E>(
         };
     let mut last_ok: Option<u32> = None;
     let mut first_denied: Option<u32> = None;
+    let mut inconclusive = false;
     for n in doubling(max_slow) {
         match level(n, &mut levels)? {
             None => {
@@ -124,6 +130,10 @@ pub fn search<E>(
             }
             Some(LevelVerdict::Denied) => {
                 first_denied = Some(n);
+                break;
+            }
+            Some(LevelVerdict::Inconclusive) => {
+                inconclusive = true;
                 break;
             }
             Some(_) => last_ok = Some(n),
@@ -139,10 +149,23 @@ pub fn search<E>(
                     break;
                 }
                 Some(LevelVerdict::Denied) => hi = mid,
+                Some(LevelVerdict::Inconclusive) => {
+                    inconclusive = true;
+                    break;
+                }
                 Some(_) => lo = Some(mid),
             }
         }
     }
+    let inconclusive_from = inconclusive
+        .then(|| {
+            levels
+                .iter()
+                .filter(|(_, v)| *v == LevelVerdict::Inconclusive)
+                .map(|(n, _)| *n)
+                .min()
+        })
+        .flatten();
     let denied_from = levels
         .iter()
         .filter(|(_, v)| *v == LevelVerdict::Denied)
@@ -157,8 +180,81 @@ pub fn search<E>(
         levels,
         denied_from,
         held_up_to,
+        inconclusive_from,
         stopped,
     })
+}
+
+/// The boundary levels a search found, to measure again: the last level
+/// below the first denied one that was not denied, and the first denied
+/// one (either may be missing).
+pub fn boundary(o: &Outcome) -> [Option<u32>; 2] {
+    let Some(d) = o.denied_from else {
+        return [None, None];
+    };
+    let below = o
+        .levels
+        .iter()
+        .filter(|(n, v)| *n < d && *v != LevelVerdict::Denied)
+        .map(|(n, _)| *n)
+        .max()
+        .filter(|n| *n > 0);
+    [below, Some(d)]
+}
+
+/// How the boundary held up when measured again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settled {
+    /// The fewest slow clients denied in most of their runs.
+    pub denied_from: Option<u32>,
+    /// For each boundary level: its slow clients, the runs that agreed with
+    /// the search's verdict, and the runs.
+    pub agreement: Vec<(u32, usize, usize)>,
+    /// Where the boundary did not repeat, the lowest and the highest number
+    /// of slow clients it may lie at (no highest: above the levels tried).
+    pub range: Option<(u32, Option<u32>)>,
+}
+
+/// The boundary after its repetitions (`verdicts`: every verdict of each
+/// level, the search's first). A level counts as denied when most of its
+/// runs were.
+pub fn settle(o: &Outcome, verdicts: &BTreeMap<u32, Vec<LevelVerdict>>) -> Settled {
+    let denied_runs = |n: u32| {
+        let v = verdicts.get(&n).map(Vec::as_slice).unwrap_or(&[]);
+        (
+            v.iter().filter(|x| **x == LevelVerdict::Denied).count(),
+            v.len(),
+        )
+    };
+    let [below, at] = boundary(o);
+    let mut agreement = Vec::new();
+    let mut range = None;
+    let mut denied_from = o.denied_from;
+    if let Some(d) = at {
+        let (denied, runs) = denied_runs(d);
+        agreement.push((d, denied, runs));
+        if denied < runs {
+            range = Some((d, None));
+        }
+        if denied * 2 <= runs {
+            denied_from = None;
+        }
+    }
+    if let Some(l) = below {
+        let (denied, runs) = denied_runs(l);
+        agreement.insert(0, (l, runs - denied, runs));
+        if denied > 0 {
+            range = Some((l, at));
+        }
+        if denied * 2 > runs {
+            denied_from = Some(l);
+        }
+    }
+    Settled {
+        denied_from,
+        agreement,
+        range,
+    }
 }
 
 #[cfg(test)]
@@ -300,5 +396,60 @@ mod tests {
         assert_eq!((o.denied_from, o.stopped), (Some(2), true));
         assert_eq!(o.levels.len(), 3);
         assert_eq!(search(8, |_| Err::<Step, _>("boom")), Err("boom"));
+    }
+
+    #[test]
+    fn an_inconclusive_level_ends_the_search_there() {
+        let o = search(64, |n| {
+            Ok::<_, ()>(Step::Level(match n {
+                0..=4 => Held,
+                _ => Inconclusive,
+            }))
+        })
+        .unwrap();
+        assert_eq!(o.inconclusive_from, Some(8));
+        assert_eq!((o.denied_from, o.held_up_to), (None, Some(4)));
+        assert_eq!(o.levels.last(), Some(&(8, Inconclusive)));
+        // Inside the bisection too.
+        let o = search(64, |n| {
+            Ok::<_, ()>(Step::Level(match n {
+                0..=8 => Held,
+                16 => Denied,
+                _ => Inconclusive,
+            }))
+        })
+        .unwrap();
+        assert_eq!((o.denied_from, o.inconclusive_from), (Some(16), Some(12)));
+    }
+
+    #[test]
+    fn a_boundary_that_repeats_is_exact_and_one_that_does_not_is_a_range() {
+        let o = search(64, server(3, false)).unwrap();
+        assert_eq!(boundary(&o), [Some(2), Some(3)]);
+        let runs = |l: &[LevelVerdict], d: &[LevelVerdict]| {
+            BTreeMap::from([(2, l.to_vec()), (3, d.to_vec())])
+        };
+        let s = settle(&o, &runs(&[Held, Held, Held], &[Denied, Denied, Denied]));
+        assert_eq!(s.denied_from, Some(3));
+        assert_eq!(s.agreement, vec![(2, 3, 3), (3, 3, 3)]);
+        assert_eq!(s.range, None);
+        // 3 denied in 2 runs of 3: still denied from 3, but it may lie higher.
+        let s = settle(&o, &runs(&[Held, Degraded, Held], &[Denied, Held, Denied]));
+        assert_eq!(s.denied_from, Some(3));
+        assert_eq!(s.range, Some((3, None)));
+        // 2 was denied in two runs of three: from 2, between 2 and 3.
+        let s = settle(
+            &o,
+            &runs(&[Held, Denied, Denied], &[Denied, Denied, Denied]),
+        );
+        assert_eq!(s.denied_from, Some(2));
+        assert_eq!(s.range, Some((2, Some(3))));
+        assert_eq!(s.agreement[0], (2, 1, 3));
+        // 3 held in two runs of three: not denied at all.
+        let s = settle(&o, &runs(&[Held, Held, Held], &[Denied, Held, Held]));
+        assert_eq!(s.denied_from, None);
+        // Nothing denied: no boundary.
+        let held = search(8, server(u32::MAX, false)).unwrap();
+        assert_eq!(boundary(&held), [None, None]);
     }
 }

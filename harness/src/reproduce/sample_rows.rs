@@ -26,6 +26,8 @@ pub fn resources(samples: &[ResourceSample], t0: f64, ident: &Ident) -> Vec<Reso
                 send_queue_bytes: s.send_queue_bytes,
                 recv_queue_bytes: s.recv_queue_bytes,
                 accept_backlog: Some(s.accept_backlog),
+                fds: Some(s.fds),
+                fd_limit: s.fd_limit,
                 ..ResourceRow::default()
             };
             row.stamp(ident);

@@ -209,6 +209,9 @@ pub struct Stack<'a> {
     app: Option<Running>,
     proxy: Option<Running>,
     target: SocketAddr,
+    /// The server slowlab did not start (`App::Running`), found by its
+    /// listening socket: the root of its processes, sampled as `app`.
+    running_pid: Option<u32>,
     loadgen_caps: Option<Caps>,
     cgroup_prefix: String,
     /// Dropped after the processes inside (see [`Stack::stop`]).
@@ -277,10 +280,18 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
         &entry,
     )?;
     let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app_addr);
+    // A running server is on the host (a --target never runs in the lab's
+    // namespaces): the lowest pid holding its listener is its root (a
+    // master's workers inherit the socket).
+    let running_pid = match &stack.server {
+        App::Running { addr, .. } => crate::procfs::listeners(addr.port()).first().copied(),
+        _ => None,
+    };
     Ok(Stack {
         lab,
         app,
         proxy,
+        running_pid,
         target,
         loadgen_caps: stack.caps.loadgen,
         cgroup_prefix: stack.cgroup_prefix.clone(),
@@ -318,6 +329,9 @@ impl Stack<'_> {
     /// Whether the app and the proxy that were started still run; the name
     /// and last stderr line of the first that does not.
     pub fn exited(&mut self) -> Option<String> {
+        if let Some(pid) = self.running_pid.filter(|&p| crate::procfs::gone(p)) {
+            return Some(format!("the server at {} (pid {pid}) is gone", self.target));
+        }
         [self.app.as_mut(), self.proxy.as_mut()]
             .into_iter()
             .flatten()
@@ -329,6 +343,21 @@ impl Stack<'_> {
                     r.guard.last_error_line()
                 ))
             })
+    }
+
+    /// `ListenOverflows` of the server's network namespace (the host's
+    /// without namespaces): connections its listen queues dropped since
+    /// boot; compare two readings.
+    pub fn listen_overflows(&self) -> Option<u64> {
+        let ns = self.net.as_ref().map(|n| n.server.path());
+        crate::netns::within(ns.as_deref(), || Ok(crate::procfs::listen_overflows()))
+            .ok()
+            .flatten()
+    }
+
+    /// The root pid of the server's processes, started by slowlab or not.
+    pub fn app_pid(&self) -> Option<u32> {
+        self.app.as_ref().map(Running::pid).or(self.running_pid)
     }
 
     /// Runs one load generator against the stack, sampled, in its own
@@ -343,6 +372,14 @@ impl Stack<'_> {
     ) -> Result<Measured, RunError> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut probes: Vec<Probe> = self.app.iter().map(|a| a.probe("app")).collect();
+        if let Some(pid) = self.running_pid {
+            probes.push(Probe {
+                component: "app".into(),
+                counters: None,
+                root_pid: pid,
+                temp_dir: None,
+            });
+        }
         if let Some(p) = &self.proxy {
             probes.push(p.probe("proxy"));
         }

@@ -1,0 +1,370 @@
+//! What a level showed besides its fast path: the tester (the load
+//! generator's CPU, the host's idle and steal time, how late the fast calls
+//! started) and the server (its CPU and memory against its caps, its
+//! descriptors against their limit, its listen queue's drops, its sockets
+//! holding responses the kernel would not take, how long slow downloads
+//! waited for their first byte). From that, pure and unit-tested: whether
+//! the level is conclusive at all ([`tester_ran_out`]), and what decided a
+//! level that was not held ([`cause`]).
+//!
+//! The thresholds are the documented ones (README, "slowlab check"): a
+//! verdict must never blame the server for what the tester or the host ran
+//! out of.
+
+use std::fmt;
+
+use catalogue::Direction;
+
+/// The load generator may use at most this share of the host's cores; a
+/// level where it used more measured the tester (a quarter: half a core
+/// on the 2-core machines the lab is built on).
+pub const TESTER_CPU_SHARE: f64 = 0.25;
+/// A level where the host's idle CPU fell under this many cores, and the
+/// server was not what used it, measured the host.
+pub const HOST_IDLE_MIN_CORES: f64 = 0.1;
+/// A level where the hypervisor took more than this share of the host's
+/// CPU time measured the hypervisor.
+pub const STEAL_MAX_SHARE: f64 = 0.1;
+/// A level whose fast calls started later than this (p99) against their
+/// schedule measured the tester's own scheduling.
+pub const SCHEDULE_LAG_MAX_MS: f64 = 50.0;
+/// A server at this share of its CPU cap (or more) ran out of CPU.
+pub const CPU_CAP_SHARE: f64 = 0.85;
+/// A server at this share of its memory cap (or more) ran out of memory.
+pub const MEMORY_CAP_SHARE: f64 = 0.95;
+/// A server at this share of its descriptor limit (or more) ran out of
+/// descriptors.
+pub const FD_LIMIT_SHARE: f64 = 0.95;
+/// Behind a buffering proxy, slow downloads whose median first byte came
+/// this late (or later) waited for the server's handlers.
+pub const QUEUED_FIRST_BYTE_MS: f64 = 1000.0;
+
+/// Everything a level showed besides its fast path; `None` where it could
+/// not be measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    /// The host's cores.
+    pub host_cores: f64,
+    pub loadgen_cpu_cores: Option<f64>,
+    /// The load generator's CPU cap (`--caps loadgen=`), and the share of
+    /// the level its cgroup spent throttled.
+    pub loadgen_cpu_cap: Option<f64>,
+    pub loadgen_throttled_share: Option<f64>,
+    pub host_idle_cores: Option<f64>,
+    /// The hypervisor's share of the host's CPU time during the level.
+    pub host_steal_share: Option<f64>,
+    pub schedule_lag_p99_ms: Option<f64>,
+    pub app_cpu_cores: Option<f64>,
+    /// The app's CPU cap in cores, when it is capped.
+    pub app_cpu_cap: Option<f64>,
+    /// Share of the level the app's cgroup spent throttled.
+    pub app_throttled_share: Option<f64>,
+    pub app_memory_peak_bytes: Option<u64>,
+    pub app_memory_cap: Option<u64>,
+    pub server_fds: Option<u64>,
+    pub server_fd_limit: Option<u64>,
+    /// Connections the server's listen queue dropped during the level.
+    pub listen_overflows: Option<u64>,
+    /// The most of the server's sockets seen at once with a full-ish send
+    /// queue.
+    pub held_sockets: Option<u64>,
+    /// The most client connections the server held at once.
+    pub server_connections: Option<u64>,
+    pub first_byte_p50_ms: Option<f64>,
+}
+
+/// What decided a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// Held: nothing ran out.
+    None,
+    /// The server's handlers were held by the slow clients.
+    Handlers,
+    /// Behind a buffering proxy, responses waited for the server's
+    /// handlers: the proxy took each one whole, the server wrote them one
+    /// handler at a time.
+    Queueing,
+    Cpu,
+    Memory,
+    Descriptors,
+    AcceptQueue,
+    /// Nothing the lab measures explains it.
+    Unknown,
+    /// Inconclusive: the load generator used more than its share.
+    TesterCpu,
+    /// Inconclusive: the host had no idle CPU, and not for the server.
+    HostCpu,
+    /// Inconclusive: the hypervisor took the CPU.
+    HostSteal,
+    /// Inconclusive: the fast calls could not start on time.
+    Schedule,
+}
+
+impl Cause {
+    /// The name `check.csv` writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::None => "none",
+            Cause::Handlers => "handlers",
+            Cause::Queueing => "queueing",
+            Cause::Cpu => "cpu",
+            Cause::Memory => "memory",
+            Cause::Descriptors => "descriptors",
+            Cause::AcceptQueue => "accept_queue",
+            Cause::Unknown => "unknown",
+            Cause::TesterCpu => "tester_cpu",
+            Cause::HostCpu => "host_cpu",
+            Cause::HostSteal => "host_steal",
+            Cause::Schedule => "schedule",
+        }
+    }
+
+    /// Whether the cause is the tester's or the host's: the level is
+    /// inconclusive.
+    pub fn inconclusive(self) -> bool {
+        matches!(
+            self,
+            Cause::TesterCpu | Cause::HostCpu | Cause::HostSteal | Cause::Schedule
+        )
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether the server used most of the host's busy CPU.
+fn server_used_the_host(e: &Evidence) -> bool {
+    match (e.app_cpu_cores, e.host_idle_cores) {
+        (Some(app), Some(idle)) => app >= 0.5 * (e.host_cores - idle).max(0.0),
+        _ => false,
+    }
+}
+
+/// What of the tester or the host ran out during the level, if anything:
+/// then nothing the level measured is the server's.
+pub fn tester_ran_out(e: &Evidence) -> Option<Cause> {
+    let at_cap = match (e.loadgen_cpu_cores, e.loadgen_cpu_cap) {
+        (Some(c), Some(cap)) => c >= CPU_CAP_SHARE * cap,
+        _ => false,
+    };
+    if e.loadgen_cpu_cores
+        .is_some_and(|c| c > TESTER_CPU_SHARE * e.host_cores)
+        || at_cap
+        || e.loadgen_throttled_share.is_some_and(|t| t >= 0.5)
+    {
+        return Some(Cause::TesterCpu);
+    }
+    if e.host_steal_share.is_some_and(|s| s > STEAL_MAX_SHARE) {
+        return Some(Cause::HostSteal);
+    }
+    let host_full = e.host_idle_cores.is_some_and(|i| i < HOST_IDLE_MIN_CORES);
+    if host_full && !server_used_the_host(e) {
+        return Some(Cause::HostCpu);
+    }
+    if !host_full
+        && e.schedule_lag_p99_ms
+            .is_some_and(|l| l > SCHEDULE_LAG_MAX_MS)
+    {
+        return Some(Cause::Schedule);
+    }
+    None
+}
+
+/// What decided a level that was not held, from the server's side, in
+/// the order the evidence is read: what ran out of the server's resources
+/// first (memory, CPU, descriptors, its listen queue), then, with them to
+/// spare, what held its handlers. `buffering` says whether the route's
+/// proxy buffers what the slow clients move (responses for downloads,
+/// request bodies for uploads).
+pub fn cause(e: &Evidence, direction: Direction, buffering: bool, slow: u32) -> Cause {
+    let share = |v: Option<f64>, cap: Option<f64>| match (v, cap) {
+        (Some(v), Some(c)) if c > 0.0 => Some(v / c),
+        _ => None,
+    };
+    let memory = share(
+        e.app_memory_peak_bytes.map(|b| b as f64),
+        e.app_memory_cap.map(|b| b as f64),
+    );
+    if memory.is_some_and(|m| m >= MEMORY_CAP_SHARE) {
+        return Cause::Memory;
+    }
+    let capped_out = share(e.app_cpu_cores, e.app_cpu_cap).is_some_and(|c| c >= CPU_CAP_SHARE)
+        || e.app_throttled_share.is_some_and(|t| t >= 0.5);
+    let host_out = e.host_idle_cores.is_some_and(|i| i < HOST_IDLE_MIN_CORES);
+    if capped_out || (host_out && server_used_the_host(e)) {
+        return Cause::Cpu;
+    }
+    let fds = share(
+        e.server_fds.map(|f| f as f64),
+        e.server_fd_limit.map(|f| f as f64),
+    );
+    if fds.is_some_and(|f| f >= FD_LIMIT_SHARE) {
+        return Cause::Descriptors;
+    }
+    if e.listen_overflows.is_some_and(|n| n > 0) {
+        return Cause::AcceptQueue;
+    }
+    match direction {
+        Direction::Download => {
+            let held = e.held_sockets.unwrap_or(0);
+            let queued = e
+                .first_byte_p50_ms
+                .is_some_and(|f| f >= QUEUED_FIRST_BYTE_MS);
+            if buffering && queued {
+                Cause::Queueing
+            } else if held > 0 && !buffering {
+                Cause::Handlers
+            } else if queued {
+                Cause::Queueing
+            } else {
+                Cause::Unknown
+            }
+        }
+        // A slow uploader or slowloris client holds its connection, and
+        // the handler that reads it, for the whole level: its connections
+        // open at the server are the evidence.
+        Direction::Upload | Direction::Headers => {
+            if !buffering && e.server_connections.is_some_and(|c| c >= u64::from(slow)) {
+                Cause::Handlers
+            } else if buffering {
+                Cause::Queueing
+            } else {
+                Cause::Unknown
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quiet() -> Evidence {
+        Evidence {
+            host_cores: 2.0,
+            loadgen_cpu_cores: Some(0.1),
+            host_idle_cores: Some(1.2),
+            host_steal_share: Some(0.0),
+            schedule_lag_p99_ms: Some(0.5),
+            app_cpu_cores: Some(0.05),
+            ..Evidence::default()
+        }
+    }
+
+    #[test]
+    fn the_tester_or_the_host_running_out_makes_a_level_inconclusive() {
+        assert_eq!(tester_ran_out(&quiet()), None);
+        let busy_tester = Evidence {
+            loadgen_cpu_cores: Some(1.62),
+            host_idle_cores: Some(0.02),
+            ..quiet()
+        };
+        assert_eq!(tester_ran_out(&busy_tester), Some(Cause::TesterCpu));
+        // Starved by a cap, it uses little, but all it may.
+        let starved = Evidence {
+            loadgen_cpu_cores: Some(0.049),
+            loadgen_cpu_cap: Some(0.05),
+            ..quiet()
+        };
+        assert_eq!(tester_ran_out(&starved), Some(Cause::TesterCpu));
+        let stolen = Evidence {
+            host_steal_share: Some(0.3),
+            ..quiet()
+        };
+        assert_eq!(tester_ran_out(&stolen), Some(Cause::HostSteal));
+        // Another program used the host, not the server.
+        let crowded = Evidence {
+            host_idle_cores: Some(0.0),
+            app_cpu_cores: Some(0.2),
+            ..quiet()
+        };
+        assert_eq!(tester_ran_out(&crowded), Some(Cause::HostCpu));
+        // The server itself used the host: conclusive, and its cause is CPU.
+        let hungry = Evidence {
+            host_idle_cores: Some(0.02),
+            app_cpu_cores: Some(1.7),
+            ..quiet()
+        };
+        assert_eq!(tester_ran_out(&hungry), None);
+        assert_eq!(cause(&hungry, Direction::Download, false, 8), Cause::Cpu);
+        let late = Evidence {
+            schedule_lag_p99_ms: Some(80.0),
+            ..quiet()
+        };
+        assert_eq!(tester_ran_out(&late), Some(Cause::Schedule));
+        assert!(Cause::Schedule.inconclusive() && !Cause::Cpu.inconclusive());
+    }
+
+    #[test]
+    fn a_denial_names_what_ran_out_of_the_server_before_its_handlers() {
+        let capped = Evidence {
+            app_cpu_cores: Some(0.049),
+            app_cpu_cap: Some(0.05),
+            held_sockets: Some(3),
+            ..quiet()
+        };
+        assert_eq!(cause(&capped, Direction::Download, false, 3), Cause::Cpu);
+        let full = Evidence {
+            app_memory_peak_bytes: Some(127 << 20),
+            app_memory_cap: Some(128 << 20),
+            ..capped.clone()
+        };
+        assert_eq!(cause(&full, Direction::Download, false, 3), Cause::Memory);
+        let fds = Evidence {
+            server_fds: Some(1020),
+            server_fd_limit: Some(1024),
+            ..quiet()
+        };
+        assert_eq!(cause(&fds, Direction::Upload, false, 3), Cause::Descriptors);
+        let dropped = Evidence {
+            listen_overflows: Some(4),
+            ..quiet()
+        };
+        assert_eq!(
+            cause(&dropped, Direction::Headers, false, 3),
+            Cause::AcceptQueue
+        );
+    }
+
+    #[test]
+    fn held_sockets_are_handlers_and_late_first_bytes_behind_a_buffer_are_queueing() {
+        let held = Evidence {
+            held_sockets: Some(2),
+            first_byte_p50_ms: Some(3.0),
+            ..quiet()
+        };
+        assert_eq!(cause(&held, Direction::Download, false, 2), Cause::Handlers);
+        // Behind NGINX buffering on the app's sockets drain; the exports
+        // waited 1.24 s for their first byte behind 3 workers.
+        let queued = Evidence {
+            held_sockets: Some(0),
+            first_byte_p50_ms: Some(1240.0),
+            ..quiet()
+        };
+        assert_eq!(
+            cause(&queued, Direction::Download, true, 32),
+            Cause::Queueing
+        );
+        let nothing = Evidence {
+            held_sockets: Some(0),
+            first_byte_p50_ms: Some(2.0),
+            ..quiet()
+        };
+        assert_eq!(
+            cause(&nothing, Direction::Download, true, 32),
+            Cause::Unknown
+        );
+        let uploads = Evidence {
+            server_connections: Some(5),
+            ..quiet()
+        };
+        assert_eq!(
+            cause(&uploads, Direction::Upload, false, 4),
+            Cause::Handlers
+        );
+        assert_eq!(cause(&uploads, Direction::Upload, false, 9), Cause::Unknown);
+    }
+}

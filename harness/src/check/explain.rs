@@ -1,0 +1,478 @@
+//! The answer in words, from the evidence: one paragraph per route that
+//! says what the levels found, what decided the first level that was not
+//! held (the cause `check.csv` records, with the figure that shows it and
+//! the file it is in), how many runs of the boundary agreed, and one
+//! remedy that follows the cause. An inconclusive route says what of the
+//! tester or the host ran out and how to go on, never what the server
+//! would have done.
+
+use catalogue::{ProxyKind, Route};
+use common::units::Size;
+use schema::{CheckRow, Direction};
+
+use super::CheckArgs;
+use super::answer::{RouteResult, client, clients, ms};
+use super::evidence::{Cause, TESTER_CPU_SHARE};
+
+/// The route's proxy, what its name's buffering is (request buffering on
+/// the request-direction routes, response buffering on the others) and
+/// whether it is on; `None` direct.
+fn buffering(route: Route) -> Option<(ProxyKind, &'static str, bool)> {
+    let (kind, on) = route.proxy()?;
+    Some(match route.request_body() {
+        Some(b) if b.explicit => (kind, "request buffering", b.buffering),
+        _ => (kind, "buffering", on),
+    })
+}
+
+/// The route in words: its label directly (`direct`, `target`), or
+/// `behind NGINX buffering on`.
+fn label(r: &RouteResult) -> String {
+    let Some((kind, what, on)) = buffering(r.route) else {
+        return r.label.clone();
+    };
+    let proxy = match kind {
+        ProxyKind::Nginx => "NGINX",
+        ProxyKind::Pingora => "pingora",
+    };
+    format!("behind {proxy} {what} {}", if on { "on" } else { "off" })
+}
+
+/// `direct: denied from 4 (3 of 3 runs)`, `behind NGINX buffering on: held
+/// up to 64`, `target: inconclusive from 117`.
+fn short(r: &RouteResult, max_slow: u32) -> String {
+    let o = &r.outcome;
+    let s = &r.settled;
+    let agreed = |n: u32| {
+        s.agreement
+            .iter()
+            .find(|(m, ..)| *m == n)
+            .filter(|(_, _, runs)| *runs > 1)
+            .map(|(_, agreed, runs)| format!(" ({agreed} of {runs} runs)"))
+            .unwrap_or_default()
+    };
+    let what = match (s.range, s.denied_from, o.inconclusive_from, o.held_up_to) {
+        (Some((lo, Some(hi))), ..) if lo != hi => format!(
+            "denied from somewhere in {lo} to {hi}: the boundary did not repeat{}{}",
+            agreed(lo),
+            agreed(hi)
+        ),
+        (Some((lo, None)), Some(_), ..) => format!(
+            "denied from {lo}{}, or more: it did not deny in every run",
+            agreed(lo)
+        ),
+        (_, Some(d), ..) => format!("denied from {d}{}", agreed(d)),
+        (_, None, Some(i), Some(h)) => format!("held up to {h}, inconclusive from {i}"),
+        (_, None, Some(i), None) => format!("inconclusive from {i}"),
+        (_, None, None, Some(h)) if h == max_slow => format!("held up to {h}"),
+        (_, None, None, Some(h)) => format!("held up to {h}, degraded above"),
+        (_, None, None, None) => "degraded at every level".into(),
+    };
+    format!("{}: {what}", label(r))
+}
+
+/// Whether `r` decides the exit status (`--gate`; every route by default).
+pub fn gated(r: &RouteResult, args: &CheckArgs) -> bool {
+    args.gate.is_empty() || args.gate.contains(&r.label)
+}
+
+/// The one line of every gated route, when one was denied (the message of
+/// exit status 3).
+pub fn denied_line(routes: &[RouteResult], args: &CheckArgs) -> Option<String> {
+    let gated: Vec<&RouteResult> = routes.iter().filter(|r| gated(r, args)).collect();
+    gated.iter().any(|r| r.denied()).then(|| {
+        let lines: Vec<String> = gated.iter().map(|r| short(r, args.max_slow)).collect();
+        format!(
+            "{} were denied: {}",
+            clients(args.direction),
+            lines.join("; ")
+        )
+    })
+}
+
+/// The line of every gated route that could not be judged, when one could
+/// not (the message of exit status 4).
+pub fn inconclusive_line(routes: &[RouteResult], args: &CheckArgs) -> Option<String> {
+    let unsure: Vec<String> = routes
+        .iter()
+        .filter(|r| gated(r, args) && r.inconclusive())
+        .map(|r| {
+            let why = r
+                .outcome
+                .inconclusive_from
+                .and_then(|n| r.row_at(n))
+                .map(|x| ran_out(x, args))
+                .unwrap_or_default();
+            format!("{}: {why}", short(r, args.max_slow))
+        })
+        .collect();
+    (!unsure.is_empty()).then(|| unsure.join("; "))
+}
+
+/// What of the tester or the host ran out at a level, with its figure.
+fn ran_out(x: &CheckRow, args: &CheckArgs) -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let who = format!("{} {}", x.slow_readers, clients(args.direction));
+    match x.cause.as_str() {
+        "tester_cpu" => format!(
+            "with {who} the load generator used {:.2} cores, more than {:.0}% of this machine's {cores}",
+            x.loadgen_cpu_cores.unwrap_or(0.0),
+            TESTER_CPU_SHARE * 100.0
+        ),
+        "host_cpu" => format!(
+            "with {who} the host had {:.2} cores idle and the server used {} of the rest",
+            x.host_idle_cores.unwrap_or(0.0),
+            x.app_cpu_cores
+                .map_or("an unknown share".into(), |c| format!("only {c:.2}"))
+        ),
+        "host_steal" => format!(
+            "with {who} the hypervisor took {:.0} ms of CPU from this machine",
+            x.host_steal_ms.unwrap_or(0.0)
+        ),
+        "schedule" => format!(
+            "with {who} the fast calls started up to {} ms late (p99)",
+            ms(x.schedule_lag_p99_ms)
+        ),
+        other => format!("with {who}: {other}"),
+    }
+}
+
+/// Why a level was not held, in words with its figures and its file.
+fn why(r: &RouteResult, x: &CheckRow, args: &CheckArgs) -> String {
+    let n = x.slow_readers;
+    let who = clients(r.direction);
+    let dir = format!("in {}/", x.dir);
+    let cpu = x
+        .app_cpu_cores
+        .map_or("not measured".into(), |c| format!("{c:.2} cores"));
+    match x.cause.as_str() {
+        "handlers" => match r.direction {
+            Direction::Download => format!(
+                " The server's handlers were held: up to {} of its sockets held responses the kernel would not take (send queues at least half full, socket-samples {dir}) while its CPU was {cpu}. {n} slow downloads of {} ({}, about {:.1} s each at {}/s) occupy the handlers that answer {}, and a slow reader holds one for nearly its whole download.",
+                x.held_sockets.unwrap_or(0),
+                args.large_path.as_deref().unwrap_or("/large"),
+                Size(r.body_bytes),
+                r.body_bytes as f64 / r.rate.max(1) as f64,
+                Size(r.rate),
+                args.fast_path
+            ),
+            Direction::Upload => format!(
+                " The server's handlers were held: {n} slow uploads to {} ({} each at {}/s) kept their connections open at the server (its CPU {cpu}); it reads each body as it arrives, so an uploader holds a handler for its whole upload.",
+                args.upload.upload_path,
+                Size(r.body_bytes),
+                Size(r.rate)
+            ),
+            Direction::Headers => format!(
+                " The server's handlers were held: {n} clients that send their head one line every {} and never finish it kept their connections open at the server (its CPU {cpu}), each waiting in a handler for the rest of its head.",
+                common::units::format_duration(args.upload.header_interval)
+            ),
+        },
+        "queueing" => format!(
+            " This is not held handlers: the proxy drained the server's sockets (at most {} held at once), but the slow downloads waited {} ms for their first byte (median, large-responses.csv {dir}): the proxy takes each response whole, so {n} responses queued behind the server's handlers and the calls of {} waited in the same queue.",
+            x.held_sockets.unwrap_or(0),
+            ms(x.first_byte_p50_ms),
+            args.fast_path
+        ),
+        "cpu" => format!(
+            " The server ran out of CPU: it used {cpu}{} with {n} {who} (resource samples {dir}).",
+            match (args.caps.and_then(|c| c.app), x.host_idle_cores) {
+                (Some(c), _) => format!(" of its {} cores", c.cpu_cores),
+                (None, Some(idle)) => format!(", the host {idle:.2} cores idle"),
+                (None, None) => String::new(),
+            }
+        ),
+        "memory" => format!(
+            " The server ran out of memory: {} MiB at its peak with {n} {who}{}.",
+            x.app_memory_peak_mib
+                .map_or("-".into(), |m| format!("{m:.0}")),
+            args.caps
+                .and_then(|c| c.app)
+                .map(|c| format!(", against its cap of {}", Size(c.memory_bytes)))
+                .unwrap_or_default()
+        ),
+        "descriptors" => format!(
+            " The server ran out of descriptors: {} open against its limit of {}.",
+            x.server_fds.unwrap_or(0),
+            x.server_fd_limit.map_or("-".into(), |l| l.to_string())
+        ),
+        "accept_queue" => format!(
+            " The server's listen queue overflowed: {} connections dropped (ListenOverflows) with {n} {who}: it did not accept them fast enough.",
+            x.listen_overflows.unwrap_or(0)
+        ),
+        _ => format!(
+            " Nothing the lab measures explains it: the server's CPU {cpu}, {} sockets held, first bytes after {} ms; see {}/.",
+            x.held_sockets.map_or("-".into(), |h| h.to_string()),
+            ms(x.first_byte_p50_ms),
+            x.dir
+        ),
+    }
+}
+
+/// The paragraph of one route, with this run's numbers.
+pub fn words(r: &RouteResult, args: &CheckArgs) -> String {
+    let o = &r.outcome;
+    let who = clients(r.direction);
+    let mut s = format!("{}.", short(r, args.max_slow));
+    let first_bad = r
+        .settled
+        .denied_from
+        .or(o.denied_from)
+        .and_then(|d| r.row_at(d));
+    if let Some(x) = first_bad {
+        let how = if x.errors > 0 {
+            format!(
+                "{} of {} calls of {} failed (timeouts {}, refused {}, reset {}, other {})",
+                x.errors,
+                x.fast_requests,
+                args.fast_path,
+                x.err_timeout,
+                x.err_connect_refused,
+                x.err_reset,
+                x.err_other
+            )
+        } else {
+            format!(
+                "the p95 of {} went from {:.3} ms with no {} to {} ms ({:.0}x)",
+                args.fast_path,
+                r.baseline_ms,
+                client(r.direction),
+                ms(x.p95_ms),
+                x.p95_x_baseline.unwrap_or(0.0)
+            )
+        };
+        s += &format!(" With {} {who} {how}.", x.slow_readers);
+        s += &why(r, x, args);
+    } else if let Some(x) = o.held_up_to.and_then(|h| r.row_at(h)) {
+        s += &format!(
+            " With {} {who} the p95 of {} was {} ms against {:.3} ms with none.",
+            x.slow_readers,
+            args.fast_path,
+            ms(x.p95_ms),
+            r.baseline_ms
+        );
+    }
+    if let Some(x) = o.inconclusive_from.and_then(|n| r.row_at(n)) {
+        s += &format!(
+            " Inconclusive: {}; the tester ran out, not the server. Go on with fewer {who} per level (--max-slow under {}), a lower --slow-rate, or several machines (shard the levels and merge, as `reproduce --shard` does).",
+            ran_out(x, args),
+            x.slow_readers
+        );
+    }
+    if o.stopped {
+        s += " The search stopped early (the server did not recover after a level, or it was interrupted).";
+    }
+    s
+}
+
+/// The cause of a route's first level that was not held, if any.
+fn cause_of(r: &RouteResult) -> Option<Cause> {
+    let n = r.settled.denied_from.or(r.outcome.denied_from)?;
+    let name = r.row_at(n)?.cause.clone();
+    [
+        Cause::Handlers,
+        Cause::Queueing,
+        Cause::Cpu,
+        Cause::Memory,
+        Cause::Descriptors,
+        Cause::AcceptQueue,
+    ]
+    .into_iter()
+    .find(|c| c.name() == name)
+    .or(Some(Cause::Unknown))
+}
+
+/// The remedy of one route, from its cause.
+fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
+    let handlers = "give the server more handlers than slow clients (threads, or an async server)";
+    let put = match args.direction {
+        Direction::Download => {
+            "put a buffering reverse proxy in front (NGINX proxy_buffering on; check it with --through nginx-on or pingora-on)"
+        }
+        Direction::Upload => {
+            "put a proxy that reads the whole request before it connects upstream in front (NGINX proxy_request_buffering on, its default; check it with --through nginx-on or pingora-on)"
+        }
+        Direction::Headers => {
+            "put a reverse proxy in front (NGINX and pingora wait for the whole head before they connect upstream; check it with --through nginx-on or pingora-on)"
+        }
+    };
+    match cause_of(r) {
+        None => format!("{}: no remedy needed", label(r)),
+        Some(Cause::Handlers) => match buffering(r.route) {
+            None => format!("{}: {put}, or {handlers}", label(r)),
+            Some((_, what, false)) => format!(
+                "{}: turn the proxy's {what} on (it passed each transfer through at the client's pace), or {handlers}",
+                label(r)
+            ),
+            Some(_) => format!(
+                "{}: the proxy did not absorb them (a transfer larger than its buffers and temp-file cap, or a capped proxy); {handlers}",
+                label(r)
+            ),
+        },
+        Some(Cause::Queueing) => format!(
+            "{}: the proxy already takes each transfer off the server, so another proxy setting will not help; what is left is the server's throughput for large responses: more handlers, or fewer of them at once (a queue or a rate limit for the large path)",
+            label(r)
+        ),
+        Some(Cause::Cpu) => format!(
+            "{}: more CPU for the server (its cap, or fewer processes beside it); a buffering proxy does not make CPU",
+            label(r)
+        ),
+        Some(Cause::Memory) => format!(
+            "{}: more memory for the server, or responses it does not hold in memory whole",
+            label(r)
+        ),
+        Some(Cause::Descriptors) => format!(
+            "{}: raise the server's descriptor limit (ulimit -n, LimitNOFILE=)",
+            label(r)
+        ),
+        Some(Cause::AcceptQueue) => format!(
+            "{}: a longer listen queue (the server's backlog setting, net.core.somaxconn) or an accept loop that keeps up",
+            label(r)
+        ),
+        Some(_) => format!(
+            "{}: find what holds the server in its level's files; {handlers} helps if it is its handlers",
+            label(r)
+        ),
+    }
+}
+
+/// The remedy that applies, from every route's cause.
+pub fn remedy(routes: &[RouteResult], args: &CheckArgs) -> String {
+    let denied: Vec<&RouteResult> = routes.iter().filter(|r| cause_of(r).is_some()).collect();
+    if denied.is_empty() {
+        if routes.iter().any(RouteResult::inconclusive) {
+            return "No remedy can be given: some levels were inconclusive (see above).".into();
+        }
+        return format!(
+            "No remedy needed up to {} {}; raise --max-slow to look further.",
+            args.max_slow,
+            clients(args.direction)
+        );
+    }
+    // A route that held behind a proxy is the remedy of a direct denial
+    // caused by its handlers.
+    let held_behind = routes
+        .iter()
+        .find(|r| buffering(r.route).is_some() && !r.denied() && !r.inconclusive());
+    let direct_handlers = denied
+        .iter()
+        .any(|r| buffering(r.route).is_none() && cause_of(r) == Some(Cause::Handlers));
+    if let (Some(t), true) = (held_behind, direct_handlers) {
+        return format!(
+            "Remedy: keep the proxy in front ({}): it takes the slow clients' transfers off the server.",
+            label(t)
+        );
+    }
+    let lines: Vec<String> = denied.iter().map(|r| remedy_of(r, args)).collect();
+    format!("Remedy: {}.", lines.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::search::{Outcome, Settled};
+    use clap::Parser;
+    use schema::{LevelVerdict, Named};
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        args: CheckArgs,
+    }
+
+    fn args(words: &[&str]) -> CheckArgs {
+        let argv = [
+            "check",
+            "--target",
+            "http://127.0.0.1:9",
+            "--large-path",
+            "/large",
+        ];
+        Cmd::try_parse_from(argv.iter().chain(words))
+            .expect("arguments parse")
+            .args
+    }
+
+    fn level(n: u32, verdict: LevelVerdict, cause: &str) -> CheckRow {
+        CheckRow {
+            slow_readers: n,
+            p95_ms: Some(if verdict == LevelVerdict::Denied {
+                1500.0
+            } else {
+                2.0
+            }),
+            p95_x_baseline: Some(1000.0),
+            verdict: Named::Known(verdict),
+            cause: cause.into(),
+            held_sockets: Some(0),
+            first_byte_p50_ms: Some(1240.0),
+            dir: format!("x/level-{n}"),
+            ..CheckRow::default()
+        }
+    }
+
+    fn route(route: Route, label: &str, denied_from: Option<u32>, cause: &str) -> RouteResult {
+        let mut rows = vec![level(16, LevelVerdict::Held, "none")];
+        let mut levels = vec![(16, LevelVerdict::Held)];
+        if let Some(d) = denied_from {
+            rows.push(level(d, LevelVerdict::Denied, cause));
+            levels.push((d, LevelVerdict::Denied));
+        }
+        RouteResult {
+            route,
+            label: label.into(),
+            direction: Direction::Download,
+            baseline_ms: 1.5,
+            outcome: Outcome {
+                levels,
+                denied_from,
+                held_up_to: Some(16),
+                inconclusive_from: None,
+                stopped: false,
+            },
+            settled: Settled {
+                denied_from,
+                agreement: denied_from
+                    .map(|d| vec![(16, 3, 3), (d, 3, 3)])
+                    .unwrap_or_default(),
+                range: None,
+            },
+            rows,
+            body_bytes: 16 << 20,
+            rate: 2 << 20,
+        }
+    }
+
+    #[test]
+    fn behind_a_buffering_proxy_a_queue_is_not_blamed_on_handlers() {
+        let a = args(&["--through", "nginx-on", "--max-slow", "32"]);
+        let r = route(Route::NginxOn, "nginx-on", Some(32), "queueing");
+        let w = words(&r, &a);
+        assert!(w.contains("not held handlers"), "{w}");
+        assert!(w.contains("1240.000 ms for their first byte"), "{w}");
+        assert!(w.contains("32 (3 of 3 runs)"), "{w}");
+        assert!(!w.contains("occupy the handlers"), "{w}");
+        let remedy = remedy(std::slice::from_ref(&r), &a);
+        assert!(
+            remedy.contains("another proxy setting will not help"),
+            "{remedy}"
+        );
+        let held = route(Route::Direct, "direct", Some(2), "handlers");
+        let w = words(&held, &a);
+        assert!(w.contains("handlers were held"), "{w}");
+    }
+
+    #[test]
+    fn the_gate_decides_which_routes_deny() {
+        let routes = [
+            route(Route::Direct, "target", Some(2), "handlers"),
+            route(Route::NginxOn, "nginx-on", None, ""),
+        ];
+        let all = args(&["--through", "nginx-on"]);
+        assert!(denied_line(&routes, &all).is_some());
+        let behind = args(&["--through", "nginx-on", "--gate", "nginx-on"]);
+        assert_eq!(denied_line(&routes, &behind), None);
+        assert!(!gated(&routes[0], &behind) && gated(&routes[1], &behind));
+        // A route that held behind the proxy is the remedy of the direct one.
+        assert!(remedy(&routes, &all).contains("keep the proxy in front"));
+    }
+}
