@@ -211,6 +211,10 @@ pub(super) fn label_arg(s: &str) -> Result<String, String> {
     }
 }
 
+/// The least cores a cap may give: the kernel takes no CFS quota under
+/// 1 ms, a tenth of the 10 ms period the lab caps with.
+pub const MIN_CAP_CORES: f64 = 0.1;
+
 /// `experiment`, or `app=0.25[/128MiB],proxy=0.2[/96MiB]`.
 pub(super) fn caps_arg(s: &str) -> Result<CapPlan, String> {
     let experiment = CapPlan::experiment();
@@ -232,8 +236,8 @@ pub(super) fn caps_arg(s: &str) -> Result<CapPlan, String> {
         let cores: f64 = cores
             .parse()
             .ok()
-            .filter(|c| (0.01..=1024.0).contains(c))
-            .ok_or_else(|| format!("`{part}`: cores must be a number from 0.01 to 1024"))?;
+            .filter(|c| (MIN_CAP_CORES..=1024.0).contains(c))
+            .ok_or_else(|| format!("`{part}`: cores must be a number from 0.1 to 1024 (the kernel's least quota is 1 ms of the 10 ms period)"))?;
         let memory = |default: Option<Caps>| -> Result<u64, String> {
             match mem {
                 Some(m) => m
@@ -281,8 +285,9 @@ mod tests {
         let e = caps_arg("experiment").unwrap();
         assert_eq!(e.app, CapPlan::experiment().app);
         assert_eq!(e.loadgen, None, "the load generator is never capped");
-        let starved = caps_arg("loadgen=0.05").unwrap();
-        assert_eq!(starved.loadgen.map(|c| c.cpu_cores), Some(0.05));
+        let starved = caps_arg("loadgen=0.1").unwrap();
+        assert_eq!(starved.loadgen.map(|c| c.cpu_cores), Some(0.1));
+        assert!(caps_arg("app=0.05").unwrap_err().contains("1 ms"));
         for bad in ["tester=1", "app", "app=0", "app=0.5/1MiB", "app=x"] {
             assert!(caps_arg(bad).is_err(), "{bad}");
         }

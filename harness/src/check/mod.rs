@@ -246,12 +246,6 @@ pub fn run(args: CheckArgs) -> Result<()> {
             took.as_secs().div_ceil(60)
         ),
     ));
-    if !args.json {
-        eprintln!(
-            "slowlab: this check takes at most about {} min",
-            took.as_secs().div_ceil(60)
-        );
-    }
     let nginx = routes_checked
         .iter()
         .any(|r| matches!(r.proxy(), Some((catalogue::ProxyKind::Nginx, _))));

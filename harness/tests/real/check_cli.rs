@@ -60,11 +60,14 @@ fn route<'a>(v: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no route {name} in {v}"))
 }
 
+/// The levels of the search, in the order measured (the boundary's
+/// repetitions, `--repeat`, left out).
 fn verdicts(r: &Value) -> Vec<(u64, String)> {
     r["levels"]
         .as_array()
         .expect("levels")
         .iter()
+        .filter(|l| l["repetition"].as_u64().is_none_or(|n| n == 1))
         .map(|l| {
             (
                 l["slow_readers"].as_u64().unwrap(),
@@ -179,7 +182,7 @@ fn sync_held_behind(through: &str, label: &str) {
     let p = route(&v, through);
     assert_eq!(p["denied_from"], Value::Null, "{p}");
     assert_eq!(p["held_up_to"], 2, "{p}");
-    let line = format!("direct: denied from 2; {label}: held up to 2");
+    let line = format!("direct: denied from 2 (3 of 3 runs); {label}: held up to 2");
     assert!(o.stderr.contains(&line), "{}", o.stderr);
 }
 
@@ -460,7 +463,15 @@ fn a_running_target_is_checked_and_left_running() {
     let o = check(&args, dir.path());
     assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
     let v = json(&o);
-    assert_eq!(route(&v, "direct")["denied_from"], 2, "{v}");
+    // A server slowlab did not start is the route `target`, and its
+    // processes are sampled all the same (found by its listening socket).
+    let t = route(&v, "target");
+    assert_eq!(t["denied_from"], 2, "{v}");
+    assert!(t["levels"][0]["server_fds"].as_u64().is_some(), "{t}");
+    assert_eq!(
+        t["levels"].as_array().unwrap().last().unwrap()["cause"],
+        "handlers"
+    );
     assert_eq!(v["server"], url.as_str());
     // check left the running server alone: it still answers.
     assert_eq!(support::get(addr.parse().unwrap(), "/fast").status, 200);
@@ -605,4 +616,100 @@ fn a_target_that_takes_no_upload_is_refused_before_any_level() {
         o.stderr
     );
     assert!(!dir.path().join("direct/baseline").exists(), "no level ran");
+}
+
+/// A check of `--server-cmd cmd` with `extra` flags, scaled down, `--json`.
+fn scaled_check(cmd: &str, extra: &[&str]) -> (Outcome, Value) {
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["--server-cmd", cmd, "--large-path", "/large", "--json"];
+    // SCALED's flags, but those `extra` gives.
+    for pair in SCALED.chunks(2) {
+        if !extra.contains(&pair[0]) {
+            args.extend(pair);
+        }
+    }
+    args.extend(extra);
+    let o = check(&args, dir.path());
+    let v = serde_json::from_str(o.stdout.trim()).unwrap_or(Value::Null);
+    (o, v)
+}
+
+/// The levels of the direct route that were not held.
+fn not_held(v: &Value) -> Vec<Value> {
+    route(v, "direct")["levels"]
+        .as_array()
+        .expect("levels")
+        .iter()
+        .filter(|l| l["verdict"] != "held")
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_starved_load_generator_makes_the_check_inconclusive_not_denied() {
+    testkit::real::require_root("cgroups for --caps");
+    // The async replica holds any number of slow readers; a load generator
+    // capped at a tenth of a core cannot keep its own schedule.
+    let cmd = serve("async", "");
+    let (o, v) = scaled_check(&cmd, &["--max-slow", "32", "--caps", "loadgen=0.1"]);
+    assert_eq!(o.status.code(), Some(4), "{}", o.stderr);
+    let d = route(&v, "direct");
+    assert_eq!(d["denied_from"], Value::Null, "{d}");
+    assert!(d["inconclusive_from"].as_u64().is_some(), "{d}");
+    let bad = not_held(&v);
+    assert!(
+        bad.iter()
+            .all(|l| l["verdict"] == "inconclusive" && l["cause"] == "tester_cpu"),
+        "{bad:?}"
+    );
+    assert!(o.stderr.contains("inconclusive"), "{}", o.stderr);
+    assert!(
+        d["answer"].as_str().unwrap().contains("the tester ran out"),
+        "{d}"
+    );
+}
+
+#[test]
+fn a_server_capped_at_a_tiny_cpu_share_is_denied_for_cpu_not_handlers() {
+    testkit::real::require_root("cgroups for --caps");
+    // Fast readers (64 MiB/s each) of an async server that may use a
+    // tenth of a core and writes in 1 KiB blocks: what runs out is its
+    // CPU, not its handlers.
+    let cmd = serve("async", "--chunk-bytes 1KiB");
+    let (o, v) = scaled_check(
+        &cmd,
+        &[
+            "--max-slow",
+            "4",
+            "--caps",
+            "app=0.1",
+            "--slow-rate",
+            "64MiB",
+        ],
+    );
+    assert!(v.is_object(), "{}\n{}", o.stdout, o.stderr);
+    let bad = not_held(&v);
+    assert!(!bad.is_empty(), "{}\n{}", o.stdout, o.stderr);
+    for l in &bad {
+        assert_eq!(l["cause"], "cpu", "{l}");
+    }
+    let d = route(&v, "direct");
+    let answer = d["answer"].as_str().unwrap();
+    assert!(!answer.contains("handlers were held"), "{answer}");
+    if o.status.code() == Some(3) {
+        assert!(answer.contains("ran out of CPU"), "{answer}");
+        assert!(v["remedy"].as_str().unwrap().contains("more CPU"), "{v}");
+    }
+}
+
+#[test]
+fn a_server_that_dies_during_the_check_gets_no_verdict() {
+    // The server is killed about 6 s in: during a level, or between two.
+    let cmd = format!("{} & sleep 6; kill -9 $!", serve("sync", "--workers 2"));
+    let (o, _) = scaled_check(&cmd, &["--max-slow", "64"]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("the server stopped"), "{}", o.stderr);
+    assert!(!o.stderr.contains("held up to"), "{}", o.stderr);
+    assert!(!o.stderr.contains("No remedy needed"), "{}", o.stderr);
 }
