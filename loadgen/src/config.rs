@@ -50,8 +50,8 @@ pub use common::bounds::MAX_SLOW_RATE;
 /// The largest `--rcvbuf`: Linux clamps it to `net.core.rmem_max` anyway,
 /// and `setsockopt` takes an `int`.
 pub const MAX_RCVBUF: u64 = 1 << 30;
-/// The largest `--read-chunk`: each slow reader allocates one such buffer,
-/// so 1024 readers hold at most 1 GiB.
+/// The largest `--read-chunk`: the engine's loops read into one buffer of
+/// this size each, whatever the number of readers.
 pub const MAX_READ_CHUNK: u64 = 1 << 20;
 
 /// The request direction of a run, already checked.
@@ -66,6 +66,8 @@ pub struct UploadConfig {
     pub sndbuf: usize,
     pub slow_headers: usize,
     pub header_interval: Duration,
+    /// The answers that make an upload ok (`--upload-ok`).
+    pub ok: crate::upload_args::OkStatuses,
 }
 
 /// How every slow reader of a run reads, checked from [`SlowReaderArgs`]:
@@ -109,6 +111,9 @@ pub struct LoadConfig {
     pub timing: TimingOptions,
     /// Identity columns, in the order given.
     pub labels: Vec<(String, String)>,
+    /// Cut the slow clients when the last `/fast` request has ended
+    /// (`--end-with-fast`).
+    pub end_with_fast: bool,
 }
 
 impl LoadConfig {
@@ -172,6 +177,7 @@ impl LoadConfig {
                 spin: args.spin,
             },
             labels,
+            end_with_fast: args.end_with_fast,
         })
     }
 

@@ -56,6 +56,11 @@ pub enum ErrorKind {
     /// [`ErrorKind::in_load`]).
     #[error("ports_exhausted")]
     PortsExhausted,
+    /// A slow client still running when the run ended was cut
+    /// (`--end-with-fast`): not the server's failure, and not a whole
+    /// transfer.
+    #[error("cut")]
+    Cut,
 }
 
 /// Where an I/O error happened, for the errors that fit no named kind: a
@@ -69,7 +74,7 @@ pub enum Phase {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::Timeout,
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectFailed,
@@ -81,6 +86,7 @@ impl ErrorKind {
         ErrorKind::Io,
         ErrorKind::FdExhausted,
         ErrorKind::PortsExhausted,
+        ErrorKind::Cut,
     ];
 
     /// The kind's name: the `error` column of `load`'s files and the keys
@@ -98,6 +104,7 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::FdExhausted => "fd_exhausted",
             ErrorKind::PortsExhausted => "ports_exhausted",
+            ErrorKind::Cut => "cut",
         }
     }
 
@@ -150,7 +157,8 @@ impl ErrorKind {
             | ErrorKind::Malformed
             | ErrorKind::VerifyFailed
             | ErrorKind::Io
-            | ErrorKind::FdExhausted => SweepColumn::Other,
+            | ErrorKind::FdExhausted
+            | ErrorKind::Cut => SweepColumn::Other,
         }
     }
 }
@@ -334,6 +342,7 @@ mod tests {
             (K::Io, "io", "err_other"),
             (K::FdExhausted, "fd_exhausted", "err_other"),
             (K::PortsExhausted, "connect_failed", "err_ports_exhausted"),
+            (K::Cut, "cut", "err_other"),
         ];
         assert_eq!(table.map(|r| r.0), ErrorKind::ALL, "every kind, in order");
         for (kind, load, sweep) in table {
@@ -362,7 +371,7 @@ mod tests {
                           `short_body`, `bad_status`, `malformed`, `io`, `fd_exhausted` |";
         assert!(readme.contains(load_names), "requests.csv `error`");
         assert!(
-            readme.contains("| as in `requests.csv`, plus `verify_failed` |"),
+            readme.contains("| as in `requests.csv`, plus `verify_failed` and `cut` |"),
             "large-responses.csv `error`"
         );
         let sweep_names = SweepColumn::ALL.map(|c| format!("`{}`", c.name()));

@@ -85,13 +85,14 @@ fn report() -> Report {
             connect_ms: Some(0.1),
             header_lines: 9,
             held_s: Some(9.1),
-            ended: crate::upload::HeadersEnd::RunEnd,
+            ended: crate::slowloris::HeadersEnd::RunEnd,
             status: None,
             error: None,
         }],
         cpu: CpuTime::default(),
         host: HostInfo::default(),
         scheduler: Default::default(),
+        engine_threads: 1,
     }
 }
 

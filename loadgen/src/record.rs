@@ -142,7 +142,7 @@ pub struct SlowHeaderRecord {
     pub header_lines: u64,
     /// Connect done to the end of the connection (run end or server close).
     pub held_s: Option<f64>,
-    pub ended: crate::upload::HeadersEnd,
+    pub ended: crate::slowloris::HeadersEnd,
     /// The status of the server's answer, if it sent one (a 408, say).
     pub status: Option<u16>,
     pub error: Option<Failure>,

@@ -9,14 +9,16 @@ use anyhow::Context;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::{LoadConfig, ReaderModel};
+use crate::engine::Engine;
 use crate::fast::FastContext;
 use crate::latency::Tuning;
 use crate::net;
 use crate::record::{FastRecord, LargeRecord, ProgressRow, SlowHeaderRecord, UploadRecord};
 use crate::schedule::Scheduler;
 use crate::slow::{Gauge, SlowContext, SlowReader};
+use crate::slowloris::{self, HeadersContext};
 use crate::sys::{self, CpuTime, HostInfo};
-use crate::upload::{self, HeadersContext, UploadContext};
+use crate::upload::{self, UploadContext};
 
 /// How often each slow reader's progress is sampled.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -41,6 +43,8 @@ pub struct Report {
     pub host: HostInfo,
     /// The scheduler thread's kernel settings that took effect.
     pub scheduler: Tuning,
+    /// The slow clients' loop threads ([`crate::engine`]).
+    pub engine_threads: usize,
 }
 
 /// Runs one load to completion. Every request and download ends as a record,
@@ -75,20 +79,22 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         verify: config.verify,
         bind: config.binds,
     });
-    let readers = (0..config.slow)
-        .map(|i| SlowReader::spawn(i, slow_ctx.clone()))
-        .collect::<anyhow::Result<Vec<SlowReader>>>()?;
-    let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
     let up = &config.upload;
+    let engine = Engine::new(config.slow + up.uploaders + up.slow_headers)?;
+    let readers: Vec<SlowReader> = (0..config.slow)
+        .map(|i| SlowReader::spawn(&engine, i, slow_ctx.clone()))
+        .collect();
+    let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
     let to = upload::Endpoint::new(up, &config.target, config.timeout, config.binds);
     let upload_ctx = Arc::new(UploadContext::new(to.clone(), up));
-    let uploaders = (0..up.uploaders)
-        .map(|i| upload::spawn_uploader(i, upload_ctx.clone()))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let uploaders: Vec<_> = (0..up.uploaders)
+        .map(|i| upload::spawn_uploader(&engine, i, upload_ctx.clone()))
+        .collect();
     let headers_ctx = Arc::new(HeadersContext::new(to, up));
-    let slowloris = (0..up.slow_headers)
-        .map(|i| upload::spawn_slow_headers(i, headers_ctx.clone()))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let slowloris: Vec<_> = (0..up.slow_headers)
+        .map(|i| slowloris::spawn_slow_headers(&engine, i, headers_ctx.clone()))
+        .collect();
+    let end_with_fast = config.end_with_fast;
 
     let (elapsed_s, t0_unix_s, scheduler, fast, large, progress, uploads, slow_headers) =
         runtime.block_on(async move {
@@ -110,6 +116,16 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             let sampler = (!gauges.is_empty())
                 .then(|| tokio::spawn(sample(t0, gauges, config.reading.reader)));
             let (tuning, fast) = scheduler.records().await?;
+            // `--end-with-fast`: the run is over with its last /fast
+            // request; transfers still running are cut.
+            if end_with_fast {
+                for r in &readers {
+                    r.stop();
+                }
+                for u in &uploaders {
+                    u.stop();
+                }
+            }
             let mut large = Vec::with_capacity(readers.len());
             for r in readers {
                 large.push(r.record().await?);
@@ -122,7 +138,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             // end of every other request of the run.
             let mut slow_headers = Vec::with_capacity(slowloris.len());
             for h in slowloris {
-                slow_headers.push(h.record().await?);
+                slow_headers.push(h.record_when(std::future::ready(())).await?);
             }
             // Before the sampler's last tick, which may come up to 100 ms later.
             let elapsed_s = t0.elapsed().as_secs_f64();
@@ -154,6 +170,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         cpu: sys::cpu_time(),
         host: HostInfo::read(),
         scheduler,
+        engine_threads: engine.threads(),
     })
 }
 

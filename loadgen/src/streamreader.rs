@@ -1,7 +1,7 @@
 //! The `streamreader` reader model: asyncio's `StreamReader` as the
 //! original's client used it (`limit` 16 KiB, `read(16 KiB)`, then a sleep
-//! to the pace), rebuilt on one thread with a blocking socket and a
-//! user-space buffer.
+//! to the pace), rebuilt as a state machine of the slow clients' engine
+//! with a user-space buffer.
 //!
 //! What CPython 3.11 does, and where (`Lib/asyncio/`):
 //! - `selector_events.py`, `_SelectorSocketTransport._read_ready__data_received`:
@@ -33,11 +33,13 @@
 //!
 //! So a sleep ends up to 1 ms after its deadline (the deadlines stay
 //! absolute, so the rate does not drift), and a transport resumed by the
-//! application's next `read` resumes that much later. Here the one thread
-//! is that event loop: while the application sleeps and reading is not
-//! paused it waits in `ppoll` for the socket or the deadline, whichever
-//! comes first, and receives when bytes arrive. Paused, it only sleeps to
-//! the deadline. `limit` is `--read-chunk`, the original's 16 KiB for both.
+//! application's next `read` resumes that much later. Here the engine's
+//! loop is that event loop (one loop served all the original's readers
+//! too): while the application sleeps and reading is not paused the
+//! reader waits for its socket or its deadline (rounded up to the
+//! millisecond from when it starts to wait), whichever comes first, and
+//! receives when bytes arrive. Paused, it only waits for the deadline.
+//! `limit` is `--read-chunk`, the original's 16 KiB for both.
 //!
 //! When it receives is the one thing the rules above do not fix. CPython
 //! spends 30-250 µs (median 70-100 µs on this machine) between
@@ -50,17 +52,16 @@
 //! reference client measures its own (`loop_lag_us_median`), so the lag is
 //! taken from the interpreter it stands for, not fitted to a result.
 //!
-//! Cost, measured on this machine (two readers of 16 MiB at 2 MiB/s against
-//! `slowlab serve`): see README, "The reader models"; one thread per reader
-//! as `strict`, with one `ppoll` per wake-up in place of its `nanosleep`.
+//! Cost, measured on this machine: see README, "The reader models".
 
-use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use socket2::Socket;
+
+use crate::engine::io as eio;
+use crate::engine::{Cx, Interest, Wait};
 use crate::error::{ErrorKind, Failure};
-use crate::latency;
 use crate::pacing;
 use crate::response::{self, BodySink, ResponseReader};
 use crate::slow::Gauge;
@@ -124,91 +125,159 @@ impl Buffer {
     }
 }
 
-/// Reads one response as the original's client did: `read(chunk)` from a
+/// What woke the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The request is written: the application awaits its first `read`.
+    Begin,
+    /// The socket is readable (or at EOF, or failed).
+    Readable,
+    /// The deadline it asked for.
+    Timer,
+}
+
+/// What the reader does next.
+pub(crate) enum Next {
+    Wait(Wait),
+    /// The response is whole and consumed (or failed).
+    Done(Result<(), Failure>),
+}
+
+/// What the download lends the reader for one step.
+pub struct Io<'a> {
+    pub socket: &'a Socket,
+    pub reader: &'a mut ResponseReader,
+    /// Bytes the first `recv` returned (the download's record).
+    pub first_read: &'a mut Option<usize>,
+    pub sink: &'a mut dyn BodySink,
+    pub gauge: &'a Gauge,
+}
+
+/// One download read as the original's client did: `read(chunk)` from a
 /// `StreamReader` with limit `chunk`, then a sleep to the paced deadline of
 /// every body byte read so far, until the response is complete and its
 /// last byte consumed. The gauge follows the buffer.
-pub fn read(
-    socket: &mut (impl Read + AsRawFd),
+#[derive(Debug)]
+pub struct Reader {
+    buf: Buffer,
     chunk: usize,
     pace: Pace,
-    reader: &mut ResponseReader,
-    sink: &mut dyn BodySink,
-    gauge: &Gauge,
-) -> Result<(), Failure> {
-    let mut buf = Buffer {
-        bytes: Vec::with_capacity(2 * chunk + MAX_SIZE),
-        head: 0,
-        limit: chunk,
-        paused: false,
-        eof: false,
-    };
-    let mut scratch = vec![0u8; MAX_SIZE];
-    // When the application's sleep ends; `None` while it waits in `read`.
-    let mut sleeping: Option<Instant> = None;
-    loop {
-        if sleeping.is_none() {
-            if buf.len() > 0 {
-                let taken = buf.take(chunk);
-                let done = reader.feed(&buf.bytes[taken], sink)?;
-                let body = reader.body_bytes();
-                gauge.received.store(body, Ordering::Relaxed);
-                publish(gauge, &buf);
-                let due = pace.start + pacing::due(body, pace.rate);
-                if done {
-                    sleep_to(due);
-                    gauge.consumed.store(body, Ordering::Relaxed);
-                    return Ok(());
+    /// When the application's sleep ends; `None` while it waits in `read`.
+    sleeping: Option<Instant>,
+    /// The body is whole: the application's last sleep, then the end.
+    last: bool,
+    /// While the application waits in `read`: when it gives up.
+    stall: Option<Instant>,
+}
+
+impl Reader {
+    pub fn new(chunk: usize, pace: Pace) -> Reader {
+        Reader {
+            buf: Buffer {
+                bytes: Vec::new(),
+                head: 0,
+                limit: chunk,
+                paused: false,
+                eof: false,
+            },
+            chunk,
+            pace,
+            sleeping: None,
+            last: false,
+            stall: None,
+        }
+    }
+
+    /// Runs the model from `event` until it must wait.
+    pub(crate) fn advance(&mut self, event: Event, mut io: Io<'_>, cx: &mut Cx) -> Next {
+        match event {
+            Event::Begin => {}
+            Event::Readable => {
+                if let Err(f) = self.receive(&mut io, cx) {
+                    return Next::Done(Err(f));
                 }
-                sleeping = Some(due);
-            } else if buf.eof {
-                return reader.eof();
-            } else if buf.paused {
-                // `_wait_for_data` resumes a paused transport.
-                buf.paused = false;
-                publish(gauge, &buf);
+            }
+            Event::Timer => {
+                // Waiting in `read` with nothing arriving for --timeout.
+                if self.sleeping.is_none() && self.stall.is_some_and(|t| Instant::now() >= t) {
+                    return Next::Done(Err(Failure::new(
+                        ErrorKind::Timeout,
+                        "read: nothing arrived",
+                    )));
+                }
             }
         }
-        if let Some(due) = sleeping
-            && Instant::now() >= due
-        {
-            gauge.consumed.store(reader.body_bytes(), Ordering::Relaxed);
-            sleeping = None;
-            continue;
+        self.run(io)
+    }
+
+    /// The transport's `_read_ready`: after the loop's own lag, one
+    /// `recv(MAX_SIZE)` into the buffer.
+    fn receive(&mut self, io: &mut Io<'_>, cx: &mut Cx) -> Result<(), Failure> {
+        if self.buf.paused || self.buf.eof {
+            return Ok(());
         }
-        if buf.paused || buf.eof {
-            // Only the application's timer is left: it is sleeping, since
-            // a paused or ended buffer is not empty or ends the loop above.
-            if let Some(due) = sleeping {
-                sleep_to(due);
+        spin(self.pace.loop_lag);
+        let scratch = cx.scratch(MAX_SIZE);
+        match eio::recv(io.socket, scratch) {
+            Ok(None) => {}
+            Ok(Some(0)) => self.buf.eof = true,
+            Ok(Some(n)) => {
+                io.first_read.get_or_insert(n);
+                self.buf.feed_data(&scratch[..n]);
             }
-            continue;
+            Err(e) => return Err(response::read_failure(&e)),
         }
-        // The event loop: the socket or the application's deadline.
-        let wait = match sleeping {
-            Some(due) => epoll_timeout(due.saturating_duration_since(Instant::now())),
-            None => pace.timeout,
-        };
-        if !readable(socket, wait).map_err(|e| response::read_failure(&e))? {
-            if sleeping.is_none() {
-                return Err(Failure::new(ErrorKind::Timeout, "read: nothing arrived"));
+        publish(io.gauge, &self.buf);
+        Ok(())
+    }
+
+    fn run(&mut self, io: Io<'_>) -> Next {
+        loop {
+            if self.sleeping.is_none() {
+                if self.buf.len() > 0 {
+                    let taken = self.buf.take(self.chunk);
+                    let done = match io.reader.feed(&self.buf.bytes[taken], io.sink) {
+                        Ok(done) => done,
+                        Err(f) => return Next::Done(Err(f)),
+                    };
+                    let body = io.reader.body_bytes();
+                    io.gauge.received.store(body, Ordering::Relaxed);
+                    publish(io.gauge, &self.buf);
+                    self.sleeping = Some(self.pace.start + pacing::due(body, self.pace.rate));
+                    self.last = done;
+                    self.stall = None;
+                } else if self.buf.eof {
+                    return Next::Done(io.reader.eof());
+                } else if self.buf.paused {
+                    // `_wait_for_data` resumes a paused transport.
+                    self.buf.paused = false;
+                    publish(io.gauge, &self.buf);
+                }
             }
-            continue;
-        }
-        spin(pace.loop_lag);
-        let n = loop {
-            match socket.read(&mut scratch) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(response::read_failure(&e)),
+            let now = Instant::now();
+            if let Some(due) = self.sleeping {
+                if now >= due {
+                    io.gauge
+                        .consumed
+                        .store(io.reader.body_bytes(), Ordering::Relaxed);
+                    self.sleeping = None;
+                    if self.last {
+                        return Next::Done(Ok(()));
+                    }
+                    continue;
+                }
+                let wake = now + epoll_timeout(due - now);
+                // Paused, ended or whole, only the application's timer is
+                // left; else the loop also receives while it sleeps.
+                if self.buf.paused || self.buf.eof || self.last {
+                    return Next::Wait(Wait::until(wake));
+                }
+                return Next::Wait(Wait::io(Interest::Read, wake));
             }
-        };
-        if n == 0 {
-            buf.eof = true;
-        } else {
-            buf.feed_data(&scratch[..n]);
+            // The application waits in `read` for bytes.
+            let stall = *self.stall.get_or_insert(now + self.pace.timeout);
+            return Next::Wait(Wait::io(Interest::Read, stall));
         }
-        publish(gauge, &buf);
     }
 }
 
@@ -217,13 +286,6 @@ pub fn read(
 fn epoll_timeout(wait: Duration) -> Duration {
     let ms = wait.as_nanos().div_ceil(1_000_000);
     Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
-}
-
-/// The application's sleep to `due` with nothing else to wake the loop:
-/// one wait of [`epoll_timeout`].
-fn sleep_to(due: Instant) {
-    let now = Instant::now();
-    latency::sleep_until(now + epoll_timeout(due.saturating_duration_since(now)));
 }
 
 /// The event loop's own time between the selector's return and the
@@ -243,34 +305,6 @@ fn spin(lag: Duration) {
 fn publish(gauge: &Gauge, buf: &Buffer) {
     gauge.buffered.store(buf.len(), Ordering::Relaxed);
     gauge.paused.store(buf.paused, Ordering::Relaxed);
-}
-
-/// Waits up to `wait` (nanosecond resolution) for the socket to have
-/// bytes, EOF or an error to report; `false` when the time ran out.
-fn readable(socket: &impl AsRawFd, wait: Duration) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd: socket.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ts = libc::timespec {
-        tv_sec: libc::time_t::try_from(wait.as_secs()).unwrap_or(libc::time_t::MAX),
-        tv_nsec: libc::c_long::from(wait.subsec_nanos()),
-    };
-    loop {
-        // SAFETY: one valid pollfd, a valid timespec, no signal mask.
-        let rc = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
-        match rc {
-            0 => return Ok(false),
-            n if n > 0 => return Ok(true),
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

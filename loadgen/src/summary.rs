@@ -19,8 +19,8 @@ use crate::error::ErrorKind;
 use crate::latency::Tuning;
 use crate::record::{SlowHeaderRecord, UploadRecord};
 use crate::runner::Report;
+use crate::slowloris::HeadersEnd;
 use crate::sys::HostInfo;
-use crate::upload::HeadersEnd;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {

@@ -1,41 +1,51 @@
-//! The request direction: slow uploaders (`--slow-upload`) that `POST` a
-//! pattern body paced to a fixed rate, and slowloris clients
-//! (`--slow-headers`) that send a request head one line at a time and never
-//! finish it.
+//! The request direction's slow uploaders (`--slow-upload`): each `POST`s
+//! a pattern body paced to a fixed rate. The slowloris clients
+//! (`--slow-headers`) are in [`crate::slowloris`]; both share the
+//! [`Endpoint`] of the flags.
 //!
-//! Both are plain threads with blocking sockets, as the slow readers are
-//! (see [`crate::slow`] for why). An uploader writes the body in
+//! An uploader is a state machine of the slow clients' engine
+//! ([`crate::engine`]), as the slow readers are. It writes the body in
 //! [`WRITE_PIECE`] pieces; piece *k* is written no earlier than the paced
 //! deadline of the bytes before it, counted from the first body byte, so a
-//! late wake-up delays one piece and not the whole body. `send_s` runs from
-//! the first body byte to the return of the last write (the kernel has
-//! accepted every byte); the answer is read with the one response reader.
+//! late wake-up delays one piece and not the whole body, and a piece the
+//! socket does not take at once is finished as it drains (a blocking
+//! `write_all`). `send_s` runs from the first body byte to the last write
+//! (the kernel has accepted every byte); the answer is read with the one
+//! response reader.
+//!
+//! Any server's answer counts: the upload is ok when every byte was sent
+//! and the status is one of `--upload-ok` (any 2xx by default). When the
+//! answer is the lab's own JSON (`{"bytes": N, "pattern_ok": B}`, what its
+//! servers and apps answer) the server's count and pattern check are
+//! recorded and held to the body sent.
 
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::Socket;
 use tokio::sync::oneshot;
 
 use crate::config::UploadConfig;
+use crate::engine::io::{self as eio, Buffers};
+use crate::engine::{Client, Cx, Engine, Interest, Machine, Wait};
 use crate::error::{ErrorKind, Failure};
 use crate::fast::{ms, secs};
-use crate::latency;
 use crate::pacing;
-use crate::record::{SlowHeaderRecord, UploadRecord};
-use crate::response::{self, BodySink, Discard, ResponseHead, ResponseReader};
+use crate::record::UploadRecord;
+use crate::response::{self, BodySink, ResponseHead, ResponseReader};
 use crate::target::Target;
+use crate::upload_args::OkStatuses;
 
 /// The largest single write of an uploader: 16 KiB, the slow readers'
 /// default read, so a paced body is some 1,000 writes of 16 MiB.
 pub const WRITE_PIECE: usize = 16 << 10;
 /// The pattern block of an upload, announced in `X-Slowlab-Block`.
 pub const UPLOAD_BLOCK: usize = common::pattern::DEFAULT_BLOCK;
+/// The most pieces an uploader writes in one turn of its loop when its
+/// deadlines are already past (a fast rate): then it yields to the others.
+const PIECES_PER_TURN: usize = 16;
 
 /// Where a request-direction client goes and how long it waits: what
 /// uploaders and slowloris clients share.
@@ -68,19 +78,18 @@ impl Endpoint {
         }
     }
 
-    /// Client `client`'s connection, `SO_SNDBUF` of `sndbuf` if asked
-    /// ([`connect`]).
-    fn connect(
+    /// Client `client`'s socket, `SO_SNDBUF` of `sndbuf` if asked, its
+    /// connect started.
+    pub(crate) fn connect(
         &self,
         client: usize,
         sndbuf: Option<usize>,
-    ) -> Result<Connected, (Failure, Option<usize>)> {
-        connect(
-            self.addr,
-            self.bind.slow_client(client),
+    ) -> Result<eio::Connecting, (Failure, Buffers)> {
+        let buffers = Buffers {
+            rcvbuf: None,
             sndbuf,
-            self.timeout,
-        )
+        };
+        eio::connect(self.addr, self.bind.slow_client(client), buffers)
     }
 }
 
@@ -92,6 +101,10 @@ pub struct UploadContext {
     /// Bytes per second.
     pub rate: u64,
     pub sndbuf: usize,
+    /// The answers that make an upload ok.
+    pub ok: OkStatuses,
+    /// One pattern block, the source of every piece.
+    block: Vec<u8>,
 }
 
 impl UploadContext {
@@ -102,6 +115,8 @@ impl UploadContext {
             bytes: up.bytes,
             rate: up.rate,
             sndbuf: up.sndbuf,
+            ok: up.ok.clone(),
+            block: common::pattern::block(UPLOAD_BLOCK),
         }
     }
 
@@ -115,181 +130,26 @@ impl UploadContext {
         )
         .into_bytes()
     }
-}
 
-/// What every slowloris client shares.
-#[derive(Debug)]
-pub struct HeadersContext {
-    pub to: Endpoint,
-    /// One header line per interval.
-    pub interval: Duration,
-}
-
-impl HeadersContext {
-    /// The slowloris clients' context of a run's checked flags.
-    pub fn new(to: Endpoint, up: &UploadConfig) -> Self {
-        HeadersContext {
-            to,
-            interval: up.header_interval,
-        }
+    /// The piece that starts at body byte `sent`: within one block, at most
+    /// [`WRITE_PIECE`].
+    fn piece(&self, sent: u64) -> &[u8] {
+        let at = (sent % UPLOAD_BLOCK as u64) as usize;
+        let n = (self.bytes - sent).min((WRITE_PIECE.min(UPLOAD_BLOCK - at)) as u64) as usize;
+        &self.block[at..at + n]
     }
 }
 
-/// A client thread started before t0: it waits for t0 (and, for slowloris,
-/// listens for the end of the run), then sends its one record.
-#[derive(Debug)]
-pub struct ClientThread<R> {
-    go: mpsc::Sender<Instant>,
-    stop: Option<mpsc::Sender<()>>,
-    record: oneshot::Receiver<R>,
-    thread: thread::JoinHandle<()>,
-}
-
-impl<R: Send + 'static> ClientThread<R> {
-    fn spawn(
-        name: String,
-        body: impl FnOnce(Instant, mpsc::Receiver<()>) -> R + Send + 'static,
-    ) -> anyhow::Result<Self> {
-        let (go, go_rx) = mpsc::channel::<Instant>();
-        let (stop, stop_rx) = mpsc::channel::<()>();
-        let (done, record) = oneshot::channel();
-        let thread = thread::Builder::new()
-            .name(name)
-            .spawn(move || {
-                // Without it a sleep may end 50 µs late; failing costs only that.
-                let _ = latency::set_timer_slack_ns(1);
-                // A closed channel means the run was abandoned before t0.
-                let Ok(t0) = go_rx.recv() else { return };
-                // The receiver is gone only if the run was abandoned.
-                let _ = done.send(body(t0, stop_rx));
-            })
-            .context("starting an upload client thread")?;
-        Ok(ClientThread {
-            go,
-            stop: Some(stop),
-            record,
-            thread,
-        })
-    }
-
-    /// Lets the client begin; t0 is the run's time zero.
-    pub fn start(&self, t0: Instant) {
-        let _ = self.go.send(t0);
-    }
-
-    /// Tells the client the run is over, then waits for its record.
-    pub async fn record(self) -> anyhow::Result<R> {
-        self.record_when(std::future::ready(())).await
-    }
-
-    /// Waits for the record of a client that ends by itself, telling it the
-    /// run is over once `stop` resolves (a slowloris client then ends within
-    /// a wake-up; an uploader finishes its upload first).
-    pub async fn record_when(mut self, stop: impl Future<Output = ()>) -> anyhow::Result<R> {
-        let received = tokio::select! {
-            r = &mut self.record => r,
-            () = stop => {
-                drop(self.stop.take());
-                (&mut self.record).await
-            }
-        };
-        let record = received.context("an upload client thread stopped early")?;
-        self.thread
-            .join()
-            .map_err(|_| anyhow::anyhow!("an upload client thread panicked"))?;
-        Ok(record)
-    }
-}
-
-/// Starts uploader `client`.
+/// Hands uploader `client` to the engine; it begins at [`Client::start`].
 pub fn spawn_uploader(
+    engine: &Arc<Engine>,
     client: usize,
     ctx: Arc<UploadContext>,
-) -> anyhow::Result<ClientThread<UploadRecord>> {
-    ClientThread::spawn(format!("slowlab-up{client}"), move |t0, _stop| {
-        upload(client, &ctx, t0)
-    })
-}
-
-/// Starts slowloris client `client`; it sends header lines until the run is
-/// over (its [`ClientThread::record`] is awaited) or the server closes.
-pub fn spawn_slow_headers(
-    client: usize,
-    ctx: Arc<HeadersContext>,
-) -> anyhow::Result<ClientThread<SlowHeaderRecord>> {
-    ClientThread::spawn(format!("slowlab-hdr{client}"), move |t0, stop| {
-        slow_headers(client, &ctx, t0, &stop)
-    })
-}
-
-/// A connected stream, the `SO_SNDBUF` granted and when the connect ended.
-type Connected = (TcpStream, Option<usize>, Instant);
-
-/// A socket with `SO_SNDBUF` asked for (before connect), connected, with
-/// read and write timeouts; returns it, what the kernel granted and when the
-/// connect completed.
-fn connect(
-    addr: SocketAddr,
-    bind: Option<std::net::IpAddr>,
-    sndbuf: Option<usize>,
-    timeout: Duration,
-) -> Result<Connected, (Failure, Option<usize>)> {
-    let socket = Socket::new(
-        Domain::for_address(addr),
-        Type::STREAM.cloexec(),
-        Some(Protocol::TCP),
-    )
-    .map_err(|e| (Failure::local("socket", &e), None))?;
-    crate::bind::bind(&socket, bind).map_err(|e| (Failure::local("bind", &e), None))?;
-    let granted = match sndbuf {
-        Some(n) => Some(
-            crate::net::set_sndbuf(&socket, n)
-                .map_err(|e| (Failure::local("SO_SNDBUF", &e), None))?,
-        ),
-        None => None,
-    };
-    socket
-        .connect_timeout(&addr.into(), timeout)
-        .map_err(|e| (Failure::connect(&e), granted))?;
-    let connected = Instant::now();
-    socket
-        .set_read_timeout(Some(timeout))
-        .and_then(|()| socket.set_write_timeout(Some(timeout)))
-        .map_err(|e| (Failure::local("SO_SNDTIMEO", &e), granted))?;
-    Ok((TcpStream::from(socket), granted, connected))
-}
-
-/// Keeps the small JSON answer of `/upload`.
-#[derive(Debug, Default)]
-struct Answer {
-    body: Vec<u8>,
-}
-
-impl BodySink for Answer {
-    fn head(&mut self, _head: &ResponseHead) -> Result<(), Failure> {
-        Ok(())
-    }
-    fn data(&mut self, payload: &[u8]) {
-        // The answer is some 40 bytes; anything past 4 KiB is not it.
-        let room = 4096usize.saturating_sub(self.body.len());
-        self.body
-            .extend_from_slice(&payload[..payload.len().min(room)]);
-    }
-}
-
-/// The answer's fields, as the apps write them.
-#[derive(Debug, serde::Deserialize)]
-struct Verdict {
-    bytes: u64,
-    pattern_ok: bool,
-}
-
-/// Uploads once and records it; never fails, every outcome is a row.
-fn upload(client: usize, ctx: &UploadContext, t0: Instant) -> UploadRecord {
-    let began = Instant::now();
-    let mut r = UploadRecord {
+) -> Client<UploadRecord> {
+    let (tx, rx) = oneshot::channel();
+    let r = UploadRecord {
         client,
-        started_s: secs(t0, began),
+        started_s: 0.0,
         connect_ms: None,
         send_s: None,
         bytes_sent: 0,
@@ -302,188 +162,325 @@ fn upload(client: usize, ctx: &UploadContext, t0: Instant) -> UploadRecord {
         sndbuf_granted_bytes: None,
         error: None,
     };
-    let outcome = match ctx.to.connect(client, Some(ctx.sndbuf)) {
-        Err((f, granted)) => {
-            r.sndbuf_granted_bytes = granted;
-            Err(f)
-        }
-        Ok((mut stream, granted, connected)) => {
-            r.sndbuf_granted_bytes = granted;
-            r.connect_ms = Some(ms(began, connected));
-            send_and_read(ctx, &mut stream, began, &mut r)
-        }
+    let machine = Upload {
+        client,
+        head: ctx.head(),
+        ctx,
+        tx: Some(tx),
+        began: None,
+        r,
+        socket: None,
+        step: Step::Idle,
+        reader: ResponseReader::default(),
+        answer: Answer::default(),
     };
-    r.error = outcome.err().map(|f| stalled(f, ctx.to.timeout).in_load());
-    r
+    engine.add(Box::new(machine), rx)
 }
 
-fn send_and_read(
-    ctx: &UploadContext,
-    stream: &mut TcpStream,
-    began: Instant,
+/// Keeps the start of the answer of the upload path.
+#[derive(Debug, Default)]
+struct Answer {
+    body: Vec<u8>,
+}
+
+impl BodySink for Answer {
+    fn head(&mut self, _head: &ResponseHead) -> Result<(), Failure> {
+        Ok(())
+    }
+    fn data(&mut self, payload: &[u8]) {
+        // The lab's answer is some 40 bytes; anything past 4 KiB is not it.
+        let room = 4096usize.saturating_sub(self.body.len());
+        self.body
+            .extend_from_slice(&payload[..payload.len().min(room)]);
+    }
+}
+
+/// The lab's answer, as its servers and apps write it.
+#[derive(Debug, serde::Deserialize)]
+struct Verdict {
+    bytes: u64,
+    pattern_ok: bool,
+}
+
+/// Judges a whole answer: its status against `ok`, and, when it is the
+/// lab's JSON, the server's count and pattern check against `sent`.
+fn judge(
+    status: Option<u16>,
+    body: &[u8],
+    ok: &OkStatuses,
+    sent: u64,
     r: &mut UploadRecord,
 ) -> Result<(), Failure> {
-    let write = |stream: &mut TcpStream, data: &[u8]| {
-        stream
-            .write_all(data)
-            .map_err(|e| Failure::transfer("write", &e))
+    let Some(status) = status else {
+        return Err(Failure::new(ErrorKind::Malformed, "no status"));
     };
-    write(stream, &ctx.head())?;
-    let block = common::pattern::block(UPLOAD_BLOCK);
-    let first = Instant::now();
-    let mut sent = 0u64;
-    while sent < ctx.bytes {
-        latency::sleep_until(first + pacing::due(sent, ctx.rate));
-        let at = (sent % UPLOAD_BLOCK as u64) as usize;
-        let n = (ctx.bytes - sent).min((WRITE_PIECE.min(UPLOAD_BLOCK - at)) as u64) as usize;
-        write(stream, &block[at..at + n])?;
-        sent += n as u64;
-        r.bytes_sent = sent;
+    if !ok.contains(status) {
+        return Err(Failure::new(
+            ErrorKind::BadStatus,
+            format!("status {status} (--upload-ok {ok})"),
+        ));
     }
-    r.send_s = Some(secs(first, Instant::now()));
-    let mut reader = ResponseReader::default();
-    let mut answer = Answer::default();
-    let mut buf = [0u8; 4096];
-    let read = response::read_blocking(stream, &mut buf, &mut reader, &mut answer, |_| {});
-    r.status = reader.status();
-    r.first_byte_ms = reader.first_byte().map(|t| ms(began, t));
-    read?;
-    if let Some(f) = Failure::of_status(r.status) {
-        return Err(f);
-    }
-    let verdict: Verdict = serde_json::from_slice(&answer.body).map_err(|e| {
-        Failure::new(
-            ErrorKind::Malformed,
-            format!("the answer is not the upload JSON: {e}"),
-        )
-    })?;
+    let Ok(verdict) = serde_json::from_slice::<Verdict>(body) else {
+        return Ok(());
+    };
     r.server_bytes = Some(verdict.bytes);
     r.pattern_ok = Some(verdict.pattern_ok);
-    if !verdict.pattern_ok || verdict.bytes != ctx.bytes {
+    if !verdict.pattern_ok || verdict.bytes != sent {
         return Err(Failure::new(
             ErrorKind::VerifyFailed,
             format!(
-                "the server read {} of {} bytes, pattern_ok {}",
-                verdict.bytes, ctx.bytes, verdict.pattern_ok
+                "the server read {} of {sent} bytes, pattern_ok {}",
+                verdict.bytes, verdict.pattern_ok
             ),
         ));
     }
     Ok(())
 }
 
-/// Says how long a socket timeout waited; other failures pass unchanged.
-fn stalled(f: Failure, timeout: Duration) -> Failure {
-    match f.kind {
-        ErrorKind::Timeout => Failure::new(
-            ErrorKind::Timeout,
-            format!("{}: nothing for {timeout:?}", f.detail),
-        ),
-        _ => f,
-    }
+/// Where an upload is.
+enum Step {
+    Idle,
+    Connecting {
+        until: Instant,
+    },
+    /// Writing the head; `at` bytes of it are written.
+    Head {
+        at: usize,
+        until: Instant,
+    },
+    /// The body from `first`: `sent` bytes accepted; `at` bytes of the
+    /// current piece written. `room`: waiting for the socket to take more
+    /// (until the stall timeout), else for the next piece's deadline.
+    Body {
+        first: Instant,
+        sent: u64,
+        at: usize,
+        room: bool,
+    },
+    /// Reading the answer (until the stall timeout).
+    Answer,
+    Over,
 }
 
-/// How a slowloris client's connection ended (the `ended` column).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HeadersEnd {
-    /// Still open, the head unfinished, when the run ended.
-    RunEnd,
-    /// The server answered (a 408, say) or closed the connection.
-    ServerClosed,
-    /// Could not connect or write: the row's `error` says why.
-    Failed,
-}
-
-impl HeadersEnd {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HeadersEnd::RunEnd => "run_end",
-            HeadersEnd::ServerClosed => "server_closed",
-            HeadersEnd::Failed => "failed",
-        }
-    }
-}
-
-fn slow_headers(
+struct Upload {
     client: usize,
-    ctx: &HeadersContext,
-    t0: Instant,
-    stop: &mpsc::Receiver<()>,
-) -> SlowHeaderRecord {
-    let began = Instant::now();
-    let mut r = SlowHeaderRecord {
-        client,
-        started_s: secs(t0, began),
-        connect_ms: None,
-        header_lines: 0,
-        held_s: None,
-        ended: HeadersEnd::Failed,
-        status: None,
-        error: None,
-    };
-    let (mut stream, _, connected) = match ctx.to.connect(client, None) {
-        Ok(c) => c,
-        Err((f, _)) => {
-            r.error = Some(f.in_load());
-            return r;
+    ctx: Arc<UploadContext>,
+    head: Vec<u8>,
+    tx: Option<oneshot::Sender<UploadRecord>>,
+    began: Option<Instant>,
+    r: UploadRecord,
+    socket: Option<Socket>,
+    step: Step,
+    reader: ResponseReader,
+    answer: Answer,
+}
+
+impl Upload {
+    fn timeout(&self) -> Instant {
+        Instant::now() + self.ctx.to.timeout
+    }
+
+    fn finish(&mut self, outcome: Result<(), Failure>) -> Wait {
+        self.step = Step::Over;
+        self.socket = None;
+        self.r.status = self.reader.status();
+        let began = self.began.unwrap_or_else(Instant::now);
+        self.r.first_byte_ms = self.reader.first_byte().map(|t| ms(began, t));
+        self.r.error = outcome.err().map(|f| f.in_load());
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(self.r.clone());
         }
-    };
-    r.connect_ms = Some(ms(began, connected));
-    let first = format!(
-        "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: slowlab-load\r\n",
-        ctx.to.path, ctx.to.authority
-    );
-    let mut line = first.into_bytes();
-    let mut reader = ResponseReader::default();
-    loop {
-        if let Err(e) = stream.write_all(&line) {
-            r.ended = HeadersEnd::ServerClosed;
-            r.error = Some(Failure::transfer("write", &e));
-            break;
+        Wait::Done
+    }
+
+    fn stalled(&mut self, what: &str) -> Wait {
+        let f = Failure::new(
+            ErrorKind::Timeout,
+            format!("{what}: nothing for {:?}", self.ctx.to.timeout),
+        );
+        self.finish(Err(f))
+    }
+
+    fn write_head(&mut self, mut at: usize, until: Instant) -> Wait {
+        let Some(socket) = &self.socket else {
+            return self.finish(Err(Failure::new(ErrorKind::Io, "no socket")));
+        };
+        match eio::send(socket, &self.head, &mut at) {
+            Ok(true) => self.body(Instant::now(), 0, 0),
+            Ok(false) => {
+                let until = if at > 0 { self.timeout() } else { until };
+                self.step = Step::Head { at, until };
+                Wait::io(Interest::Write, until)
+            }
+            Err(e) => self.finish(Err(Failure::transfer("write", &e))),
         }
-        r.header_lines += 1;
-        line = format!("X-Slowlab-Wait-{}: {}\r\n", r.header_lines, r.header_lines).into_bytes();
-        // Waits one interval, or less when the run ends.
-        match stop.recv_timeout(ctx.interval) {
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            _ => {
-                r.ended = HeadersEnd::RunEnd;
-                break;
+    }
+
+    /// Writes what is due of the body from `sent` (the current piece `at`
+    /// bytes in), then waits for the next deadline or for room.
+    fn body(&mut self, first: Instant, mut sent: u64, mut at: usize) -> Wait {
+        for _ in 0..PIECES_PER_TURN {
+            if sent == self.ctx.bytes {
+                self.r.send_s = Some(secs(first, Instant::now()));
+                return self.answer();
+            }
+            let due = first + pacing::due(sent, self.ctx.rate);
+            if at == 0 && Instant::now() < due {
+                self.step = Step::Body {
+                    first,
+                    sent,
+                    at,
+                    room: false,
+                };
+                return Wait::until(due);
+            }
+            let Some(socket) = &self.socket else {
+                return self.finish(Err(Failure::new(ErrorKind::Io, "no socket")));
+            };
+            let piece = self.ctx.piece(sent);
+            let len = piece.len();
+            match eio::send(socket, piece, &mut at) {
+                Ok(true) => {
+                    sent += len as u64;
+                    at = 0;
+                    self.r.bytes_sent = sent;
+                }
+                Ok(false) => {
+                    self.step = Step::Body {
+                        first,
+                        sent,
+                        at,
+                        room: true,
+                    };
+                    return Wait::io(Interest::Write, self.timeout());
+                }
+                Err(e) => {
+                    self.r.bytes_sent = sent + at as u64;
+                    return self.finish(Err(Failure::transfer("write", &e)));
+                }
             }
         }
-        if server_answered(&mut stream, &mut reader) {
-            r.ended = HeadersEnd::ServerClosed;
-            break;
+        self.step = Step::Body {
+            first,
+            sent,
+            at,
+            room: false,
+        };
+        Wait::until(Instant::now())
+    }
+
+    /// Reads the answer, one `recv` of up to 4 KiB at a time.
+    fn answer(&mut self) -> Wait {
+        loop {
+            let Some(socket) = &self.socket else {
+                return self.finish(Err(Failure::new(ErrorKind::Io, "no socket")));
+            };
+            let mut buf = [0u8; 4096];
+            let n = match eio::recv(socket, &mut buf) {
+                Ok(Some(n)) => n,
+                Ok(None) => {
+                    self.step = Step::Answer;
+                    return Wait::io(Interest::Read, self.timeout());
+                }
+                Err(e) => return self.finish(Err(response::read_failure(&e))),
+            };
+            let whole = if n == 0 {
+                self.reader.eof().map(|()| true)
+            } else {
+                self.reader.feed(&buf[..n], &mut self.answer)
+            };
+            match whole {
+                Err(f) => return self.finish(Err(f)),
+                Ok(false) => continue,
+                Ok(true) => {
+                    let status = self.reader.status();
+                    let sent = self.r.bytes_sent;
+                    let verdict = judge(status, &self.answer.body, &self.ctx.ok, sent, &mut self.r);
+                    return self.finish(verdict);
+                }
+            }
         }
     }
-    r.status = reader.status();
-    r.held_s = Some(secs(connected, Instant::now()));
-    r
 }
 
-/// Whether the server has answered or closed, without waiting.
-fn server_answered(stream: &mut TcpStream, reader: &mut ResponseReader) -> bool {
-    if stream.set_nonblocking(true).is_err() {
-        return false;
-    }
-    let mut buf = [0u8; 1024];
-    let answered = match stream.read(&mut buf) {
-        Ok(0) => true,
-        Ok(n) => {
-            // Only the status is wanted; a malformed answer is an answer too.
-            let _ = reader.feed(&buf[..n], &mut Discard);
-            true
+impl Machine for Upload {
+    fn start(&mut self, t0: Instant, _cx: &mut Cx) -> Wait {
+        let began = Instant::now();
+        self.began = Some(began);
+        self.r.started_s = secs(t0, began);
+        match self.ctx.to.connect(self.client, Some(self.ctx.sndbuf)) {
+            Err((f, granted)) => {
+                self.r.sndbuf_granted_bytes = granted.sndbuf;
+                self.finish(Err(f))
+            }
+            Ok(c) => {
+                self.r.sndbuf_granted_bytes = c.sndbuf;
+                self.socket = Some(c.socket);
+                if c.done {
+                    self.r.connect_ms = Some(ms(began, Instant::now()));
+                    return self.write_head(0, self.timeout());
+                }
+                let until = began + self.ctx.to.timeout;
+                self.step = Step::Connecting { until };
+                Wait::io(Interest::Write, until)
+            }
         }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-        Err(_) => true,
-    };
-    let _ = stream.set_nonblocking(false);
-    answered
+    }
+
+    fn ready(&mut self, _cx: &mut Cx) -> Wait {
+        match self.step {
+            Step::Connecting { until } => match self.socket.as_ref().map(eio::connected) {
+                Some(Ok(true)) => {
+                    let began = self.began.unwrap_or_else(Instant::now);
+                    self.r.connect_ms = Some(ms(began, Instant::now()));
+                    self.write_head(0, self.timeout())
+                }
+                Some(Ok(false)) => Wait::io(Interest::Write, until),
+                Some(Err(e)) => self.finish(Err(Failure::connect(&e))),
+                None => self.finish(Err(Failure::new(ErrorKind::Io, "no socket"))),
+            },
+            Step::Head { at, until } => self.write_head(at, until),
+            Step::Body {
+                first, sent, at, ..
+            } => self.body(first, sent, at),
+            Step::Answer => self.answer(),
+            Step::Idle | Step::Over => Wait::Done,
+        }
+    }
+
+    fn timer(&mut self, _cx: &mut Cx) -> Wait {
+        match self.step {
+            Step::Connecting { .. } => self.finish(Err(Failure::new(
+                ErrorKind::Timeout,
+                format!("connect: not established in {:?}", self.ctx.to.timeout),
+            ))),
+            Step::Head { .. } => self.stalled("write"),
+            Step::Body { room: true, .. } => self.stalled("write"),
+            Step::Body {
+                first, sent, at, ..
+            } => self.body(first, sent, at),
+            Step::Answer => self.stalled("read"),
+            Step::Idle | Step::Over => Wait::Done,
+        }
+    }
+
+    fn stop(&mut self, _cx: &mut Cx) -> Wait {
+        let f = Failure::new(
+            ErrorKind::Cut,
+            format!("the run ended after {} body bytes sent", self.r.bytes_sent),
+        );
+        self.finish(Err(f))
+    }
+
+    fn fd(&self) -> Option<RawFd> {
+        self.socket.as_ref().map(AsRawFd::as_raw_fd)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::slowloris::HeadersContext;
 
     #[test]
     fn uploaders_and_slowloris_clients_share_one_endpoint_of_the_flags() {
@@ -496,6 +493,7 @@ mod tests {
             sndbuf: 8 << 10,
             slow_headers: 3,
             header_interval: Duration::from_millis(250),
+            ok: OkStatuses::success(),
         };
         let timeout = Duration::from_secs(3);
         let to = Endpoint::new(&up, &target, timeout, Default::default());

@@ -23,7 +23,7 @@ pub const MIN_HEADER_INTERVAL: Duration = Duration::from_millis(1);
 /// Slow uploaders (`--slow-upload`) and slowloris clients (`--slow-headers`).
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct UploadArgs {
-    /// Number of slow uploaders that POST the upload path (0 to 1024).
+    /// Number of slow uploaders that POST the upload path (0 to 25000).
     #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS))]
     pub slow_upload: usize,
     /// Path the slow uploaders POST.
@@ -39,12 +39,73 @@ pub struct UploadArgs {
     #[arg(long, default_value = "8KiB", value_parser = size_in(0, MAX_RCVBUF))]
     pub sndbuf: Size,
     /// Number of slowloris clients: each sends a request head one header
-    /// line per --header-interval and never finishes it (0 to 1024).
+    /// line per --header-interval and never finishes it (0 to 25000).
     #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS))]
     pub slow_headers: usize,
     /// Time between two header lines of a slowloris client (1ms to 1day).
     #[arg(long, default_value = "1s", value_parser = duration_in(MIN_HEADER_INTERVAL, MAX_DURATION))]
     pub header_interval: Duration,
+    /// The answers that make an upload ok once all its bytes are sent:
+    /// statuses and classes, comma-separated (`2xx`, `200,201`, `2xx,303`).
+    /// An answer that is the lab's JSON (`{"bytes": N, "pattern_ok": B}`)
+    /// is checked too.
+    #[arg(long, default_value = "2xx", value_parser = OkStatuses::parse)]
+    pub upload_ok: OkStatuses,
+}
+
+/// The statuses `--upload-ok` accepts: codes and classes (`2xx`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OkStatuses(Vec<(u16, u16)>);
+
+impl OkStatuses {
+    /// Any 2xx.
+    pub fn success() -> Self {
+        OkStatuses(vec![(200, 299)])
+    }
+
+    /// `2xx`, `201`, or a comma-separated list of them (100 to 599).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let mut ranges = Vec::new();
+        for part in s.split(',').map(str::trim) {
+            let range = match part.strip_suffix("xx").or_else(|| part.strip_suffix("XX")) {
+                Some(class) => class
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|c| (1..=5).contains(c))
+                    .map(|c| (c * 100, c * 100 + 99)),
+                None => part
+                    .parse::<u16>()
+                    .ok()
+                    .filter(|c| (100..=599).contains(c))
+                    .map(|c| (c, c)),
+            };
+            ranges.push(range.ok_or_else(|| {
+                format!("`{part}`: give a status from 100 to 599 or a class such as 2xx")
+            })?);
+        }
+        Ok(OkStatuses(ranges))
+    }
+
+    pub fn contains(&self, status: u16) -> bool {
+        self.0.iter().any(|(lo, hi)| (*lo..=*hi).contains(&status))
+    }
+}
+
+impl std::fmt::Display for OkStatuses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .0
+            .iter()
+            .map(|&(lo, hi)| {
+                if lo == hi {
+                    lo.to_string()
+                } else {
+                    format!("{}xx", lo / 100)
+                }
+            })
+            .collect();
+        f.write_str(&parts.join(","))
+    }
 }
 
 impl Default for UploadArgs {
@@ -59,6 +120,7 @@ impl Default for UploadArgs {
             sndbuf: Size(8 << 10),
             slow_headers: 0,
             header_interval: Duration::from_secs(1),
+            upload_ok: OkStatuses::success(),
         }
     }
 }
@@ -93,6 +155,7 @@ impl UploadArgs {
             sndbuf,
             slow_headers: self.slow_headers,
             header_interval: self.header_interval,
+            ok: self.upload_ok.clone(),
         })
     }
 
@@ -106,6 +169,7 @@ impl UploadArgs {
             sndbuf,
             slow_headers,
             header_interval,
+            upload_ok,
         } = self;
         vec![
             "--slow-upload".into(),
@@ -122,6 +186,8 @@ impl UploadArgs {
             slow_headers.to_string().into(),
             "--header-interval".into(),
             format_duration(*header_interval).into(),
+            "--upload-ok".into(),
+            upload_ok.to_string().into(),
         ]
     }
 }
@@ -146,5 +212,27 @@ mod tests {
                 .expect("parses")
                 .args;
         assert_eq!(back, parsed);
+    }
+
+    #[test]
+    fn upload_answers_are_statuses_and_classes() {
+        let ok = OkStatuses::parse("2xx, 303").unwrap();
+        for (status, yes) in [
+            (200, true),
+            (201, true),
+            (204, true),
+            (299, true),
+            (303, true),
+        ] {
+            assert_eq!(ok.contains(status), yes, "{status}");
+        }
+        for status in [199, 300, 302, 404, 500] {
+            assert!(!ok.contains(status), "{status}");
+        }
+        assert_eq!(ok.to_string(), "2xx,303");
+        assert_eq!(OkStatuses::parse(&ok.to_string()).unwrap(), ok);
+        for bad in ["", "6xx", "0xx", "99", "600", "ok", "2xx,"] {
+            assert!(OkStatuses::parse(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use catalogue::Route;
+use common::bounds::{f64_in, size_in};
 use common::units::{Size, parse_duration};
 use lab::cgroup::Caps;
 use lab::stack::policy::CapPlan;
@@ -62,26 +63,27 @@ pub struct CheckArgs {
     /// A quick path, called open-loop during every level.
     #[arg(long, default_value = "/fast")]
     pub fast_path: String,
-    /// The most slow clients to try (1 to 10000).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// The most slow clients to try (1 to 25000).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=common::bounds::MAX_SLOW_READERS as i64))]
     pub max_slow: u32,
-    /// Read rate of each slow reader (1KiB to 1GiB per second); default:
-    /// the lowest rate at which a reader still holds its handler at the
-    /// end of a level (from the large path's size, the kernel's buffers
-    /// and --level-duration), which costs the load generator least. Give
-    /// your clients' real rate to check at it.
-    #[arg(long, value_parser = slow_rate_arg)]
+    /// Read rate of each slow reader, bytes per second (1 to 10GiB);
+    /// default: the lowest rate at which a reader still holds its handler
+    /// at the end of a level (from the large path's size, the kernel's
+    /// buffers and --level-duration), which costs the load generator
+    /// least. Give your clients' real rate to check at it.
+    #[arg(long, value_parser = size_in(1, loadgen::config::MAX_SLOW_RATE))]
     pub slow_rate: Option<Size>,
-    /// SO_RCVBUF requested by each slow reader (1 byte to 64MiB).
-    #[arg(long, default_value = "8KiB", value_parser = rcvbuf_arg)]
+    /// SO_RCVBUF requested for slow readers before connect (0 to 1GiB).
+    #[arg(long, default_value = "8KiB", value_parser = size_in(0, loadgen::config::MAX_RCVBUF))]
     pub rcvbuf: Size,
     /// How each slow reader reads: strict (one recv at each pacing
     /// deadline) or streamreader (asyncio's StreamReader, limit 16KiB), as
     /// `slowlab load --reader`.
     #[arg(long, value_enum, default_value = "strict")]
     pub reader: loadgen::ReaderModel,
-    /// Fast requests per second (0.5 to 1000).
-    #[arg(long, default_value_t = 8.0, value_parser = fast_rate_arg)]
+    /// /fast requests per second (0 to 10000); a level needs at least 10
+    /// of them in --level-duration for its p95.
+    #[arg(long, default_value_t = 8.0, value_parser = f64_in(0.0, loadgen::config::MAX_FAST_RATE))]
     pub fast_rate: f64,
     /// How long the fast path is called at each level (200ms to 10min).
     #[arg(long, default_value = "5s", value_parser = level_duration_arg)]
@@ -139,31 +141,6 @@ pub struct CheckArgs {
     /// client namespace.
     #[command(flatten)]
     pub net: lab::netns::NetnsArgs,
-}
-
-pub(super) fn slow_rate_arg(s: &str) -> Result<Size, String> {
-    let v: Size = s.parse().map_err(|e| format!("{e}"))?;
-    match v.bytes() {
-        1024..=0x4000_0000 => Ok(v),
-        _ => Err(format!("{s} is out of range (1KiB to 1GiB per second)")),
-    }
-}
-
-pub(super) fn rcvbuf_arg(s: &str) -> Result<Size, String> {
-    let v: Size = s.parse().map_err(|e| format!("{e}"))?;
-    match v.bytes() {
-        1..=0x400_0000 => Ok(v),
-        _ => Err(format!("{s} is out of range (1 byte to 64MiB)")),
-    }
-}
-
-pub(super) fn fast_rate_arg(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
-    if (0.5..=1000.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{s} is out of range (0.5 to 1000 per second)"))
-    }
 }
 
 pub(super) fn level_duration_arg(s: &str) -> Result<Duration, String> {
@@ -305,8 +282,5 @@ mod tests {
                 .contains("download, upload, headers")
         );
         assert!(through_arg("direct").is_err());
-        assert!(slow_rate_arg("100").is_err());
-        assert!(rcvbuf_arg("128MiB").is_err());
-        assert_eq!(fast_rate_arg("8"), Ok(8.0));
     }
 }

@@ -111,6 +111,9 @@ impl Plan {
             verify: loadgen::VerifyMode::Auto,
             realtime: false,
             spin: Duration::ZERO,
+            // A level is over when its fast calls are: the slow clients
+            // have held the server through it and are cut, not waited for.
+            end_with_fast: true,
         }
     }
 
@@ -137,14 +140,11 @@ impl Plan {
         }
     }
 
-    /// How long a load of `slow` clients may run before it is stopped.
-    fn limit(&self, slow: u32) -> Duration {
-        let queued = if slow > 0 {
-            self.transfer(slow) * 2
-        } else {
-            Duration::ZERO
-        };
-        FAST_START + self.level_duration + self.timeout * 2 + queued + Duration::from_secs(30)
+    /// How long a load may run before it is stopped: its slow clients are
+    /// cut when its fast calls end (`--end-with-fast`), the last of which
+    /// ends within `--timeout`; the rest is the process's start and files.
+    fn limit(&self) -> Duration {
+        FAST_START + self.level_duration + self.timeout * 2 + Duration::from_secs(30)
     }
 }
 
@@ -212,6 +212,8 @@ struct Summary {
 struct UploadPart {
     ok: u64,
     failed: u64,
+    #[serde(default)]
+    errors: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -248,6 +250,8 @@ struct SlowPart {
     ok: u64,
     failed: u64,
     rcvbuf_granted_bytes: Option<u64>,
+    #[serde(default)]
+    errors: BTreeMap<String, u64>,
 }
 
 /// Runs one load of `slow` clients through `stack`, its files in `dir`
@@ -270,7 +274,7 @@ pub fn measure(
     let since = lab::sample::unix_now();
     let overflows_before = stack.listen_overflows();
     let measured = stack
-        .run_load(dir, plan.limit(slow), &LoadCommand::Load(args))
+        .run_load(dir, plan.limit(), &LoadCommand::Load(args))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let overflows = match (overflows_before, stack.listen_overflows()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -393,9 +397,22 @@ fn read(direction: Direction, out: &Path) -> Result<Figures> {
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let s: Summary =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    // A transfer cut at the level's end held the server through it.
+    let cut = |errors: &BTreeMap<String, u64>| {
+        errors
+            .get(loadgen::ErrorKind::Cut.as_str())
+            .copied()
+            .unwrap_or(0)
+    };
     let (slow_ok, slow_failed) = match direction {
-        Direction::Download => (s.slow.ok, s.slow.failed),
-        Direction::Upload => (s.uploads.ok, s.uploads.failed),
+        Direction::Download => {
+            let c = cut(&s.slow.errors);
+            (s.slow.ok + c, s.slow.failed - c)
+        }
+        Direction::Upload => {
+            let c = cut(&s.uploads.errors);
+            (s.uploads.ok + c, s.uploads.failed - c)
+        }
         Direction::Headers => (
             s.slow_headers.held_to_end,
             s.slow_headers

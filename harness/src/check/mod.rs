@@ -118,8 +118,21 @@ fn check_direction(args: &CheckArgs) -> Result<()> {
             "--upload-bytes 0: an empty upload holds no handler, so the upload direction needs a body"
         ));
     }
-    check_path("--upload-path", &up.upload_path)
+    check_path("--upload-path", &up.upload_path)?;
+    let calls = args.fast_rate * args.level_duration.as_secs_f64();
+    if calls < MIN_CALLS_PER_LEVEL {
+        bail!(BadInput::new(format!(
+            "--fast-rate {} for --level-duration {} is {calls:.1} /fast calls per level; a level's p95 needs at least {MIN_CALLS_PER_LEVEL}",
+            args.fast_rate,
+            common::units::format_duration(args.level_duration)
+        )));
+    }
+    Ok(())
 }
+
+/// The fewest `/fast` calls a level may make: its p95 is the call before
+/// the last of ten.
+pub const MIN_CALLS_PER_LEVEL: f64 = 10.0;
 
 /// The routes of the check: direct, and each `--through` as it reads in
 /// the check's direction ([`Route::for_direction`]), once each.

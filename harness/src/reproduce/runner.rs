@@ -229,6 +229,8 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
         // kernel granted it.
         realtime: true,
         spin: Duration::ZERO,
+        // The experiment waits for every download: its figures include them.
+        end_with_fast: false,
     }
 }
 

@@ -84,7 +84,7 @@ pub struct SweepArgs {
     #[arg(long, default_value = "5s", value_parser = duration_in(Duration::from_millis(1), MAX_DURATION))]
     pub timeout: Duration,
     /// Slow readers of /large kept running during the whole sweep (0 to
-    /// 1024).
+    /// 25000).
     #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS as u32))]
     pub slow: u32,
     /// Slow uploaders (--slow-upload) and slowloris clients (--slow-headers)

@@ -107,6 +107,16 @@ fn measure_with(what: &[&str], max_slow: &str, through: Option<&str>) -> (Outcom
         .map(|r| r["levels"].as_array().unwrap().len())
         .sum();
     assert_eq!(rows.lines().count(), 1 + levels, "{rows}");
+    // A level lasts what --level-duration says: 250 ms of head start, 1 s
+    // of fast calls, the last call's answer (at most the 2 s timeout), and
+    // the documented second of the load generator's start and files; the
+    // slow transfers still running are cut, not waited for.
+    for r in v["routes"].as_array().unwrap() {
+        for l in r["levels"].as_array().unwrap() {
+            let s = l["level_s"].as_f64().expect("level_s");
+            assert!(s <= 0.25 + 1.0 + 2.0 + 1.0, "a level of {s} s: {l}");
+        }
+    }
     assert!(dir.path().join("environment.json").is_file());
     assert!(
         dir.path()

@@ -147,7 +147,7 @@ fn bad_flags_give_one_line() {
                 "--rates",
                 "10",
                 "--slow-headers",
-                "1025",
+                "25001",
                 "--out",
                 &out,
             ],

@@ -309,3 +309,86 @@ fn an_unfinished_head_is_cut_by_the_worker_timeout() {
 }
 
 const GET_FAST: &str = "GET /fast HTTP/1.1\r\nHost: slowlab\r\nConnection: close\r\n\r\n";
+
+/// A user's own upload endpoint, as Gunicorn serves it: it reads the whole
+/// body and answers 201 with its own JSON on `/saved`, 204 with no body on
+/// `/nocontent`, and 500 on `/broken`.
+const USER_APP: &str = r#"
+import json
+
+def app(environ, start_response):
+    n = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(n)
+    path = environ["PATH_INFO"]
+    if path == "/saved":
+        out = json.dumps({"saved": len(body)}).encode()
+        start_response("201 Created", [("Content-Type", "application/json"), ("Content-Length", str(len(out)))])
+        return [out]
+    if path == "/nocontent":
+        start_response("204 No Content", [])
+        return [b""]
+    if path == "/broken":
+        start_response("500 Internal Server Error", [("Content-Length", "0")])
+        return [b""]
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "12")])
+    return [b'{"ok": true}']
+"#;
+
+#[test]
+fn any_servers_upload_answer_counts() {
+    let tools = stacks::tools_with_gunicorn();
+    let g = tools.gunicorn.as_ref().expect("checked");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("userapp.py"), USER_APP).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut cmd = Command::new(&g.gunicorn);
+    cmd.args(["--workers", "2", "--bind", &addr.to_string(), "--chdir"])
+        .arg(dir.path())
+        .arg("userapp:app");
+    let _gunicorn = Child::spawn_group(cmd);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gunicorn never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let up = |path: &str, extra: &[&str]| {
+        let out = dir.path().join(path.trim_start_matches('/'));
+        let mut args = vec![
+            "--slow-upload",
+            "2",
+            "--upload-bytes",
+            "1MiB",
+            "--upload-rate",
+            "1MiB",
+            "--upload-path",
+            path,
+        ];
+        args.extend(extra);
+        let (code, s) = load(addr, &out, &args);
+        let csv = std::fs::read_to_string(out.join("uploads.csv")).unwrap_or_default();
+        (code, s, csv)
+    };
+    for (path, status) in [("/saved", "201"), ("/nocontent", "204")] {
+        let (code, s, csv) = up(path, &[]);
+        assert_eq!(code, Some(0), "{path}: {s}");
+        assert_eq!(s["uploads"]["ok"], 2, "{path}: {s}\n{csv}");
+        // Its own answer: no lab JSON to read, nothing held against it.
+        for row in csv.lines().skip(1) {
+            assert!(row.contains(&format!(",{status},,,")), "{path}: {row}");
+        }
+    }
+    // A 500 is not an upload that went well, unless the user says so.
+    let (_, s, csv) = up("/broken", &[]);
+    assert_eq!(s["uploads"]["ok"], 0, "{s}\n{csv}");
+    assert_eq!(s["uploads"]["errors"]["bad_status"], 2, "{s}");
+    let (_, s, _) = up("/broken", &["--upload-ok", "2xx,500"]);
+    assert_eq!(s["uploads"]["ok"], 2, "{s}");
+}

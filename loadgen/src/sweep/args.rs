@@ -41,7 +41,7 @@ pub struct SweepLoadArgs {
     #[arg(long, default_value = "5s", value_parser = duration_in(MIN_TIMEOUT, MAX_DURATION))]
     pub timeout: Duration,
     /// Slow readers of the large path, kept running during the whole sweep
-    /// (0 to 1024).
+    /// (0 to 25000).
     #[arg(long, default_value_t = 0, value_parser = int_in(0, MAX_SLOW_READERS))]
     pub slow: usize,
     #[command(flatten)]
@@ -370,6 +370,7 @@ mod tests {
                 sndbuf: common::units::Size(4096),
                 slow_headers: 3,
                 header_interval: Duration::from_millis(250),
+                upload_ok: crate::upload_args::OkStatuses::parse("201,204").unwrap(),
             },
             out: PathBuf::from("/tmp/sweep dir/load"),
             stop_when_saturated: true,
@@ -405,15 +406,15 @@ mod tests {
         assert!(with(&["--rates", "10", "--step-duration", "10ms"]).is_err());
         assert!(with(&["--rates", "10", "--step-duration", "25h"]).is_err());
         assert!(with(&["--rates", "10", "--timeout", "0s"]).is_err());
-        assert!(with(&["--rates", "10", "--slow", "1025"]).is_err());
+        assert!(with(&["--rates", "10", "--slow", "25001"]).is_err());
         assert!(with(&["--rates", "10", "--slow", "1024"]).is_ok());
         // The request direction's flags keep `load`'s ranges.
         for (flag, ok, bad) in [
-            ("--slow-upload", "1024", "1025"),
+            ("--slow-upload", "25000", "25001"),
             ("--upload-bytes", "64GiB", "65GiB"),
             ("--upload-rate", "1", "0"),
             ("--sndbuf", "1GiB", "2GiB"),
-            ("--slow-headers", "1024", "1025"),
+            ("--slow-headers", "25000", "25001"),
             ("--header-interval", "1ms", "0s"),
         ] {
             assert!(with(&["--rates", "10", flag, ok]).is_ok(), "{flag} {ok}");

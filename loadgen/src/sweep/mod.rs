@@ -66,10 +66,12 @@ pub use args::{SweepConfig, SweepLoadArgs};
 pub use row::StepRow;
 
 use crate::config::VerifyMode;
+use crate::engine::Engine;
 use crate::record::{LargeRecord, SlowHeaderRecord, UploadRecord};
 use crate::slow::{SlowContext, SlowReader};
+use crate::slowloris::{self, HeadersContext};
 use crate::sys;
-use crate::upload::{self, HeadersContext, UploadContext};
+use crate::upload::{self, UploadContext};
 use pool::Pool;
 use schedule::{Scheduler, Window, sessions_in};
 use session::SessionContext;
@@ -196,6 +198,8 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     let rt = runtime.handle();
+    let up = &config.upload;
+    let engine = Engine::new(config.slow + up.uploaders + up.slow_headers)?;
     let slow = (config.slow > 0).then(|| {
         let ctx = Arc::new(SlowContext {
             addr: config.target.addr,
@@ -205,22 +209,24 @@ pub fn run_sweep(config: &SweepConfig) -> anyhow::Result<SweepOutcome> {
             verify: VerifyMode::Auto,
             bind: config.binds,
         });
+        let engine = engine.clone();
         Pool::<LargeRecord>::start(config.slow, t0, rt, move |slot| {
-            SlowReader::spawn(slot, ctx.clone())
+            Ok(SlowReader::spawn(&engine, slot, ctx.clone()))
         })
     });
-    let up = &config.upload;
     let to = upload::Endpoint::new(up, &config.target, config.timeout, config.binds);
     let uploads = (up.uploaders > 0).then(|| {
         let ctx = Arc::new(UploadContext::new(to.clone(), up));
+        let engine = engine.clone();
         Pool::<UploadRecord>::start(up.uploaders, t0, rt, move |slot| {
-            upload::spawn_uploader(slot, ctx.clone())
+            Ok(upload::spawn_uploader(&engine, slot, ctx.clone()))
         })
     });
     let slowloris = (up.slow_headers > 0).then(|| {
         let ctx = Arc::new(HeadersContext::new(to, up));
+        let engine = engine.clone();
         Pool::<SlowHeaderRecord>::start(up.slow_headers, t0, rt, move |slot| {
-            upload::spawn_slow_headers(slot, ctx.clone())
+            Ok(slowloris::spawn_slow_headers(&engine, slot, ctx.clone()))
         })
     });
     if slow.is_some() || uploads.is_some() || slowloris.is_some() {

@@ -6,11 +6,11 @@
 //! client that ends leaves its record in the pool (an upload's is a row of
 //! `uploads.csv`, a slowloris client's one of `slow-headers.csv`).
 //!
-//! When the pool stops, a download or an upload in progress is abandoned,
-//! not cut, and leaves no record: its thread ends with the transfer, or at
-//! its first read or write after the server has gone (the process exits
-//! first when run as `slowlab sweep-load`). A slowloris client is told to
-//! stop, ends within a wake-up with `ended` `run_end`, and leaves its record.
+//! When the pool stops, a download or an upload in progress is abandoned
+//! and leaves no record: it runs on in the slow clients' engine until it
+//! ends or the engine is dropped with the sweep, which closes its socket.
+//! A slowloris client is told to stop, ends with `ended` `run_end`, and
+//! leaves its record.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+use crate::engine::Client;
 use crate::error::Failure;
 use crate::record::{LargeRecord, SlowHeaderRecord, UploadRecord};
 use crate::slow::SlowReader;
-use crate::upload::ClientThread;
 
 /// How long a slot waits after a client failed before it starts the next,
 /// so that a target that refuses at once is not hammered by a tight loop.
@@ -40,8 +40,8 @@ impl Stopped {
     }
 }
 
-/// A client a pool runs: a thread, started before [`PoolClient::begin`],
-/// that ends with one record.
+/// A client a pool runs: a client of the engine, added before
+/// [`PoolClient::begin`], that ends with one record.
 pub trait PoolClient: Send + 'static {
     type Record: Send + 'static;
     /// Lets it begin; t0 is the sweep's time zero (its records' clock).
@@ -80,7 +80,7 @@ impl PoolClient for SlowReader {
     }
 }
 
-impl PoolClient for ClientThread<UploadRecord> {
+impl PoolClient for Client<UploadRecord> {
     type Record = UploadRecord;
     fn begin(&self, t0: Instant) {
         self.start(t0);
@@ -93,7 +93,7 @@ impl PoolClient for ClientThread<UploadRecord> {
     }
 }
 
-impl PoolClient for ClientThread<SlowHeaderRecord> {
+impl PoolClient for Client<SlowHeaderRecord> {
     type Record = SlowHeaderRecord;
     fn begin(&self, t0: Instant) {
         self.start(t0);
