@@ -12,11 +12,12 @@
 //! - [`schedule`]: the scheduler thread that starts `/fast` requests on time.
 //! - [`latency`]: kernel settings that make a thread wake on time.
 //! - [`fast`]: one `/fast` request after its connect has started.
-//! - [`slow`]: one slow reader thread: `SO_RCVBUF`, paced blocking reads.
+//! - [`engine`]: the event loops every slow client runs on.
+//! - [`slow`]: one slow reader: `SO_RCVBUF`, paced reads.
 //! - [`streamreader`]: the `--reader streamreader` model: asyncio's
 //!   `StreamReader` and its transport over the reader's socket.
-//! - [`upload`]: slow uploaders and slowloris clients (the request
-//!   direction); [`upload_args`]: their flags.
+//! - [`upload`], [`slowloris`]: slow uploaders and slowloris clients (the
+//!   request direction); [`upload_args`]: their flags.
 //! - [`sweep`]: `slowlab sweep-load`, the load generator of a rate sweep.
 //! - [`verify`]: checking the `/large` body against the pattern or length.
 //! - [`pacing`]: absolute-deadline pacing arithmetic.
@@ -38,21 +39,33 @@
 //!   records the actual start, starts the connect and hands the rest to tokio.
 //!   Nothing else runs on it, so a request starts on time whatever the others
 //!   do.
-//! - `slow.rs`: slow readers are plain threads with blocking sockets, paced
-//!   against absolute deadlines `start + consumed / rate` (tokio timers cost
-//!   three times the CPU per read and have 1 ms granularity). The reader model
-//!   (`--reader`, `config::ReaderModel`) decides only how bytes leave the
-//!   socket: `strict` reads there (one `recv` per deadline);
-//!   `streamreader.rs` is asyncio's `StreamReader` and its transport on the
-//!   same thread: a user-space buffer filled by `recv(256 KiB)` whenever
-//!   reading is not paused (`ppoll` on the socket or the application's
-//!   deadline, whichever is first), paused above 2 x limit and resumed at
-//!   limit, as CPython's `streams.py`/`selector_events.py` (cited in its doc),
-//!   with the interpreter's time from readiness to `recv` as an input
-//!   (`--loop-lag`, a busy wait; the reference client measures CPython's).
-//!   Each reader's `Gauge` lets the runner's 100 ms sampler read the buffer
-//!   and the socket's kernel receive queue (`FIONREAD`, under a lock the
-//!   reader clears before it closes the socket).
+//! - `engine/`: every slow client (reader, uploader, slowloris) is a state
+//!   machine (`engine::Machine`) on one of a few event-loop threads (one per
+//!   2,048 clients, at most one per core): epoll with `EPOLLONESHOT`
+//!   interest armed only when a client must wait for its socket, one timer
+//!   heap of deadlines, waits to the nanosecond (`epoll_pwait2`, timer
+//!   slack 1 ns), one read buffer per loop. A thread per client paid a
+//!   context switch and a sleep per read; what is left is the kernel's TCP
+//!   work (README, "Slow clients cost almost nothing of their own").
+//! - `slow.rs`: a slow reader, paced against absolute deadlines `start +
+//!   consumed / rate`. The reader model (`--reader`, `config::ReaderModel`)
+//!   decides only how bytes leave the socket: `strict` reads there (one
+//!   `recv` per deadline); `streamreader.rs` is asyncio's `StreamReader`
+//!   and its transport: a user-space buffer filled by `recv(256 KiB)`
+//!   whenever reading is not paused (the socket in the selector or the
+//!   application's deadline, in whole milliseconds rounded up, whichever is
+//!   first), paused above 2 x limit and resumed at limit, as CPython's
+//!   `streams.py`/`selector_events.py` (cited in its doc), with the
+//!   interpreter's time from readiness to `recv` as an input (`--loop-lag`,
+//!   a busy wait; the reference client measures CPython's). Each reader's
+//!   `Gauge` lets the runner's 100 ms sampler read the buffer and the
+//!   socket's kernel receive queue (`FIONREAD`, under a lock the reader
+//!   clears before it closes the socket).
+//! - `upload.rs`, `slowloris.rs`: the request direction's clients; an
+//!   upload is ok when every byte went and the status is one of
+//!   `--upload-ok`, the lab's JSON answer held to the body when it is that.
+//!   `--end-with-fast` cuts downloads and uploads still running when the
+//!   last `/fast` request has ended (error `cut`).
 //! - `bind.rs`: `--fast-bind` and `--slow-bind` (`BindArgs`, flattened into
 //!   `load` and `sweep-load`, checked once into `Binds`), and `bind::bind`,
 //!   the one place a load's sockets get a local address: the `/fast`
@@ -68,7 +81,7 @@
 //!   and its `err_*` columns in `steps.csv` are pinned by a test.
 //! - `sweep/`: `slowlab sweep-load`, the load generator of a rate sweep. Its
 //!   slow clients (`--slow`, and `load`'s `UploadArgs`: `--slow-upload`,
-//!   `--slow-headers`) are `load`'s own clients (`slow.rs`, `upload.rs`), kept
+//!   `--slow-headers`) are `load`'s own clients (`slow.rs`, `upload.rs`, `slowloris.rs`, on one `Engine`), kept
 //!   running for the whole sweep by one generic slot pool (`sweep/pool.rs`,
 //!   `Pool` over `PoolClient`: a slot starts the next client when one ends;
 //!   on stop a transfer in progress is abandoned, a slowloris client is told

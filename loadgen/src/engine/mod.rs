@@ -1,5 +1,5 @@
 //! The slow clients' engine: every slow reader, uploader and slowloris
-//! client of a run is a state machine ([`Machine`]) driven by a few
+//! client of a run is a state machine (`Machine`) driven by a few
 //! event-loop threads, not an OS thread of its own.
 //!
 //! A thread per client paid a context switch, a `clock_nanosleep` and a
@@ -27,7 +27,7 @@
 //! a client's stale deadlines are skipped when they come up.
 //!
 //! [`Engine::new`] starts the loops (one per [`CLIENTS_PER_LOOP`] clients,
-//! at most one per core); [`Engine::add`] hands a machine to one of them,
+//! at most one per core); `Engine::add` hands a machine to one of them,
 //! round robin, and returns its [`Client`]: `start(t0)`, `stop()` (a
 //! reader or an uploader is cut, its record saying so; a slowloris client
 //! ends with the run), and `record().await`. Dropping the engine ends the
