@@ -12,7 +12,8 @@
 //! - [`child`]: the command line of a `slowlab` child (`serve`, `proxy`,
 //!   `load`, `sweep-load`).
 //! - [`process`]: child processes with process groups, parent-death
-//!   signals and stop guards.
+//!   signals and stop guards; [`capture`]: their output, kept in files up
+//!   to a bound.
 //! - [`cgroup`]: per-component cgroups (v2, else v1), caps and counters.
 //! - [`netns`]: the run's server and client network namespaces, their
 //!   veth pairs, links and sysctls.
@@ -29,6 +30,7 @@
 //!   pid in its name and removed at the next start.
 //! - [`signals`]: Ctrl-C and SIGTERM.
 
+pub mod capture;
 pub mod cgroup;
 pub mod child;
 pub mod envinfo;

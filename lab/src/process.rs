@@ -28,8 +28,8 @@ pub struct Spec {
     /// The network namespace it runs in (`/run/netns/NAME`, entered with
     /// `setns(2)` between fork and exec); none: the harness's own.
     pub netns: Option<PathBuf>,
-    /// stdout and stderr go to these files, never to pipes that nobody might
-    /// drain.
+    /// stdout and stderr go to these files, each through a pipe the
+    /// harness drains ([`crate::capture`]), kept up to its limit.
     pub stdout: PathBuf,
     pub stderr: PathBuf,
 }
@@ -62,10 +62,11 @@ pub struct Guard {
 /// Must be called from a thread that outlives the child: Linux sends the
 /// parent-death signal when the *thread* that forked exits.
 pub fn spawn(spec: &Spec, cgroup: Option<&Cgroup>) -> Result<Guard> {
-    let stdout = File::create(&spec.stdout)
-        .with_context(|| format!("creating {}", spec.stdout.display()))?;
-    let stderr = File::create(&spec.stderr)
-        .with_context(|| format!("creating {}", spec.stderr.display()))?;
+    // Each stream through a pipe the harness drains into its file, kept
+    // up to `capture::LIMIT` (a child that prints without end neither
+    // blocks nor fills the disk).
+    let stdout = crate::capture::to_file(&spec.stdout)?;
+    let stderr = crate::capture::to_file(&spec.stderr)?;
     let procs: Vec<CString> = cgroup
         .map(|c| c.procs_files())
         .unwrap_or_default()
@@ -205,9 +206,12 @@ impl Guard {
         status
     }
 
-    /// The last non-empty line of the child's stderr, for error messages.
+    /// The last non-empty line of the child's stderr, else of its stdout
+    /// (a server may print what it does there), for error messages.
     pub fn last_error_line(&self) -> String {
-        last_line(&self.stderr).unwrap_or_else(|| "no output".to_string())
+        last_line(&self.stderr)
+            .or_else(|| last_line(&self.stdout).map(|l| format!("stdout: {l}")))
+            .unwrap_or_else(|| "no output".to_string())
     }
 
     /// Waits for the first stdout line `listening on <addr>` and returns the

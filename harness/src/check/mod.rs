@@ -380,6 +380,15 @@ pub fn run(args: CheckArgs) -> Result<()> {
         };
         match route::check_route(&c, &mut plan, &mut findings, &mut csv) {
             Ok(r) => routes.push(r),
+            // A load stopped by the user's signal measured nothing: that
+            // is the interrupt, not a failure of the check.
+            Err(_) if signals::requested() => {
+                ending = Ending::Interrupted(format!(
+                    "interrupted; {} of the routes checked",
+                    routes.len()
+                ));
+                break;
+            }
             Err(e) => {
                 ending = Ending::Failed(e);
                 break;

@@ -117,9 +117,8 @@ const MAX_MEASURED: u64 = 4 << 30;
 pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
     use loadgen::response::{Discard, Framing, Method, ResponseReader, read_blocking};
     let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .with_context(|| format!("connecting to {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut s = connect(addr, &format!("GET {path}"))?;
+    s.set_read_timeout(Some(PROBE_WAIT))?;
     s.write_all(request.as_bytes())
         .with_context(|| format!("sending GET {path}"))?;
     let mut reader = ResponseReader::new(Method::Get);
@@ -161,9 +160,19 @@ pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
         (Some(code), _) => bail!(common::exit::BadInput::new(format!(
             "the large path {path} answers {code}, not 200"
         ))),
-        (None, _) => bail!("GET {path} got no status line"),
+        (None, _) => bail!(common::exit::BadInput::new(match read {
+            Err(f) if f.kind == loadgen::ErrorKind::Timeout => format!(
+                "the server accepted GET {path} but answered nothing in {} s",
+                PROBE_WAIT.as_secs()
+            ),
+            Err(f) => format!("GET {path} got no status line ({f})"),
+            Ok(()) => format!("GET {path} got no status line"),
+        })),
     }
 }
+
+/// How long a pre-flight probe waits for an answer.
+const PROBE_WAIT: Duration = Duration::from_secs(10);
 
 /// A stream that keeps the first bytes it reads (the response head, for
 /// its headers) and ends after `max` bytes.
@@ -237,23 +246,44 @@ pub fn upload_path(addr: SocketAddr, host: &str, path: &str) -> Result<Finding> 
 /// Sends `request` on a new connection to `addr` and returns the response
 /// head as text (`what` names the request in errors).
 fn exchange(addr: SocketAddr, request: &[u8], what: &str) -> Result<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .with_context(|| format!("connecting to {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut s = connect(addr, what)?;
+    s.set_read_timeout(Some(PROBE_WAIT))?;
     s.write_all(request)
         .with_context(|| format!("sending {what}"))?;
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = s
-            .read(&mut buf)
-            .with_context(|| format!("reading the answer to {what}"))?;
+        let n = match s.read(&mut buf) {
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                bail!(common::exit::BadInput::new(format!(
+                    "the server accepted {what} but answered nothing in {} s",
+                    PROBE_WAIT.as_secs()
+                )))
+            }
+            Err(e) => bail!(common::exit::BadInput::new(format!(
+                "reading the answer to {what}: {e}"
+            ))),
+        };
         if n == 0 || head.len() > 64 << 10 {
             bail!("{what} got no complete response head");
         }
         head.extend_from_slice(&buf[..n]);
     }
     Ok(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// A connection to `addr` for the probe `what`: one that cannot be made is
+/// a target that cannot be checked (bad input).
+fn connect(addr: SocketAddr, what: &str) -> Result<TcpStream> {
+    TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|e| {
+        common::exit::BadInput::new(format!("{what}: cannot connect to {addr}: {e}")).into()
+    })
 }
 
 /// The status code and `Content-Length` of a response head.
@@ -400,16 +430,20 @@ pub fn hold_s(bytes: u64, b: &PathBuffers, slow_rate: u64) -> f64 {
     model::app_send_s(bytes, b.b(), slow_rate.max(1) as f64)
 }
 
-/// The lowest read rate the check's slow readers may use by default: a
-/// slower reader would make a level hold for reasons of its own clock.
+/// The check's slow readers' rate unless `--slow-rate` says otherwise: a
+/// reader at 16 KiB/s still moves its socket every second (one granted
+/// window of the default `SO_RCVBUF`), far above any server's or proxy's
+/// minimum-rate timeout, and costs the load generator least (its cost
+/// grows with the bytes it reads: README, "Slow clients cost almost
+/// nothing of their own"). A level ends when its fast calls do and its
+/// readers are cut, so how long a reader would take to finish never
+/// lengthens a check.
 pub const MIN_AUTO_RATE: u64 = 16 << 10;
 
-/// The slow readers' rate: `given` (`--slow-rate`), else the lowest at
-/// which a reader still holds its handler at the end of a level of
-/// `window_s` seconds with a margin of half a level (it must consume all
-/// but the kernel's buffers, the model's `B`, before the server's last
-/// write returns): the cheapest for the load generator, whose cost grows
-/// with the bytes it reads. With the finding that says which and why.
+/// The slow readers' rate: `given` (`--slow-rate`), else
+/// [`MIN_AUTO_RATE`]; with the finding that says which and why: how long
+/// a reader at that rate holds its handler (until all but the kernel's
+/// buffers, the model's `B`, is read) against a level of `window_s`.
 pub fn slow_rate(bytes: u64, b: &PathBuffers, window_s: f64, given: Option<u64>) -> (u64, Finding) {
     if let Some(rate) = given {
         let f = Finding::new(
@@ -419,15 +453,15 @@ pub fn slow_rate(bytes: u64, b: &PathBuffers, window_s: f64, given: Option<u64>)
         );
         return (rate, f);
     }
-    let held = bytes.saturating_sub(b.b()) as f64;
-    let rate = ((held / (window_s * 1.5)) as u64).max(MIN_AUTO_RATE);
+    let rate = MIN_AUTO_RATE;
     let f = Finding::new(
         "slow_rate",
         Status::Ok,
         format!(
-            "each slow reader reads at {}/s, the lowest at which it still holds its handler at the end of a level ({} of the {} response left beyond the kernel's {} after {window_s:.1} s, with half a level to spare); --slow-rate checks at your clients' real rate",
+            "each slow reader reads at {}/s, the load generator's cheapest: it would hold its handler for {:.0} s ({} of the {} response beyond the kernel's {}), and is cut when a level of {window_s:.1} s ends; --slow-rate checks at your clients' real rate",
             Size(rate),
-            Size(held as u64),
+            hold_s(bytes, b, rate),
+            Size(bytes.saturating_sub(b.b())),
             Size(bytes),
             Size(b.b())
         ),
@@ -440,20 +474,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_rate_holds_a_reader_through_a_level_and_no_longer() {
+    fn the_default_rate_is_the_cheapest_and_holds_a_reader_through_a_level() {
         let b = PathBuffers::direct(4 << 20, 32 << 20, 16 << 10);
         let (rate, f) = slow_rate(16 << 20, &b, 5.25, None);
-        // It still holds its handler when the level ends ...
-        assert!(hold_s(16 << 20, &b, rate) >= 5.25 * 1.5 - 0.01);
-        // ... and not much longer.
-        assert!(hold_s(16 << 20, &b, rate) <= 5.25 * 1.5 + 0.5);
+        assert_eq!(rate, MIN_AUTO_RATE);
+        // It still holds its handler when the level ends, by far.
+        assert!(hold_s(16 << 20, &b, rate) > 100.0 * 5.25);
         assert!(f.message.contains("--slow-rate"), "{}", f.message);
+        // A response barely beyond B is let go of within a second even at
+        // that rate: the route's pre-flight warns of it.
+        let small = (4 << 20) + (32 << 10);
+        assert!(hold_s(small, &b, slow_rate(small, &b, 5.25, None).0) < 5.25);
         assert_eq!(slow_rate(16 << 20, &b, 5.25, Some(2 << 20)).0, 2 << 20);
-        // A response barely beyond B gets the floor, not a crawl.
-        assert_eq!(
-            slow_rate((4 << 20) + (32 << 10), &b, 5.25, None).0,
-            MIN_AUTO_RATE
-        );
     }
 
     #[test]

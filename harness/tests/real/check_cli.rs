@@ -723,3 +723,70 @@ fn a_server_that_dies_during_the_check_gets_no_verdict() {
     assert!(!o.stderr.contains("held up to"), "{}", o.stderr);
     assert!(!o.stderr.contains("No remedy needed"), "{}", o.stderr);
 }
+
+#[test]
+fn a_server_that_prints_without_end_is_kept_to_the_capture_limit() {
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!("yes spam & exec {}", serve("async", ""));
+    let mut args = vec!["--server-cmd", cmd.as_str(), "--large-path", "/large"];
+    args.extend(["--max-slow", "1", "--repeat", "1", "--json"]);
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    assert_eq!(o.status.code(), Some(0), "{}", o.stderr);
+    let out = dir.path().join("direct/app.out");
+    let len = std::fs::metadata(&out).expect("app.out").len();
+    let line = lab::capture::truncation_line(1);
+    assert!(
+        len > lab::capture::LIMIT && len < lab::capture::LIMIT + line.len() as u64 + 32,
+        "{len} bytes"
+    );
+    let mut tail = std::fs::read(&out).unwrap();
+    tail.drain(..tail.len() - 200);
+    let tail = String::from_utf8_lossy(&tail);
+    assert!(
+        tail.contains("[slowlab: this output was cut at 16 MiB;"),
+        "{tail}"
+    );
+    assert!(
+        !std::process::Command::new("pgrep")
+            .args(["-x", "yes"])
+            .status()
+            .unwrap()
+            .success(),
+        "the server's group is stopped, its `yes` with it"
+    );
+}
+
+#[test]
+fn a_server_that_accepts_and_never_answers_is_one_clear_line_in_every_direction() {
+    // It accepts every connection and holds it without a byte.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+        }
+    });
+    for direction in ["download", "upload", "headers"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec!["--target", url.as_str(), "--direction", direction];
+        args.extend(["--large-path", "/large", "--max-slow", "1"]);
+        args.extend(SCALED);
+        let o = check(&args, dir.path());
+        assert_eq!(o.status.code(), Some(2), "{direction}: {}", o.stderr);
+        let last = o
+            .stderr
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string();
+        assert!(!last.contains("os error"), "{direction}: {last}");
+        assert!(
+            last.contains("answered nothing") || last.contains("does not answer"),
+            "{direction}: {last}"
+        );
+    }
+}
