@@ -105,3 +105,37 @@ fn an_interrupted_check_keeps_its_levels_marked_incomplete() {
         }
     }
 }
+
+#[test]
+fn a_check_waiting_for_its_server_stops_at_once_on_sigterm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("results");
+    // A server that never listens: the check waits up to 20 s for it.
+    let mut child = Command::new(slowlab())
+        .args([
+            "check",
+            "--server-cmd",
+            "sleep 60 # {port}",
+            "--large-path",
+            "/large",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .spawn()
+        .expect("start check");
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(sent.elapsed() < Duration::from_secs(5), "still waiting");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert!(processes_mentioning("sleep 60").is_empty());
+}

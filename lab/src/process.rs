@@ -269,6 +269,10 @@ impl Guard {
                     self.last_error_line()
                 );
             }
+            // Ctrl-C or SIGTERM: the caller stops everything.
+            if crate::signals::requested() {
+                bail!("interrupted while {} had not yet {what}", self.name);
+            }
             if Instant::now() >= deadline {
                 bail!(
                     "{} {pending} within {timeout:?}: {}",

@@ -21,15 +21,16 @@ fn async_server(large: u64) -> (server::ServerHandle, String) {
 
 #[test]
 fn three_hundred_readers_keep_their_pace_on_one_loop() {
-    // 300 readers of 256 KiB at 1 MiB/s: a quarter of a second each.
-    let (_server, url) = async_server(256 << 10);
+    // 300 readers of 64 KiB at 128 KiB/s: half a second each, 37.5 MiB/s in
+    // all, little enough that a busy 2-core machine's server keeps up.
+    let (_server, url) = async_server(64 << 10);
     let report = support::run(&[
         "--target",
         &url,
         "--slow",
         "300",
         "--slow-rate",
-        "1MiB",
+        "128KiB",
         "--fast-rate",
         "4",
         "--fast-duration",
@@ -39,15 +40,26 @@ fn three_hundred_readers_keep_their_pace_on_one_loop() {
     ]);
     assert_eq!(report.engine_threads, 1, "300 clients fit one loop");
     assert_eq!(report.large.len(), 300);
+    let mut took = Vec::new();
     for r in &report.large {
         assert_eq!(r.error, None, "{r:?}");
         assert_eq!(r.verified, Verified::Pattern, "{r:?}");
-        assert_eq!(r.bytes, 256 << 10);
-        // Never ahead of the pace, and late by less than a loaded 2-core
-        // machine's scheduling hiccup.
+        assert_eq!(r.bytes, 64 << 10);
         let s = r.receive_s.expect("whole");
-        assert!((0.25..0.25 * 1.2 + 0.05).contains(&s), "{s} s: {r:?}");
+        // Never ahead of the pace.
+        assert!(s >= 0.5, "{s} s: {r:?}");
+        took.push(s);
     }
+    took.sort_by(f64::total_cmp);
+    // Late by less than a loaded machine's scheduling hiccup: the median
+    // within 5%, the worst within half the time again.
+    let median = took[took.len() / 2];
+    assert!(median < 0.5 * 1.05, "median {median} s");
+    assert!(
+        took[took.len() - 1] < 0.75,
+        "worst {} s",
+        took[took.len() - 1]
+    );
 }
 
 #[test]
