@@ -7,7 +7,7 @@
 # each run's /fast p95, app_send_s, first reads and the app's socket
 # peaks, and the ratio of the medians of the p95s (streamreader / asyncio).
 # A benchmark of many runs, not a test: a handful of runs is decided by a
-# race (README, "The reader models").
+# race (the book, "The load generator and the reader models").
 #
 #   scripts/bench-reader-models.sh            # 2 pairs on the host, 8 in the namespace
 #   PAIRS=20 scripts/bench-reader-models.sh   # 20 pairs in each

@@ -2,7 +2,7 @@
 //! verdict a simple rule predicts against the one observed; and whether the
 //! Rust replicas reproduce their Gunicorn/NGINX counterparts.
 //!
-//! The rule (stated in the README): a server is *blocked* when its
+//! The rule (stated in the book, "Which servers block"): a server is *blocked* when its
 //! concurrent handlers are no more than the slow clients and nothing in
 //! front of it absorbs a whole `/large` response; otherwise it is
 //! *relieved*. In the request direction the same rule holds with what the

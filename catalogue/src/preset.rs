@@ -76,7 +76,7 @@ impl Preset {
     /// as the original's client did (`streamreader`, limit 16 KiB); the
     /// others keep the `strict` reader their committed examples were
     /// measured with (at this host's default `tcp_wmem` both readers give
-    /// the same figures; see README, "The reader models").
+    /// the same figures; see the book, "The load generator and the reader models").
     pub fn profile(self) -> LoadProfile {
         match self {
             // Buffers' conditions name their own reader; its baselines have

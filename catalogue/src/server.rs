@@ -157,7 +157,7 @@ impl Server {
     /// Whether the server itself takes a whole response of `body_bytes` off
     /// its handler, so that a slow reader does not hold the handler:
     /// Waitress queues up to `outbuf_high_watermark` (16 MiB) of output
-    /// per connection before its task thread waits (README's server table).
+    /// per connection before its task thread waits (the book's server table).
     pub fn absorbs(self, body_bytes: u64) -> bool {
         match self.recipe() {
             Recipe::Python(py) => py.buffers().is_some_and(|b| b >= body_bytes),
@@ -382,7 +382,7 @@ impl PyServer {
         matches!(self, PyServer::Uvicorn | PyServer::GunicornUvicorn { .. })
     }
 
-    /// How many responses it can write at once (see README's server table
+    /// How many responses it can write at once (see the book's server table
     /// for the source of each): an event loop has no fixed limit; a gevent
     /// worker one greenlet per connection up to `worker_connections`;
     /// Waitress one per thread; Granian one per blocking thread.

@@ -1,5 +1,5 @@
 //! The documented range of every numeric flag, and the clap value parsers
-//! that enforce them when the arguments are parsed (README "Commands" lists
+//! that enforce them when the arguments are parsed (the book's command reference lists
 //! each range with its flag). A value outside its range is bad input: clap
 //! prints one line naming the flag, the value and the range, and the binary
 //! exits with status 2 before anything is allocated, spawned or sent.

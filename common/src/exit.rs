@@ -1,4 +1,4 @@
-//! The exit-status contract of every `slowlab` verb (README "Exit status"):
+//! The exit-status contract of every `slowlab` verb (the book, "Exit status"):
 //! 0 success, 1 the measurement itself failed, 2 bad input of any kind
 //! (flags or values, found before anything is sent), 3 a verdict of
 //! "denied", 4 a verdict of "inconclusive" (the tester or the host ran out,

@@ -48,6 +48,8 @@ pub enum Command {
     /// Check how many slow downloads your server survives, direct and behind a proxy.
     #[command(after_help = CHECK_EXAMPLES)]
     Check(crate::check::CheckArgs),
+    /// Write the man pages, a shell's completions or the book's command reference.
+    Generate(crate::generate::GenerateArgs),
 }
 
 const LOAD_EXAMPLES: &str = "\
@@ -88,6 +90,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Sweep(args) => crate::sweep::run(args),
         Command::SweepLoad(args) => loadgen::sweep::run(args),
         Command::Check(args) => crate::check::run(args),
+        Command::Generate(args) => crate::generate::run(args),
     }
 }
 

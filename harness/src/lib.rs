@@ -21,6 +21,7 @@
 
 pub mod check;
 pub mod cli;
+pub mod generate;
 pub mod merge;
 pub mod prepare;
 pub mod reproduce;

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // `{:#}` joins the context chain on one line.
             eprintln!("slowlab: {err:#}");
-            // README "Exit status": 2 bad input, 3 denied, 130/143
+            // the book, "Exit status": 2 bad input, 3 denied, 130/143
             // interrupted, 1 any other failure.
             ExitCode::from(common::exit::code_of(err.chain()))
         }

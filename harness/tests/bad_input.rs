@@ -1,4 +1,4 @@
-//! Bad input of every verb through the real binary (README "Exit status"):
+//! Bad input of every verb through the real binary (the book, "Exit status"):
 //! oversized numbers, durations that would overflow a deadline, values that
 //! parse but cannot work, addresses outside loopback. Each gives exit
 //! status 2 and one `slowlab: ` line naming the flag, at once, without
@@ -124,7 +124,7 @@ fn load_values_that_cannot_work_are_bad_input() {
         ),
         (load(&["--label", "seq=1"]), "clash"),
         // `load` runs against a server that is already there: it cannot
-        // place it in a namespace, so it has no `--link` (README: "Shaped
+        // place it in a namespace, so it has no `--link` (the book: "Shaped
         // links").
         (
             load(&["--link", "rate=2MiB"]),

@@ -1,5 +1,5 @@
 //! `check` stopped by SIGINT or SIGTERM in the middle of a level: exit
-//! 130/143 as the README's table says, the levels measured so far kept with
+//! 130/143 as the book's exit-status table says, the levels measured so far kept with
 //! an `INCOMPLETE` marker and a report, nothing left running, its scratch
 //! directories removed; and a scratch directory a killed check left behind
 //! is removed by the next start.

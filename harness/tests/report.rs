@@ -514,3 +514,30 @@ fn the_servers_section_charts_every_server_at_each_slow_level_with_its_verdict()
     // The one disagreement, marked in the chart with a square.
     assert_eq!(verdicts("waitress4", "8"), pair("relieved", "blocked"));
 }
+
+/// `docs/example/` is the fixture's report as today's code writes it: the
+/// README and the book quote its sections (by their anchors), so a change
+/// of the report's words must renew it (`scripts/regenerate-example`).
+#[test]
+fn the_committed_example_is_todays_report_of_the_fixture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("quick");
+    fs::create_dir(&dir).unwrap();
+    for entry in fs::read_dir(fixture()).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    report::write(&dir).expect("the report of the fixture");
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/example");
+    for entry in fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name == "report.md" || (name.starts_with("report-") && name.ends_with(".svg")) {
+            let now = fs::read_to_string(dir.join(&name)).unwrap();
+            let kept = fs::read_to_string(example.join(&name)).unwrap_or_default();
+            assert!(
+                now == kept,
+                "docs/example/{name} is not what `slowlab report` writes today: run scripts/regenerate-example"
+            );
+        }
+    }
+}

@@ -74,7 +74,7 @@ fn sigint_mid_run_leaves_no_process_and_marks_the_results() {
         !status.success(),
         "an interrupted reproduction exits non-zero"
     );
-    // README "Exit status": 130 for SIGINT, as a shell reports it.
+    // the book, "Exit status": 130 for SIGINT, as a shell reports it.
     assert_eq!(status.code(), Some(130), "{status:?}");
     let marker = std::fs::read_to_string(out.join("INCOMPLETE")).expect("INCOMPLETE marker");
     assert!(marker.contains("interrupted"), "{marker}");

@@ -1,6 +1,6 @@
 //! SIGTERM in the middle of a sweep: every process stops, the steps done
 //! stay, the directory is marked incomplete, and the exit status is 143
-//! (README "Exit status").
+//! (the book, "Exit status").
 
 mod support;
 

@@ -234,7 +234,7 @@ pub struct SlowReaderArgs {
     /// socket's readiness to its recv, spent on the CPU as an interpreter
     /// spends it (0s to 100ms; 0s, the default, receives at once).
     /// CPython's own is printed by lab/python/slowlab_reference_reader.py
-    /// as loop_lag_us_median; see README "The reader models".
+    /// as loop_lag_us_median; see the book, "The load generator and the reader models".
     #[arg(long, default_value = "0s", value_parser = duration_in(Duration::ZERO, MAX_LOOP_LAG))]
     pub loop_lag: Duration,
 }

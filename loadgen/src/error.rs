@@ -7,7 +7,7 @@
 //! by it) and the detail goes to the human summary and the logs;
 //! `sweep-load` counts each kind in one of the `err_*` columns of
 //! `steps.csv` ([`ErrorKind::sweep_column`]). Both sets of names are
-//! documented in README.md and pinned by a test below.
+//! documented in the book's results files and pinned by a test below.
 
 use std::io;
 
@@ -132,7 +132,7 @@ impl ErrorKind {
         }
     }
 
-    /// The kind as `load` records it. Its documented names (README.md,
+    /// The kind as `load` records it. Its documented names (the book's results files,
     /// `requests.csv`) have none for exhausted ports: there it is one more
     /// failed connect, as it always was.
     pub fn in_load(self) -> ErrorKind {
@@ -326,7 +326,7 @@ mod tests {
 
     /// Every name written into a file, pinned: `load`'s `error` column and
     /// summary keys, and the `err_*` column `sweep-load` counts each kind in.
-    /// README.md documents them; renaming one breaks readers of old results.
+    /// The book documents them; renaming one breaks readers of old results.
     #[test]
     fn every_label_is_pinned() {
         use ErrorKind as K;
@@ -365,8 +365,8 @@ mod tests {
         for (i, c) in SweepColumn::ALL.into_iter().enumerate() {
             assert_eq!(c.index(), i);
         }
-        // And README.md documents exactly these.
-        let readme = include_str!("../../README.md");
+        // And the book's results files document exactly these.
+        let readme = include_str!("../../book/src/reference/results-files.md");
         let load_names = "`timeout`, `connect_refused`, `connect_failed`, `reset`, \
                           `short_body`, `bad_status`, `malformed`, `io`, `fd_exhausted` |";
         assert!(readme.contains(load_names), "requests.csv `error`");

@@ -46,7 +46,7 @@
 //!   heap of deadlines, waits to the nanosecond (`epoll_pwait2`, timer
 //!   slack 1 ns), one read buffer per loop. A thread per client paid a
 //!   context switch and a sleep per read; what is left is the kernel's TCP
-//!   work (README, "Slow clients cost almost nothing of their own").
+//!   work (the book, "The load generator and the reader models").
 //! - `slow.rs`: a slow reader, paced against absolute deadlines `start +
 //!   consumed / rate`. The reader model (`--reader`, `config::ReaderModel`)
 //!   decides only how bytes leave the socket: `strict` reads there (one

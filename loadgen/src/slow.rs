@@ -154,8 +154,8 @@ struct Progress {
     connected: Option<Instant>,
     consumed_all: Option<Instant>,
     /// What the first `recv` after the request returned: the head alone,
-    /// or the head with as much of the body as had arrived (README, "The
-    /// reader models": how a run begins can set its level).
+    /// or the head with as much of the body as had arrived (the book, "The load
+    /// generator and the reader models": how a run begins can set its level).
     first_read: Option<usize>,
     reader: ResponseReader,
 }

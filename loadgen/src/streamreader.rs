@@ -52,7 +52,7 @@
 //! reference client measures its own (`loop_lag_us_median`), so the lag is
 //! taken from the interpreter it stands for, not fitted to a result.
 //!
-//! Cost, measured on this machine: see README, "The reader models".
+//! Cost, measured on this machine: see the book, "The load generator and the reader models".
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

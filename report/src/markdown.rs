@@ -59,6 +59,9 @@ pub fn render(doc: &Document) -> String {
     let mut out = format!("# {}\n\n{}\n\n", escape(&doc.title), escape(&doc.subtitle));
     for s in &doc.sections {
         out.push_str(&format!("## {}\n\n", escape(&s.title)));
+        // mdBook's include anchors (invisible in Markdown): the book quotes
+        // a section of the example run's report, never a copy of it.
+        out.push_str(&format!("<!-- ANCHOR: {} -->\n\n", s.id));
         for b in &s.blocks {
             match b {
                 Block::Para(t) => out.push_str(&format!("{}\n\n", inline(t))),
@@ -80,6 +83,7 @@ pub fn render(doc: &Document) -> String {
                 }
             }
         }
+        out.push_str(&format!("<!-- ANCHOR_END: {} -->\n\n", s.id));
     }
     out
 }

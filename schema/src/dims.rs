@@ -12,7 +12,7 @@
 //! at its own times, so the place of a cell is the one thing per file; a
 //! row struct that leaves a cell out does not compile (`dims()` builds a
 //! whole [`DimCells`] from the cells it placed). A new dimension: an arm
-//! here, a `@name,` after the last field of each row struct, its README
+//! here, a `@name,` after the last field of each row struct, its book
 //! column.
 
 /// A row struct with the condition cells: its own fields, and `@cell,`

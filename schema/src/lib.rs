@@ -4,7 +4,7 @@
 //! another), the appender and the `INCOMPLETE` marker. The children
 //! (`slowlab load`, `serve`, `proxy`, `sweep-load`) write their files
 //! through the same structs the harness reads ([`child`]). A file's header is its struct's
-//! fields in order ([`columns`]); the README's CSV section documents them
+//! fields in order ([`columns`]); the book's results files document them
 //! and a test holds the two together.
 //!
 //! # Layout
@@ -110,7 +110,7 @@ pub const PROXY_GAUGE_LOG: &str = PROXY_GAUGE_CSV;
 /// The steps `slowlab sweep-load` writes into its `--out`.
 pub const STEPS_CSV: &str = "steps.csv";
 
-/// Every CSV file of a results directory with its columns, in the README's
+/// Every CSV file of a results directory with its columns, in the book's results files'
 /// order.
 pub fn schema() -> Vec<(&'static str, &'static [&'static str])> {
     vec![

@@ -1,17 +1,20 @@
-//! The schema: every column documented in the README, the files other
+//! The schema: every column documented in the book's results files, the files other
 //! crates write matching their structs, the headers pinned, and rows that
 //! read back as they were written.
 
 use super::*;
 
+/// The book's reference of the results files (its csv:start/csv:end part).
 fn readme_csv_section() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-    let readme = std::fs::read_to_string(path).expect("README.md");
-    readme
-        .split("<!-- csv:start -->")
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../book/src/reference/results-files.md"
+    );
+    let doc = std::fs::read_to_string(path).expect("the results files' reference");
+    doc.split("<!-- csv:start -->")
         .nth(1)
         .and_then(|s| s.split("<!-- csv:end -->").next())
-        .expect("README.md has the csv:start/csv:end section")
+        .expect("the results files' reference has its csv:start/csv:end markers")
         .to_string()
 }
 
@@ -26,7 +29,10 @@ fn joined(parts: &[&[&str]]) -> Vec<String> {
 fn every_column_of_every_file_is_documented() {
     let docs = readme_csv_section();
     for (file, cols) in schema() {
-        assert!(docs.contains(&format!("`{file}`")), "README lacks {file}");
+        assert!(
+            docs.contains(&format!("`{file}`")),
+            "the results files' reference lacks {file}"
+        );
         let undocumented: Vec<&&str> = cols
             .iter()
             .filter(|col| {

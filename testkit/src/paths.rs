@@ -20,7 +20,17 @@ pub fn state_dir() -> PathBuf {
         .unwrap_or_else(|| root().join(".slowlab"))
 }
 
-/// The README's text.
-pub fn readme() -> String {
-    std::fs::read_to_string(root().join("README.md")).expect("README.md")
+/// The book's reference of the results files: every column of every file,
+/// between `<!-- csv:start -->` and `<!-- csv:end -->`.
+pub const RESULTS_FILES_DOC: &str = "book/src/reference/results-files.md";
+
+/// The documented columns: the text of [`RESULTS_FILES_DOC`] between its
+/// markers.
+pub fn results_files_doc() -> String {
+    let text = std::fs::read_to_string(root().join(RESULTS_FILES_DOC)).expect(RESULTS_FILES_DOC);
+    text.split("<!-- csv:start -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- csv:end -->").next())
+        .expect("the results files' reference has its csv:start/csv:end markers")
+        .to_string()
 }

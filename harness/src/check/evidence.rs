@@ -7,7 +7,7 @@
 //! the level is conclusive at all ([`tester_ran_out`]), and what decided a
 //! level that was not held ([`cause`]).
 //!
-//! The thresholds are the documented ones (README, "slowlab check"): a
+//! The thresholds are the documented ones (the book, "Check your stack"): a
 //! verdict must never blame the server for what the tester or the host ran
 //! out of.
 

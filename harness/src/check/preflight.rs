@@ -434,8 +434,8 @@ pub fn hold_s(bytes: u64, b: &PathBuffers, slow_rate: u64) -> f64 {
 /// reader at 16 KiB/s still moves its socket every second (one granted
 /// window of the default `SO_RCVBUF`), far above any server's or proxy's
 /// minimum-rate timeout, and costs the load generator least (its cost
-/// grows with the bytes it reads: README, "Slow clients cost almost
-/// nothing of their own"). A level ends when its fast calls do and its
+/// grows with the bytes it reads: the book, "The load generator and the
+/// reader models"). A level ends when its fast calls do and its
 /// readers are cut, so how long a reader would take to finish never
 /// lengthens a check.
 pub const MIN_AUTO_RATE: u64 = 16 << 10;

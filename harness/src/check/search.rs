@@ -17,7 +17,7 @@ pub const DENIED_MS: f64 = 1000.0;
 /// The default of `--noise-floor`: how far above the baseline a level's
 /// p95 may be and still be held, whatever the ratio. It covers the
 /// scheduling noise of a busy VM, where a p95 of a few milliseconds over a
-/// 1 ms baseline is the host's, not the server's (the README's check
+/// 1 ms baseline is the host's, not the server's (the book's check
 /// section gives the measurement).
 pub const NOISE_FLOOR_MS: f64 = 20.0;
 /// The largest `--noise-floor`: it must stay well under [`DENIED_MS`].

@@ -13,7 +13,7 @@
 //! issue measured the readers apart (one namespace, `ip netns exec`, the
 //! 16 MiB max in it), and it keeps loopback's 64 KiB MTU, under which the
 //! kernel's send-buffer autotuning reaches megabytes (across the lab's
-//! veth pair, MTU 1500, it does not; see README "The buffer model").
+//! veth pair, MTU 1500, it does not; see the book, "Backpressure and the buffer model").
 //! While each client runs, the app's sockets are sampled through
 //! sock_diag, and their peak send buffer, send queue and congestion window
 //! are printed beside the client's figures.
@@ -295,7 +295,7 @@ fn compare(launcher: &Launcher, at: &Where, python: &Path, pairs: usize) {
     let (python, stream) = (p95(&pythons), p95(&streams));
     let ratio = stream / python;
     // The figures a benchmark prints; not a pass or a fail (the medians of a
-    // handful of runs are decided by a race, README "The reader models").
+    // handful of runs are decided by a race, the book, "The load generator and the reader models").
     let starts = |ms: &[Measured]| ms.iter().map(|m| m.first_reads.clone()).collect::<Vec<_>>();
     eprintln!(
         "{}: median /fast p95 over {pairs} runs each: asyncio {python:.1} ms, streamreader \
@@ -373,7 +373,7 @@ fn streamreader_against_an_asyncio_client_on_the_host() {
 // runs of four. Given 95 µs it fell early in 3 of 24 runs against the
 // asyncio client's 3 of 24; given the client's own measured lag (36-87 µs),
 // four runs of this test passed at 0.998-1.038x, each client early once in
-// 32 (README "The reader models").
+// 32 (the book, "The load generator and the reader models").
 #[test]
 #[ignore = "a benchmark of many runs: scripts/bench-reader-models.sh prints its figures"]
 fn streamreader_against_an_asyncio_client_in_a_namespace_whose_tcp_wmem_max_is_16_mib() {

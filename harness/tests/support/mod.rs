@@ -81,15 +81,10 @@ pub fn assert_same_answers(what: &str, a: SocketAddr, b: SocketAddr) {
 }
 
 /// Fails unless every column of `file`'s header is documented in the
-/// README's "How to read the CSV files" as `` `column` ``, or, for the
-/// per-component columns of `runs.csv`, as `` `<c>_rest` ``.
+/// book's "Results files" as `` `column` ``, or, for the per-component
+/// columns of `runs.csv`, as `` `<c>_rest` ``.
 pub fn assert_documented(file: &str, header: &[String]) {
-    let readme = testkit::paths::readme();
-    let csv_docs = readme
-        .split("<!-- csv:start -->")
-        .nth(1)
-        .and_then(|s| s.split("<!-- csv:end -->").next())
-        .expect("README.md has the csv:start/csv:end section");
+    let csv_docs = testkit::paths::results_files_doc();
     let undocumented: Vec<&String> = header
         .iter()
         .filter(|col| {
@@ -102,7 +97,8 @@ pub fn assert_documented(file: &str, header: &[String]) {
         .collect();
     assert!(
         undocumented.is_empty(),
-        "README.md does not document these columns of {file}: {undocumented:?}"
+        "{} does not document these columns of {file}: {undocumented:?}",
+        testkit::paths::RESULTS_FILES_DOC
     );
 }
 

@@ -2,7 +2,7 @@
 //! to its end measured something, even when every `/fast` request failed.
 //!
 //! `slowlab load` exits 1 both when no `/fast` request succeeded and when
-//! it ran out of descriptors (README "Exit status"), after writing all its
+//! it ran out of descriptors (the book, "Exit status"), after writing all its
 //! files. The first is a finding (slowloris clients holding every worker
 //! time every `/fast` request out), the second a run that is not
 //! comparable; its `summary.json` tells them apart.

@@ -1,6 +1,6 @@
 //! One row of `steps.csv`, the contract with `slowlab sweep` (its columns
 //! are the `schema` crate's `StepCells`, which `sweep.csv` carries and the
-//! README documents), and the file it goes to.
+//! the book's results files document), and the file it goes to.
 //!
 //! Rates are per second of the measured sending window (`duration_s`).
 //! `loadgen_cpu_s` is this process's CPU time (`getrusage`, all threads,
