@@ -177,6 +177,11 @@ pub struct CheckRow {
     /// (`--repeat`, the boundary levels only).
     #[serde(default)]
     pub repetition: Option<u32>,
+    /// The most connections seen at once whose request no handler of the
+    /// server had taken: in its listening socket's accept queue, or
+    /// accepted with the request unread.
+    #[serde(default)]
+    pub waiting_requests: Option<u64>,
 }
 
 #[cfg(test)]

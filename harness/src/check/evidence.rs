@@ -68,6 +68,9 @@ pub struct Evidence {
     /// The most of the server's sockets seen at once with a full-ish send
     /// queue.
     pub held_sockets: Option<u64>,
+    /// The most connections seen at once whose request no handler had
+    /// taken (in the accept queue, or accepted and unread).
+    pub waiting_requests: Option<u64>,
     /// The most client connections the server held at once.
     pub server_connections: Option<u64>,
     pub first_byte_p50_ms: Option<f64>,
@@ -143,8 +146,16 @@ fn server_used_the_host(e: &Evidence) -> bool {
     }
 }
 
+/// Whether the level shows the server's handlers held by the slow clients:
+/// requests waited for a handler while its sockets held responses the
+/// kernel would not take. Then a busy host did not decide the level.
+fn handlers_evidently_held(e: &Evidence) -> bool {
+    e.waiting_requests.is_some_and(|w| w > 0) && e.held_sockets.is_some_and(|h| h > 0)
+}
+
 /// What of the tester or the host ran out during the level, if anything:
-/// then nothing the level measured is the server's.
+/// then nothing the level measured is the server's (but a host that was
+/// busy with others while the server's handlers were evidently held).
 pub fn tester_ran_out(e: &Evidence) -> Option<Cause> {
     let at_cap = match (e.loadgen_cpu_cores, e.loadgen_cpu_cap) {
         (Some(c), Some(cap)) => c >= CPU_CAP_SHARE * cap,
@@ -161,7 +172,7 @@ pub fn tester_ran_out(e: &Evidence) -> Option<Cause> {
         return Some(Cause::HostSteal);
     }
     let host_full = e.host_idle_cores.is_some_and(|i| i < HOST_IDLE_MIN_CORES);
-    if host_full && !server_used_the_host(e) {
+    if host_full && !server_used_the_host(e) && !handlers_evidently_held(e) {
         return Some(Cause::HostCpu);
     }
     if !host_full
@@ -213,9 +224,14 @@ pub fn cause(e: &Evidence, direction: Direction, buffering: bool, slow: u32) -> 
             let queued = e
                 .first_byte_p50_ms
                 .is_some_and(|f| f >= QUEUED_FIRST_BYTE_MS);
+            // Held sockets alone are not held handlers: an async server
+            // keeps a slow reader's socket full too, and takes every
+            // request as it comes. Requests that waited for a handler are
+            // the evidence, where the samples could see them.
+            let waited = e.waiting_requests.is_none_or(|w| w > 0);
             if buffering && queued {
                 Cause::Queueing
-            } else if held > 0 && !buffering {
+            } else if held > 0 && waited && !buffering {
                 Cause::Handlers
             } else if queued {
                 Cause::Queueing
@@ -282,6 +298,18 @@ mod tests {
             ..quiet()
         };
         assert_eq!(tester_ran_out(&crowded), Some(Cause::HostCpu));
+        // ... but not when requests waited for handlers that sat in slow
+        // writes: the busy host did not decide that.
+        let blocked = Evidence {
+            waiting_requests: Some(12),
+            held_sockets: Some(3),
+            ..crowded.clone()
+        };
+        assert_eq!(tester_ran_out(&blocked), None);
+        assert_eq!(
+            cause(&blocked, Direction::Download, false, 4),
+            Cause::Handlers
+        );
         // The server itself used the host: conclusive, and its cause is CPU.
         let hungry = Evidence {
             host_idle_cores: Some(0.02),
@@ -337,6 +365,25 @@ mod tests {
             ..quiet()
         };
         assert_eq!(cause(&held, Direction::Download, false, 2), Cause::Handlers);
+        // Requests that waited for a handler confirm it; an async server
+        // that took every request as it came keeps full sockets but no
+        // held handler.
+        let waited = Evidence {
+            waiting_requests: Some(7),
+            ..held.clone()
+        };
+        assert_eq!(
+            cause(&waited, Direction::Download, false, 2),
+            Cause::Handlers
+        );
+        let took_all = Evidence {
+            waiting_requests: Some(0),
+            ..held.clone()
+        };
+        assert_eq!(
+            cause(&took_all, Direction::Download, false, 256),
+            Cause::Unknown
+        );
         // Behind NGINX buffering on the app's sockets drain; the exports
         // waited 1.24 s for their first byte behind 3 workers.
         let queued = Evidence {

@@ -319,6 +319,7 @@ pub fn measure(
         server_fd_limit: app_rows().filter_map(|r| r.fd_limit).min(),
         listen_overflows: overflows,
         held_sockets: held_sockets(&measured.samples),
+        waiting_requests: waiting_requests(&measured.samples),
         server_connections: app_rows().map(|r| r.sockets).max(),
         first_byte_p50_ms: first_byte_p50(&out),
     };
@@ -361,6 +362,28 @@ fn held_sockets(samples: &Samples) -> Option<u64> {
         if full && s.state == "ESTABLISHED" {
             *per_sample.entry(s.t_unix_s.to_bits()).or_default() += 1;
         }
+    }
+    seen.then(|| per_sample.values().copied().max().unwrap_or(0))
+}
+
+/// The most connections seen at once whose request no handler of the app
+/// had taken: waiting in its listening socket's accept queue (a LISTEN
+/// socket's receive queue is that queue's length), or accepted with the
+/// request's bytes unread in the socket (a pool that accepts for its
+/// threads). An async server reads every request as it comes, a server
+/// whose handlers all sit in slow writes takes none.
+fn waiting_requests(samples: &Samples) -> Option<u64> {
+    let mut per_sample: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut seen = false;
+    for s in samples.sockets.iter().filter(|s| s.component == "app") {
+        seen = true;
+        let state: &str = &s.state;
+        let waiting = match state {
+            "LISTEN" => s.rx_queue_bytes,
+            "ESTABLISHED" if s.rx_queue_bytes > 0 => 1,
+            _ => 0,
+        };
+        *per_sample.entry(s.t_unix_s.to_bits()).or_default() += waiting;
     }
     seen.then(|| per_sample.values().copied().max().unwrap_or(0))
 }
