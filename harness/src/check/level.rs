@@ -377,7 +377,7 @@ fn waiting_requests(samples: &Samples) -> Option<u64> {
     let mut seen = false;
     for s in samples.sockets.iter().filter(|s| s.component == "app") {
         seen = true;
-        let state: &str = &s.state;
+        let state: &str = s.state;
         let waiting = match state {
             "LISTEN" => s.rx_queue_bytes,
             "ESTABLISHED" if s.rx_queue_bytes > 0 => 1,
