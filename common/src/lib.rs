@@ -19,5 +19,6 @@ pub mod bounds;
 pub mod exit;
 pub mod loopback;
 pub mod pattern;
+pub mod signals;
 pub mod stats;
 pub mod units;

@@ -179,3 +179,49 @@ fn an_unwritable_out_fails_before_any_connection() {
     }
     assert_eq!(accepted, 0, "no connection before --out is known writable");
 }
+
+#[test]
+fn an_interrupted_load_keeps_what_it_measured() {
+    // A minute of /fast calls and two slow downloads of 16 MiB at 64 KiB/s,
+    // stopped after a second and a half.
+    let server = server::spawn(ServerConfig::new(Model::Async, Some(2))).expect("server");
+    let url = format!("http://{}", server.local_addr());
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("load");
+        let mut cmd = Command::new(BIN);
+        cmd.arg("load")
+            .args(["--target", &url, "--slow", "2", "--slow-rate", "64KiB"])
+            .args([
+                "--fast-rate",
+                "20",
+                "--fast-duration",
+                "60s",
+                "--json",
+                "--out",
+            ])
+            .arg(&out);
+        let child = Child::spawn(cmd);
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: kill(2) on our own child.
+        unsafe {
+            libc::kill(child.pid() as libc::pid_t, signal);
+        }
+        let sent = Instant::now();
+        let done = child.finish(PATIENCE);
+        assert!(sent.elapsed() < Duration::from_secs(5), "stopped late");
+        assert_eq!(done.status.code(), Some(code), "{}", done.stderr);
+        // The summary on stdout, and every file of --out with the rows
+        // measured so far, marked incomplete.
+        let summary: serde_json::Value = serde_json::from_str(done.stdout.trim()).unwrap();
+        let started = summary["fast"]["requests"].as_u64().unwrap();
+        assert!((15..200).contains(&started), "{summary}");
+        let requests = std::fs::read_to_string(out.join("requests.csv")).unwrap();
+        assert_eq!(requests.lines().count() as u64, 1 + started);
+        let large = std::fs::read_to_string(out.join("large-responses.csv")).unwrap();
+        assert!(large.lines().skip(1).all(|l| l.contains("cut")), "{large}");
+        let marker = std::fs::read_to_string(out.join("INCOMPLETE")).unwrap();
+        assert!(marker.contains("interrupted"), "{marker}");
+        assert!(done.stderr.contains("partial results"), "{}", done.stderr);
+    }
+}

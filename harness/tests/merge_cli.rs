@@ -131,6 +131,14 @@ fn colliding_run_ids_are_renumbered_and_incomplete_inputs_are_marked() {
     let tmp = tempfile::tempdir().unwrap();
     let again = tmp.path().join("again");
     split(&fixture(), &again, |_| true);
+    // Another reproduction of the same plan, a day later: the same run
+    // ids, other runs.
+    let runs = fs::read_to_string(again.join("runs.csv")).unwrap();
+    fs::write(
+        again.join("runs.csv"),
+        runs.replace("2026-11-29T", "2026-11-30T"),
+    )
+    .unwrap();
     fs::write(
         again.join("INCOMPLETE"),
         "interrupted after 12 of 30 runs\n",
@@ -144,10 +152,13 @@ fn colliding_run_ids_are_renumbered_and_incomplete_inputs_are_marked() {
     let ids: Vec<&str> = runs.lines().skip(1).map(|l| &l[..3]).collect();
     let expected: Vec<String> = (1..=24).map(|i| format!("{i:03}")).collect();
     assert_eq!(ids, expected);
-    // The second copy's first run is now run 013, in every file.
+    // The second reproduction's first run is now run 013, in every file.
     let first_of_second = runs.lines().nth(13).unwrap();
     let first = runs.lines().nth(1).unwrap();
-    assert_eq!(first_of_second[3..], first[3..]);
+    assert_eq!(
+        first_of_second[3..].replace("2026-11-30T", "2026-11-29T"),
+        first[3..]
+    );
     let requests = read(&merged, "requests.csv");
     let of = |id: &str| requests.lines().filter(|l| l.starts_with(id)).count();
     assert!(of("001,") > 0);
@@ -240,6 +251,19 @@ fn bad_input_is_refused_with_exit_2_before_anything_is_written() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     fs::write(tmp.path().join("notes.txt"), "not results\n").unwrap();
+    // A copy of a directory: the same runs, which must not count twice.
+    let copy = tmp.path().join("copy");
+    split(&fixture(), &copy, |_| true);
+    // A directory whose runs.csv has its header only (a check's or a
+    // sweep's has none at all).
+    let empty = tmp.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    let header = read(&fixture(), "runs.csv")
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    fs::write(empty.join("runs.csv"), header + "\n").unwrap();
     let cases: Vec<(Vec<PathBuf>, &str)> = vec![
         (
             vec![out.clone(), tmp.path().join("nope")],
@@ -247,10 +271,10 @@ fn bad_input_is_refused_with_exit_2_before_anything_is_written() {
         ),
         (vec![fixture(), fixture()], "both the output and an input"),
         (vec![tmp.path().to_path_buf(), fixture()], "is not empty"),
-        (
-            vec![out.clone(), tmp.path().to_path_buf()],
-            "has no readable runs.csv",
-        ),
+        (vec![out.clone(), tmp.path().to_path_buf()], "holds no runs"),
+        (vec![out.clone(), fixture(), fixture()], "is given twice"),
+        (vec![out.clone(), fixture(), copy.clone()], "is in both"),
+        (vec![out.clone(), fixture(), empty.clone()], "holds no runs"),
     ];
     for (args, says) in cases {
         let paths: Vec<&Path> = args.iter().map(PathBuf::as_path).collect();

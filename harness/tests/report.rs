@@ -323,7 +323,8 @@ fn an_empty_or_wrong_directory_is_a_clear_error() {
         .arg(empty.path())
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    // Bad input, the book's exit-status table: 2.
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains("not a slowlab results directory"), "{err}");
@@ -331,15 +332,73 @@ fn an_empty_or_wrong_directory_is_a_clear_error() {
 
     let gone = empty.path().join("nope");
     let out = Command::new(exe).arg("report").arg(&gone).output().unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("does not exist"), "{err}");
 
     let file = empty.path().join("file.txt");
     fs::write(&file, "x").unwrap();
     let out = Command::new(exe).arg("report").arg(&file).output().unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+
+    // Files of the right names holding garbage: no "0 runs" report.
+    let garbage = tempfile::tempdir().unwrap();
+    for f in ["runs.csv", "conditions.csv", "environment.json"] {
+        fs::write(
+            garbage.path().join(f),
+            "\u{0}\u{1}garbage, not, rows\n1,2\n",
+        )
+        .unwrap();
+    }
+    let out = Command::new(exe)
+        .arg("report")
+        .arg(garbage.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no readable results"));
+    assert!(!garbage.path().join("report.html").exists());
+}
+
+#[test]
+fn a_check_directory_without_its_environment_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let header = schema::child::header_line::<schema::CheckRow>();
+    let row = "direct,x,2,1,20,0,,,,,1.0,,20,20,0,0,0,2,0,denied,,,,,,,1.0,direct/level-2,20,21,download,handlers,,,,,2,,,,,1,16\n";
+    fs::write(tmp.path().join("check.csv"), format!("{header}{row}")).unwrap();
+    report::write(tmp.path()).expect("a check directory is a results directory");
+    assert!(tmp.path().join("report.html").is_file());
+}
+
+#[test]
+fn a_report_is_replaced_whole_never_left_half_written() {
+    let tmp = copy_fixture();
+    report::write(tmp.path()).unwrap();
+    // A read-only directory: the new report cannot be written, and the old
+    // one stays as it was, whole.
+    let before = fs::read(tmp.path().join("report.html")).unwrap();
+    let mut perms = fs::metadata(tmp.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o555);
+    fs::set_permissions(tmp.path(), perms.clone()).unwrap();
+    let r = report::write(tmp.path());
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    fs::set_permissions(tmp.path(), perms).unwrap();
+    // Root may write anyway; then the report is simply renewed.
+    if r.is_err() {
+        assert_eq!(fs::read(tmp.path().join("report.html")).unwrap(), before);
+    }
+    let leftovers: Vec<_> = fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary files left");
 }
 
 #[test]

@@ -101,14 +101,33 @@ fn an_interrupted_sweep_says_so() {
 
 #[test]
 fn an_unreadable_sweep_file_is_a_note() {
+    // The summary is readable, the steps are not: a report with a note.
     let tmp = tempfile::tempdir().unwrap();
+    write_fixture(tmp.path());
     fs::write(tmp.path().join("sweep.csv"), "sweep_id,server\nx,y\n").unwrap();
     report::write(tmp.path()).expect("still a report");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let sec = sweep_section(&html);
     assert!(sec.contains("could not be drawn"), "{sec}");
-    assert!(
-        sec.contains("sweep-summary.csv"),
-        "the missing summary is named"
-    );
+    assert!(sec.contains("sweep.csv"), "the unreadable file is named");
+    // Nothing readable at all is no report but one line (exit status 2).
+    let empty = tempfile::tempdir().unwrap();
+    fs::write(empty.path().join("sweep.csv"), "sweep_id,server\nx,y\n").unwrap();
+    let e = report::write(empty.path()).expect_err("nothing to report");
+    assert!(format!("{e:#}").contains("holds no readable results"), "{e:#}");
+}
+
+#[test]
+fn one_truncated_row_of_sweep_csv_drops_only_that_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_fixture(tmp.path());
+    // A sweep killed while it appended a row: its last line cut short.
+    let text = fs::read_to_string(tmp.path().join("sweep.csv")).unwrap();
+    let cut = &text[..text.trim_end().len() - 25];
+    fs::write(tmp.path().join("sweep.csv"), cut).unwrap();
+    report::write(tmp.path()).expect("the report");
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    let sec = sweep_section(&html);
+    assert_eq!(sec.matches("<svg").count(), 2, "both charts: {sec}");
+    assert!(sec.contains("rust-async direct"), "{sec}");
 }

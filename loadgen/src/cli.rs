@@ -179,11 +179,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     if let Some(dir) = &args.out {
         output::probe(dir)?;
     }
+    // Ctrl-C or SIGTERM ends the run early: what it measured is kept.
+    common::signals::install();
     let report = run_load(&config)?;
     let summary = Summary::of(&report);
-    if let Some(dir) = &args.out {
-        output::write_all(dir, &report, &summary)?;
-    }
+    // The summary first: a disk that fills while the files are written
+    // loses no figure of the run.
     let text = if args.json {
         serde_json::to_string(&summary).context("serializing the summary")? + "\n"
     } else {
@@ -194,6 +195,35 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .context("writing the summary")?;
+    if let Some(dir) = &args.out {
+        if let Err(e) = output::write_all(dir, &report, &summary) {
+            // A full disk: say so where the files are, if a marker fits.
+            let _ = schema::mark_incomplete(
+                dir,
+                Some(&format!(
+                    "the files could not be written whole ({e:#}); the summary went to stdout"
+                )),
+            );
+            return Err(e.context("the summary above has the run's figures"));
+        }
+        if report.interrupted.is_some() {
+            schema::mark_incomplete(
+                dir,
+                Some(&format!(
+                    "interrupted: {} of the {} scheduled /fast requests were started; transfers still running were cut",
+                    report.fast.len(),
+                    config.fast_offsets().len()
+                )),
+            )?;
+        }
+    }
+    if report.interrupted.is_some() {
+        return Err(common::signals::interrupted(match &args.out {
+            Some(dir) => format!("partial results in {} (marked INCOMPLETE)", dir.display()),
+            None => "the summary above has what was measured".into(),
+        })
+        .into());
+    }
     let exhausted = summary.fd_exhausted();
     if exhausted > 0 {
         bail!(

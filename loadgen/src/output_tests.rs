@@ -93,6 +93,7 @@ fn report() -> Report {
         host: HostInfo::default(),
         scheduler: Default::default(),
         engine_threads: 1,
+        interrupted: None,
     }
 }
 

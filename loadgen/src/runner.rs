@@ -45,6 +45,9 @@ pub struct Report {
     pub scheduler: Tuning,
     /// The slow clients' loop threads ([`crate::engine`]).
     pub engine_threads: usize,
+    /// The signal that stopped the run early (Ctrl-C, SIGTERM), if any:
+    /// its records are those it had, the rest cut.
+    pub interrupted: Option<i32>,
 }
 
 /// Runs one load to completion. Every request and download ends as a record,
@@ -117,8 +120,9 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
                 .then(|| tokio::spawn(sample(t0, gauges, config.reading.reader)));
             let (tuning, fast) = scheduler.records().await?;
             // `--end-with-fast`: the run is over with its last /fast
-            // request; transfers still running are cut.
-            if end_with_fast {
+            // request; transfers still running are cut. So they are when
+            // the load was stopped (Ctrl-C, SIGTERM).
+            if end_with_fast || common::signals::requested() {
                 for r in &readers {
                     r.stop();
                 }
@@ -171,6 +175,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         host: HostInfo::read(),
         scheduler,
         engine_threads: engine.threads(),
+        interrupted: common::signals::received(),
     })
 }
 

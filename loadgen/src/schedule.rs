@@ -31,6 +31,8 @@ use crate::record::FastRecord;
 /// The scheduler thread, waiting for t0 until [`Scheduler::start`].
 #[derive(Debug)]
 pub struct Scheduler {
+    /// When each request is due, from t0 (a record of one cut in flight).
+    offsets: Vec<Duration>,
     go: mpsc::Sender<Instant>,
     launched: oneshot::Receiver<(Tuning, Vec<JoinHandle<FastRecord>>)>,
     thread: thread::JoinHandle<()>,
@@ -48,6 +50,7 @@ impl Scheduler {
     ) -> anyhow::Result<Scheduler> {
         let (go, go_rx) = mpsc::channel::<Instant>();
         let (done, launched) = oneshot::channel();
+        let kept = offsets.clone();
         let thread = thread::Builder::new()
             .name("slowlab-schedule".into())
             .spawn(move || {
@@ -60,6 +63,11 @@ impl Scheduler {
                 let Ok(t0) = go_rx.recv() else { return };
                 for (seq, offset) in offsets.iter().enumerate() {
                     let scheduled = t0 + *offset;
+                    // Ctrl-C or SIGTERM: no request is started after it;
+                    // those started keep their records.
+                    if stopped_before(scheduled) {
+                        break;
+                    }
                     latency::sleep_then_spin_until(scheduled, timing.spin);
                     let launch = launch(seq, t0, scheduled, addr, bind);
                     handles.push(runtime.spawn(fast::complete(launch, ctx.clone())));
@@ -69,6 +77,7 @@ impl Scheduler {
             })
             .context("starting the scheduler thread")?;
         Ok(Scheduler {
+            offsets: kept,
             go,
             launched,
             thread,
@@ -89,14 +98,71 @@ impl Scheduler {
             .await
             .context("the scheduler thread stopped early")?;
         let mut records = Vec::with_capacity(handles.len());
-        for h in handles {
-            records.push(h.await.context("a /fast request task failed")?);
+        for (seq, mut h) in handles.into_iter().enumerate() {
+            // Stopped by Ctrl-C or SIGTERM: a request still in flight is
+            // cut (its record says so) rather than waited for up to its
+            // timeout.
+            let record = tokio::select! {
+                r = &mut h => r.context("a /fast request task failed")?,
+                () = stop_requested() => {
+                    h.abort();
+                    cut(&self.offsets, seq)
+                }
+            };
+            records.push(record);
         }
         // It has sent its handles, so it is at its end and joins at once.
         self.thread
             .join()
             .map_err(|_| anyhow::anyhow!("the scheduler thread panicked"))?;
         Ok((tuning, records))
+    }
+}
+
+/// The record of request `seq`, cut in flight by a stop: its start and
+/// connect are not known here, so it starts as scheduled.
+fn cut(offsets: &[Duration], seq: usize) -> FastRecord {
+    let at = offsets.get(seq).map_or(0.0, Duration::as_secs_f64);
+    FastRecord {
+        seq,
+        scheduled_s: at,
+        started_s: at,
+        schedule_lag_ms: 0.0,
+        connect_ms: None,
+        first_byte_ms: None,
+        latency_ms: None,
+        status: None,
+        bytes: 0,
+        error: Some(Failure::new(
+            crate::error::ErrorKind::Cut,
+            "in flight when the load was stopped",
+        )),
+    }
+}
+
+/// Resolves once Ctrl-C or SIGTERM has come.
+pub async fn stop_requested() {
+    while !common::signals::requested() {
+        tokio::time::sleep(STOP_CHECK).await;
+    }
+}
+
+/// How often a scheduler that waits for a far request looks for a stop.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
+/// Waits until shortly before `scheduled`, in steps that look for a stop
+/// (Ctrl-C, SIGTERM); whether one came. The last step is the caller's
+/// precise sleep.
+fn stopped_before(scheduled: Instant) -> bool {
+    loop {
+        if common::signals::requested() {
+            return true;
+        }
+        let left = scheduled.saturating_duration_since(Instant::now());
+        if left <= STOP_CHECK {
+            return false;
+        }
+        thread::sleep((left - STOP_CHECK).min(STOP_CHECK));
     }
 }
 

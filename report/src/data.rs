@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use anyhow::{Result, bail};
+use common::exit::BadInput;
 
 use schema::{self as files, INCOMPLETE, ResultSet};
 
@@ -14,7 +15,7 @@ use schema::{self as files, INCOMPLETE, ResultSet};
 pub type Results = ResultSet;
 
 /// The files of a results directory and what the report uses them for.
-const USES: [(&str, &str); 14] = [
+const USES: [(&str, &str); 15] = [
     (files::CONDITIONS_CSV, "chart 1 and the tables of section 6"),
     (
         files::RUNS_CSV,
@@ -46,6 +47,7 @@ const USES: [(&str, &str); 14] = [
     (files::CROSSCHECK_CSV, "the cross-check table of section 6"),
     (files::SWEEP_CSV, "the sweep charts"),
     (files::SWEEP_SUMMARY_CSV, "the sweep table"),
+    (files::CHECK_CSV, "the check's levels"),
     (
         files::ENVIRONMENT_JSON,
         "the kernel buffer sysctls and the load profile in the lesson",
@@ -64,19 +66,37 @@ pub fn used_for(file: &str) -> &'static str {
 /// directory.
 pub fn load(dir: &Path) -> Result<Results> {
     if !dir.exists() {
-        bail!("{} does not exist", dir.display());
+        bail!(BadInput::new(format!("{} does not exist", dir.display())));
     }
     if !dir.is_dir() {
-        bail!("{} is not a directory", dir.display());
+        bail!(BadInput::new(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
     }
     // An interrupted reproduction may have written only its marker and
     // environment.json; that still deserves a report saying so.
     let any = USES.iter().any(|(f, _)| dir.join(f).is_file());
     if !any && !dir.join(INCOMPLETE).exists() {
-        bail!(
-            "{} is not a slowlab results directory: it has none of conditions.csv, runs.csv, environment.json (write one with `slowlab reproduce`)",
+        bail!(BadInput::new(format!(
+            "{} is not a slowlab results directory: it has none of conditions.csv, runs.csv, check.csv, sweep.csv, environment.json (write one with `slowlab reproduce`, `check` or `sweep`)",
             dir.display()
-        );
+        )));
     }
-    Ok(files::read_dir(dir))
+    let r = files::read_dir(dir);
+    // Files of the right names that hold nothing readable (garbage, or
+    // empty) make no report either, unless the run was interrupted.
+    let nothing = r.runs.is_empty()
+        && r.conditions.is_empty()
+        && r.check.is_empty()
+        && r.sweep.is_empty()
+        && r.sweep_summary.is_empty()
+        && r.environment.is_null();
+    if nothing && r.incomplete.is_none() {
+        bail!(BadInput::new(format!(
+            "{} holds no readable results: its files have no rows that slowlab wrote",
+            dir.display()
+        )));
+    }
+    Ok(r)
 }

@@ -47,7 +47,6 @@ pub mod sweep;
 pub mod tables;
 pub mod upload_bytes;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -82,16 +81,28 @@ pub fn run(args: ReportArgs) -> Result<()> {
 pub fn write(dir: &Path) -> Result<()> {
     let results = data::load(dir)?;
     let doc = build(&results);
-    let html_path = dir.join("report.html");
-    fs::write(&html_path, html::render(&doc))
-        .with_context(|| format!("writing {}", html_path.display()))?;
     for f in doc.figures() {
-        let path = dir.join(&f.file);
-        fs::write(&path, &f.svg).with_context(|| format!("writing {}", path.display()))?;
+        replace(&dir.join(&f.file), f.svg.as_bytes())?;
     }
-    let md_path = dir.join("report.md");
-    fs::write(&md_path, markdown::render(&doc))
-        .with_context(|| format!("writing {}", md_path.display()))?;
+    replace(&dir.join("report.md"), markdown::render(&doc).as_bytes())?;
+    // The page last: a report.html is always whole, its charts beside it.
+    replace(&dir.join("report.html"), html::render(&doc).as_bytes())
+}
+
+/// Writes `path` whole or not at all: into a temporary file beside it,
+/// then renamed over it, so that a full disk or a kill never leaves half a
+/// report where a whole one was.
+fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_data())
+        .with_context(|| format!("writing {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 

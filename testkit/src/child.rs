@@ -30,6 +30,11 @@ pub struct Outcome {
 }
 
 impl Child {
+    /// The child's pid (a signal for it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Starts `cmd` with stdin closed and stdout/stderr captured.
     pub fn spawn(cmd: Command) -> Child {
         Self::start(cmd, false)

@@ -20,6 +20,36 @@ const PER_INVOCATION: [&str; 7] = [
     "cgroup.path",
 ];
 
+/// The names a run gives what it creates after the harness's pid (its
+/// namespaces and veth ends: `slowlab-s-4242`, `vs4242a`): two runs of one
+/// machine differ in them too.
+const PER_RUN_NAMES: [&str; 3] = ["name", "veth", "fast_veth"];
+
+/// Whether a difference in `key` says nothing about the machines.
+fn per_invocation(key: &str, values: &[String]) -> bool {
+    if PER_INVOCATION.contains(&key) {
+        return true;
+    }
+    let last = key.rsplit('.').next().unwrap_or_default();
+    // Each run of digits (the pid) as one `#`.
+    let digits_out = |v: &String| -> String {
+        let mut out = String::new();
+        for c in v.chars() {
+            if !c.is_ascii_digit() {
+                out.push(c);
+            } else if !out.ends_with('#') {
+                out.push('#');
+            }
+        }
+        out
+    };
+    key.starts_with("run.netns.")
+        && PER_RUN_NAMES.contains(&last)
+        && values
+            .iter()
+            .all(|v| digits_out(v) == digits_out(&values[0]))
+}
+
 /// Flattens a JSON document into `a.b.c` keys and their values as text.
 fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
     match v {
@@ -72,15 +102,16 @@ pub fn differences(envs: &[Value]) -> Vec<Difference> {
     keys.sort();
     keys.dedup();
     keys.into_iter()
-        .filter(|k| !PER_INVOCATION.contains(&k.as_str()))
         .filter_map(|k| {
             let values: Vec<String> = flat
                 .iter()
                 .map(|m| m.get(k).cloned().unwrap_or_else(|| "(absent)".into()))
                 .collect();
-            values.iter().any(|v| v != &values[0]).then(|| Difference {
-                key: k.clone(),
-                values,
+            (values.iter().any(|v| v != &values[0]) && !per_invocation(k, &values)).then(|| {
+                Difference {
+                    key: k.clone(),
+                    values,
+                }
             })
         })
         .collect()
@@ -112,5 +143,26 @@ mod tests {
         assert_eq!(d[0].to_string(), "kernel: 6.1 | 6.12");
         assert_eq!(d[1].values, ["(absent)", "1.22.1"]);
         assert!(differences(&[a.clone(), a]).is_empty());
+    }
+
+    #[test]
+    fn the_names_a_run_gives_its_namespaces_are_no_difference() {
+        let ns = |pid: u32, wmem: &str| {
+            json!({"run": {"netns": {"server": {
+                "name": format!("slowlab-s-{pid}"),
+                "veth": format!("vs{pid}a"),
+                "fast_veth": format!("vf{pid}a"),
+                "addr": "198.18.0.1",
+                "sysctls": {"net.ipv4.tcp_wmem": wmem},
+            }}}})
+        };
+        let d = differences(&[ns(4242, "4096 16384 4194304"), ns(77, "4096 16384 4194304")]);
+        assert!(d.is_empty(), "{d:?}");
+        let d = differences(&[
+            ns(4242, "4096 16384 4194304"),
+            ns(77, "4096 16384 16777216"),
+        ]);
+        let keys: Vec<&str> = d.iter().map(|d| d.key.as_str()).collect();
+        assert_eq!(keys, ["run.netns.server.sysctls.net.ipv4.tcp_wmem"]);
     }
 }

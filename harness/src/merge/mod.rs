@@ -43,9 +43,9 @@ pub fn run(args: MergeArgs) -> Result<()> {
     check_paths(&args.out, &args.dirs)?;
     let sets: Vec<ResultSet> = args.dirs.iter().map(|d| read_dir(d)).collect();
     for set in &sets {
-        if !set.has(schema::RUNS_CSV) {
+        if !set.has(schema::RUNS_CSV) || set.runs.is_empty() {
             return Err(BadInput::new(format!(
-                "{} has no readable runs.csv: merge takes results directories of `slowlab reproduce`",
+                "{} holds no runs (no readable runs.csv, or none in it): merge takes results directories of `slowlab reproduce`",
                 set.dir.display()
             ))
             .into());
@@ -60,6 +60,7 @@ pub fn run(args: MergeArgs) -> Result<()> {
             );
         }
     }
+    check_no_run_twice(&sets)?;
     let merged = merge(&sets);
     write(&args.out, &sets, &merged)?;
     eprintln!(
@@ -80,13 +81,55 @@ pub fn run(args: MergeArgs) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a run that two inputs both hold (a directory given twice under
+/// another path, or a copy of a shard): the same `runs.csv` row, its id,
+/// condition, start and figures alike, would count twice in every median.
+/// Two reproductions of one plan share run ids but not their rows.
+fn check_no_run_twice(sets: &[ResultSet]) -> Result<()> {
+    // Runs by id and start, each with the directory that holds it.
+    type Seen<'a> = HashMap<(&'a str, Option<&'a str>), Vec<(&'a schema::RunRow, &'a Path)>>;
+    let mut seen: Seen = HashMap::new();
+    for set in sets {
+        for r in &set.runs {
+            let same = seen
+                .entry((r.run_id.as_str(), r.started_utc.as_deref()))
+                .or_default();
+            if let Some((_, first)) = same.iter().find(|(other, _)| *other == r) {
+                return Err(BadInput::new(format!(
+                    "run {} ({} {} {} slow, started {}) is in both {} and {}: a run merged twice would count twice",
+                    r.run_id,
+                    r.server,
+                    r.route,
+                    r.slow_clients,
+                    r.started_utc.as_deref().unwrap_or("at an unknown time"),
+                    first.display(),
+                    set.dir.display()
+                ))
+                .into());
+            }
+            same.push((r, &set.dir));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses what cannot be merged before anything is written.
 fn check_paths(out: &Path, dirs: &[PathBuf]) -> Result<()> {
     let out_abs = fs::canonicalize(out).ok();
+    let mut given = Vec::new();
     for d in dirs {
         if !d.is_dir() {
             return Err(BadInput::new(format!("{} is not a directory", d.display())).into());
         }
+        let abs = fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+        if given.contains(&abs) {
+            return Err(BadInput::new(format!(
+                "{} is given twice: its runs would count twice",
+                d.display()
+            ))
+            .into());
+        }
+        given.push(abs);
         if out_abs.is_some() && fs::canonicalize(d).ok() == out_abs {
             return Err(BadInput::new(format!(
                 "{} is both the output and an input; merge into a new directory",

@@ -11,6 +11,7 @@ mod support;
 
 mod cgroups;
 mod check_cli;
+mod full_disk;
 mod link;
 mod model_direct;
 mod net_presets;
