@@ -83,7 +83,7 @@ complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -s V -l version -
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l target -d 'Base URL of the server, e.g. http://127.0.0.1:8000' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l slow -d 'Number of slow readers of the large path (0 to 25000)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l slow-rate -d 'Read rate of each slow reader, bytes per second (1 to 10GiB)' -r
-complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l rcvbuf -d 'SO_RCVBUF requested for slow readers before connect (0 to 1GiB)' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l rcvbuf -d 'SO_RCVBUF requested for slow readers before connect (0 to 1GiB; 0 leaves it to the kernel, autotuned up to tcp_rmem max)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l read-chunk -d 'Largest single read of a slow reader (1 to 1MiB)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l large-path -d 'Path the slow readers download' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l reader -d 'How a slow reader reads: strict = one recv of at most --read-chunk at each pacing deadline; streamreader = asyncio\'s StreamReader with limit --read-chunk (the socket drained into a user-space buffer while it holds at most 2 x --read-chunk, the application paced)' -r -f -a "strict\t'One `recv` of at most `--read-chunk` when the pacing deadline comes: between reads the bytes wait in the kernel\'s receive queue'
@@ -179,7 +179,7 @@ complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l step-dura
 complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l timeout -d 'A request not answered whole this long after it began is an error (timeout), and its session ends (1ms to 1day)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l slow -d 'Slow readers of the large path, kept running during the whole sweep (0 to 25000)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l slow-rate -d 'Read rate of each slow reader, bytes per second (1 to 10GiB)' -r
-complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l rcvbuf -d 'SO_RCVBUF requested for slow readers before connect (0 to 1GiB)' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l rcvbuf -d 'SO_RCVBUF requested for slow readers before connect (0 to 1GiB; 0 leaves it to the kernel, autotuned up to tcp_rmem max)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l read-chunk -d 'Largest single read of a slow reader (1 to 1MiB)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l large-path -d 'Path the slow readers download' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand sweep-load" -l reader -d 'How a slow reader reads: strict = one recv of at most --read-chunk at each pacing deadline; streamreader = asyncio\'s StreamReader with limit --read-chunk (the socket drained into a user-space buffer while it holds at most 2 x --read-chunk, the application paced)' -r -f -a "strict\t'One `recv` of at most `--read-chunk` when the pacing deadline comes: between reads the bytes wait in the kernel\'s receive queue'

@@ -275,6 +275,11 @@ fn bad_input_is_refused_with_exit_2_before_anything_is_written() {
         (vec![out.clone(), fixture(), fixture()], "is given twice"),
         (vec![out.clone(), fixture(), copy.clone()], "is in both"),
         (vec![out.clone(), fixture(), empty.clone()], "holds no runs"),
+        // An output that cannot be created (under a file).
+        (
+            vec![tmp.path().join("notes.txt/out"), fixture()],
+            "cannot create it",
+        ),
     ];
     for (args, says) in cases {
         let paths: Vec<&Path> = args.iter().map(PathBuf::as_path).collect();

@@ -114,7 +114,10 @@ fn an_unreadable_sweep_file_is_a_note() {
     let empty = tempfile::tempdir().unwrap();
     fs::write(empty.path().join("sweep.csv"), "sweep_id,server\nx,y\n").unwrap();
     let e = report::write(empty.path()).expect_err("nothing to report");
-    assert!(format!("{e:#}").contains("holds no readable results"), "{e:#}");
+    assert!(
+        format!("{e:#}").contains("holds no readable results"),
+        "{e:#}"
+    );
 }
 
 #[test]
@@ -130,4 +133,24 @@ fn one_truncated_row_of_sweep_csv_drops_only_that_row() {
     let sec = sweep_section(&html);
     assert_eq!(sec.matches("<svg").count(), 2, "both charts: {sec}");
     assert!(sec.contains("rust-async direct"), "{sec}");
+}
+
+#[test]
+fn a_truncated_row_of_the_sweep_costs_that_row_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_fixture(tmp.path());
+    let path = tmp.path().join("sweep.csv");
+    let mut steps = fs::read_to_string(&path).unwrap();
+    // A sweep killed while it wrote its last step.
+    steps.push_str("rust-sync2-direct-s2-uncapped,rust-sync2,direct,2,unc");
+    fs::write(&path, steps).unwrap();
+    report::write(tmp.path()).expect("a report");
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    let sec = sweep_section(&html);
+    assert!(!sec.contains("could not be drawn"), "{sec}");
+    assert!(sec.contains("<svg") || sec.contains(".svg"), "{sec}");
+    assert!(
+        html.contains("could not be read"),
+        "the dropped row is named"
+    );
 }

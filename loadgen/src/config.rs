@@ -215,7 +215,8 @@ pub struct SlowReaderArgs {
     /// Read rate of each slow reader, bytes per second (1 to 10GiB).
     #[arg(long, default_value = "2MiB", value_parser = size_in(1, MAX_SLOW_RATE))]
     pub slow_rate: Size,
-    /// SO_RCVBUF requested for slow readers before connect (0 to 1GiB).
+    /// SO_RCVBUF requested for slow readers before connect (0 to 1GiB; 0
+    /// leaves it to the kernel, autotuned up to tcp_rmem max).
     #[arg(long, default_value = "8KiB", value_parser = size_in(0, MAX_RCVBUF))]
     pub rcvbuf: Size,
     /// Largest single read of a slow reader (1 to 1MiB).
@@ -252,6 +253,27 @@ impl SlowReaderArgs {
         }
         if self.reader != ReaderModel::Streamreader && !self.loop_lag.is_zero() {
             bail!("--loop-lag applies to --reader streamreader only");
+        }
+        if let Some(ceiling) = loop_lag_ceiling(self.loop_lag, self.rcvbuf.bytes()) {
+            if self.slow_rate.bytes() > ceiling {
+                bail!(
+                    "--loop-lag {} before each recv of at most about {} ({}) caps a reader at about {}/s, below --slow-rate {}: lower --loop-lag or --slow-rate{}",
+                    common::units::format_duration(self.loop_lag),
+                    Size(per_recv(self.rcvbuf.bytes())),
+                    if self.rcvbuf.bytes() == 0 {
+                        "asyncio's recv size".to_string()
+                    } else {
+                        format!("the receive window of --rcvbuf {}", self.rcvbuf)
+                    },
+                    Size(ceiling),
+                    self.slow_rate,
+                    if self.rcvbuf.bytes() == 0 {
+                        ""
+                    } else {
+                        ", or raise --rcvbuf"
+                    }
+                );
+            }
         }
         // The `SO_RCVBUF` request is the `int` that `setsockopt` takes.
         let rcvbuf = usize::try_from(self.rcvbuf.bytes())
@@ -292,6 +314,26 @@ impl SlowReaderArgs {
             common::units::format_duration(*loop_lag).into(),
         ]
     }
+}
+
+/// The most a streamreader takes in one `recv`: asyncio's `max_size`, or
+/// less when `--rcvbuf` fixes the receive buffer (the kernel grants twice
+/// the request and advertises about three quarters of that as the window,
+/// 12 KiB of the 16 KiB granted for 8 KiB, as `first_read_bytes` shows).
+fn per_recv(rcvbuf: u64) -> u64 {
+    let max = crate::streamreader::MAX_SIZE as u64;
+    if rcvbuf == 0 {
+        max
+    } else {
+        (rcvbuf * 2 * 3 / 4).min(max)
+    }
+}
+
+/// The fastest a streamreader with `lag` before each `recv` can read, in
+/// bytes per second: one [`per_recv`] per lag (`None` without a lag).
+/// Measured: 8 KiB `--rcvbuf` and 100 ms took 16 MiB at about 120 KiB/s.
+pub fn loop_lag_ceiling(lag: Duration, rcvbuf: u64) -> Option<u64> {
+    (!lag.is_zero()).then(|| (per_recv(rcvbuf) as f64 / lag.as_secs_f64()) as u64)
 }
 
 /// How many requests [`fast_offsets`] schedules, without building them.
@@ -370,6 +412,19 @@ mod tests {
             fast_offsets(Duration::ZERO, 72.0, Duration::from_secs(1)).len(),
             72
         );
+    }
+
+    #[test]
+    fn a_loop_lag_caps_a_reader_at_one_window_per_lag() {
+        assert_eq!(loop_lag_ceiling(Duration::ZERO, 8192), None);
+        let ms100 = Duration::from_millis(100);
+        assert_eq!(loop_lag_ceiling(ms100, 8192), Some(120 * 1024));
+        assert_eq!(loop_lag_ceiling(ms100, 0), Some(2560 * 1024));
+        // A large --rcvbuf is still one asyncio recv per lag.
+        assert_eq!(loop_lag_ceiling(ms100, 64 << 20), Some(2560 * 1024));
+        // CPython's own lag, about 95 us, leaves 2 MiB/s far below it.
+        let ceiling = loop_lag_ceiling(Duration::from_micros(95), 8192).unwrap();
+        assert!(ceiling > 100 << 20, "{ceiling}");
     }
 
     #[test]

@@ -122,7 +122,9 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             // `--end-with-fast`: the run is over with its last /fast
             // request; transfers still running are cut. So they are when
             // the load was stopped (Ctrl-C, SIGTERM).
-            if end_with_fast || common::signals::requested() {
+            // A signal that comes while they finish cuts them too.
+            let cut_now = end_with_fast || common::signals::requested();
+            if cut_now {
                 for r in &readers {
                     r.stop();
                 }
@@ -132,11 +134,11 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             }
             let mut large = Vec::with_capacity(readers.len());
             for r in readers {
-                large.push(r.record().await?);
+                large.push(r.record_when(stop_requested()).await?);
             }
             let mut uploads = Vec::with_capacity(uploaders.len());
             for u in uploaders {
-                uploads.push(u.record().await?);
+                uploads.push(u.record_when(stop_requested()).await?);
             }
             // The slowloris clients hold their connections until here, the
             // end of every other request of the run.
@@ -205,5 +207,13 @@ async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>, reader: ReaderModel) -> Ve
         if all_done {
             return rows;
         }
+    }
+}
+
+/// Resolves once SIGINT or SIGTERM has asked the run to stop (polled: the
+/// handler only sets a flag).
+async fn stop_requested() {
+    while !common::signals::requested() {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }

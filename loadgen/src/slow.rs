@@ -145,6 +145,14 @@ impl SlowReader {
     pub async fn record(self) -> anyhow::Result<LargeRecord> {
         self.client.record().await
     }
+
+    /// [`SlowReader::record`], cutting the download once `stop` resolves.
+    pub async fn record_when(
+        self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> anyhow::Result<LargeRecord> {
+        self.client.record_when(stop).await
+    }
 }
 
 /// Instants and facts seen on the way, kept when the download fails.
@@ -392,8 +400,11 @@ impl Machine for Download {
         let began = Instant::now();
         self.t0 = Some(t0);
         self.began = Some(began);
+        // `--rcvbuf 0` leaves the buffer to the kernel's autotuning (asking
+        // for 0 would get the kernel's minimum, 2304 bytes).
+        let rcvbuf = self.ctx.reading.rcvbuf;
         let buffers = Buffers {
-            rcvbuf: Some(self.ctx.reading.rcvbuf),
+            rcvbuf: (rcvbuf > 0).then_some(rcvbuf),
             sndbuf: None,
         };
         match eio::connect(

@@ -185,7 +185,11 @@ fn the_loop_lag_delays_each_recv_after_readiness() {
     let (gap, body) = (Duration::from_millis(20), 4096);
     let first_read = |lag: &str| {
         let addr = head_then_body(gap, body);
-        let report = download(addr, &["--reader", "streamreader", "--loop-lag", lag]);
+        // A rate a 60 ms lag allows (one 12 KiB window per lag).
+        let rate = ["--slow-rate", "128KiB"];
+        let mut args = vec!["--reader", "streamreader", "--loop-lag", lag];
+        args.extend(rate);
+        let report = download(addr, &args);
         let large = &report.large[0];
         (
             large.first_read_bytes.expect("a first read"),

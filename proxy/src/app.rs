@@ -5,7 +5,9 @@
 //! pingora parses the request and writes the response head and body to the
 //! client ([`ServerSession`]); this module decides what to send: nothing
 //! when the head is not whole within the header timeout (as NGINX), 400
-//! for a malformed request or a request body that ends short, 413 for one
+//! for a malformed request (also one framed by both `Content-Length` and
+//! `Transfer-Encoding`, as NGINX 1.22), 501 for a transfer coding other
+//! than chunked, 400 for a request body that ends short, 413 for one
 //! beyond the maximum body size, the body streamed or read whole first
 //! ([`reqbody`]), 502/504 when the
 //! upstream fails before its head arrived, nothing when the client left
@@ -220,11 +222,22 @@ impl ProxyApp {
                 } else {
                     tracing::info!(conn, cause = %e, "malformed request");
                     let none = RequestStats::default();
-                    self.fail(&mut session, &started, Some(400), "bad_request", none)
+                    let status = reqbody::refused_head_status(&e);
+                    self.fail(&mut session, &started, Some(status), "bad_request", none)
                         .await;
                 }
                 return None;
             }
+        }
+        if reqbody::has_length_and_chunks(&session) {
+            tracing::info!(
+                conn,
+                "client sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time"
+            );
+            let none = RequestStats::default();
+            self.fail(&mut session, &started, Some(400), "bad_request", none)
+                .await;
+            return None;
         }
         // Reading the request set keep-alive from its version and
         // `Connection` header; NGINX's limits may still make this request

@@ -242,6 +242,49 @@ pub fn content_length(session: &ServerSession) -> Option<u64> {
         .ok()
 }
 
+/// Whether the request's head carried both `Content-Length` and
+/// `Transfer-Encoding`. pingora drops the length and goes on with the
+/// chunks; NGINX 1.22 answers 400 ("client sent "Content-Length" and
+/// "Transfer-Encoding" headers at the same time"), and so does the proxy:
+/// a request framed two ways is the shape of request smuggling.
+pub fn has_length_and_chunks(session: &ServerSession) -> bool {
+    if !session
+        .req_header()
+        .headers
+        .contains_key(http::header::TRANSFER_ENCODING)
+    {
+        return false;
+    }
+    // The length is gone from the parsed head; the raw head still has it.
+    let Some(h1) = session.as_http1() else {
+        return false;
+    };
+    has_header_line(&h1.get_headers_raw_bytes(), b"content-length")
+}
+
+/// Whether a raw request head has a header line named `name` (any case;
+/// the request line is skipped).
+fn has_header_line(raw: &[u8], name: &[u8]) -> bool {
+    raw.split(|&b| b == b'\n').skip(1).any(|line| {
+        line.split(|&b| b == b':')
+            .next()
+            .is_some_and(|n| n.trim_ascii().eq_ignore_ascii_case(name))
+            && line.contains(&b':')
+    })
+}
+
+/// The status NGINX 1.22 gives a request head that pingora refused: 501
+/// for a `Transfer-Encoding` other than chunked ("client sent unknown
+/// "Transfer-Encoding""), 400 for anything else malformed.
+pub fn refused_head_status(e: &pingora_error::Error) -> u16 {
+    let said = e.to_string();
+    if said.contains("non-chunked final Transfer-Encoding") {
+        501
+    } else {
+        400
+    }
+}
+
 /// Whether the request's body is chunked (pingora accepts no other
 /// `Transfer-Encoding`).
 pub fn is_chunked(session: &ServerSession) -> bool {
@@ -280,4 +323,18 @@ pub async fn linger(session: &mut ServerSession) {
     session.set_read_timeout(Some(LINGERING_TIMEOUT));
     session.set_total_drain_timeout(Some(LINGERING_TIME));
     let _ = session.drain_request_body().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_header_line;
+
+    #[test]
+    fn a_header_line_is_found_by_name_in_any_case_and_not_in_the_request_line() {
+        let raw = b"POST /content-length HTTP/1.1\r\nHost: x\r\ncOnTeNt-LeNgTh : 5\r\n\r\n";
+        assert!(has_header_line(raw, b"content-length"));
+        assert!(!has_header_line(raw, b"transfer-encoding"));
+        let only_line = b"GET /content-length HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert!(!has_header_line(only_line, b"content-length"));
+    }
 }

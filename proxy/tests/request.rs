@@ -276,3 +276,47 @@ fn a_slow_uploader_holds_a_one_handler_upstream_only_without_request_buffering()
     assert!(on < Duration::from_millis(500), "on: {on:?}");
     assert!(off > Duration::from_millis(700), "off: {off:?}");
 }
+
+#[test]
+fn a_request_framed_two_ways_or_in_an_unknown_coding_is_refused_as_nginx_refuses_it() {
+    // NGINX 1.22.1, asked the same: 400 for Content-Length with
+    // Transfer-Encoding, 501 for a coding other than chunked, 400 for a
+    // chunked HTTP/1.0 request and for two different lengths.
+    let upstream = SyncUpstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = proxy_with(upstream.addr, Buffering::On, dir.path());
+    for (head, status) in [
+        (
+            "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            400,
+        ),
+        (
+            "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\ncontent-length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            400,
+        ),
+        (
+            "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+            501,
+        ),
+        (
+            "POST /upload HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            400,
+        ),
+        (
+            "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+            400,
+        ),
+    ] {
+        let mut s = connect(proxy.local_addr(), None);
+        s.write_all(head.as_bytes()).unwrap();
+        let reply = read_reply(&mut s, &Reader::fast(), Instant::now());
+        assert_eq!(reply.status, status, "{head:?}");
+    }
+    assert!(upstream.idle_for(Duration::from_millis(300)));
+    // A chunked request alone still goes through.
+    let mut s = connect(proxy.local_addr(), None);
+    s.write_all(b"POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+        .unwrap();
+    let reply = read_reply(&mut s, &Reader::fast(), Instant::now());
+    assert_eq!(reply.status, 200);
+}

@@ -67,6 +67,17 @@ pub fn section(r: &Results, s: &mut Section) -> Result<()> {
         }
         None => table(&r.sweep_summary, s),
     }
+    // A sweep killed while it wrote a row costs that row, and says so.
+    for k in r
+        .skipped
+        .iter()
+        .filter(|k| k.file == SWEEP_CSV || k.file == SWEEP_SUMMARY_CSV)
+    {
+        s.note(&format!(
+            "`{}`: {} row(s) could not be read and are left out of the charts and table (first: {}).",
+            k.file, k.rows, k.first
+        ));
+    }
     Ok(())
 }
 

@@ -50,8 +50,13 @@ impl<'de> de::Deserializer<'de> for &mut Fields {
 /// run sends anything: a measurement must not be lost to an `--out` that
 /// cannot hold it. Bad input (exit status 2) otherwise.
 pub fn probe(dir: &Path) -> Result<()> {
+    probe_as(dir, "--out")
+}
+
+/// [`probe`], the error naming the directory as the argument `arg`.
+pub fn probe_as(dir: &Path, arg: &str) -> Result<()> {
     let bad = |what: &str, e: std::io::Error| {
-        common::exit::BadInput::new(format!("--out {}: {what}: {e}", dir.display()))
+        common::exit::BadInput::new(format!("{arg} {}: {what}: {e}", dir.display()))
     };
     fs::create_dir_all(dir).map_err(|e| bad("cannot create it", e))?;
     let path = dir.join(format!(".slowlab-probe-{}", std::process::id()));

@@ -11,7 +11,6 @@
 use std::io;
 use std::net::SocketAddr;
 
-use anyhow::Context as _;
 use socket2::{Domain, Protocol, Socket, Type};
 
 /// Gunicorn's default `backlog`: connections beyond the busy workers wait
@@ -31,5 +30,7 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
         socket.set_nonblocking(true)?;
         Ok(socket.into())
     };
-    bind().with_context(|| format!("cannot listen on {addr}"))
+    // A port in use or an address not ours is the caller's input: exit
+    // status 2, as every value that parses but cannot work.
+    bind().map_err(|e| common::exit::BadInput::new(format!("cannot listen on {addr}: {e}")).into())
 }

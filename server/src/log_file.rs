@@ -29,7 +29,10 @@ impl LogFile {
             .create(true)
             .append(true)
             .open(path)
-            .with_context(|| format!("opening {what} {}", path.display()))?;
+            .map_err(|e| {
+                // A log that cannot be written is refused as `--out` is.
+                common::exit::BadInput::new(format!("opening {what} {}: {e}", path.display()))
+            })?;
         let log = LogFile {
             path: path.to_path_buf(),
             what,

@@ -208,7 +208,12 @@ impl fmt::Display for Link {
 /// value parser; its error is one line and exit status 2).
 pub fn parse(s: &str) -> Result<Link, String> {
     let (mut rate, mut burst, mut limit, mut per) = (None, None, None, None);
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in s.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(format!(
+                "`{s}` has an empty part (rate=2MiB[,burst=...][,limit=...][,per=...])"
+            ));
+        }
         let (k, v) = part.split_once('=').ok_or_else(|| {
             format!("`{part}` is not key=value (rate=2MiB[,burst=...][,limit=...][,per=...])")
         })?;
@@ -280,6 +285,9 @@ mod tests {
         assert_eq!((c.share(2), Link::at(2 << 20).share(2)), (2 << 20, 1 << 20));
         for bad in [
             "rate=2MiB,per=flow",
+            "rate=2MiB,,",
+            "rate=2MiB,",
+            ",rate=2MiB",
             "rate=2MiB,per=client,per=link",
             "",
             "burst=32KiB",

@@ -99,15 +99,61 @@ impl FromStr for Sysctl {
             };
             return Err(bad(why));
         }
-        if value.is_empty() || value.iter().any(|w| w.parse::<u64>().is_err()) {
-            return Err(bad("the value must be one or more whole numbers".into()));
-        }
+        check_value(&key, &value).map_err(bad)?;
         Ok(Sysctl {
             side,
             key,
             value: value.join(" "),
         })
     }
+}
+
+/// What the kernel takes for `key`: how many numbers, and the range of
+/// each (as `net/ipv4/sysctl_net_ipv4.c` of 6.x bounds them).
+fn value_shape(key: &str) -> (usize, i64, i64) {
+    const INT_MAX: i64 = i32::MAX as i64;
+    match key {
+        "net.ipv4.tcp_wmem" | "net.ipv4.tcp_rmem" => (3, 1, INT_MAX),
+        "net.ipv4.tcp_adv_win_scale" => (1, -31, 31),
+        "net.ipv4.tcp_notsent_lowat" => (1, 0, u32::MAX as i64),
+        "net.ipv4.tcp_limit_output_bytes" => (1, 0, INT_MAX),
+        // tcp_moderate_rcvbuf, tcp_autocorking, tcp_window_scaling,
+        // tcp_slow_start_after_idle: on or off.
+        _ => (1, 0, 1),
+    }
+}
+
+/// Refuses a value the kernel would refuse or take wrongly: the wrong
+/// count of numbers, a number out of its range, or a `min default max`
+/// triple out of order (the kernel writes it as given, and the namespace
+/// would then run with a default above its max).
+fn check_value(key: &str, words: &[&str]) -> Result<(), String> {
+    let (count, lo, hi) = value_shape(key);
+    let numbers: Vec<i64> = words
+        .iter()
+        .map(|w| w.parse::<i64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| "the value must be whole numbers".to_string())?;
+    if numbers.len() != count {
+        return Err(if count == 3 {
+            format!(
+                "the value must be three numbers, min default max (got {})",
+                numbers.len()
+            )
+        } else {
+            format!("the value must be one number (got {})", numbers.len())
+        });
+    }
+    if let Some(n) = numbers.iter().find(|&&n| n < lo || n > hi) {
+        return Err(format!("{n} is out of range ({lo} to {hi})"));
+    }
+    if count == 3 && !(numbers[0] <= numbers[1] && numbers[1] <= numbers[2]) {
+        return Err(format!(
+            "min {} default {} max {} are out of order (min <= default <= max)",
+            numbers[0], numbers[1], numbers[2]
+        ));
+    }
+    Ok(())
 }
 
 impl fmt::Display for Sysctl {
@@ -147,10 +193,31 @@ mod tests {
             "middle:net.ipv4.tcp_wmem=1 2 3",
             "net.ipv4.tcp_wmem",
             "net.ipv4.tcp_wmem=lots",
+            "net.ipv4.tcp_wmem=4096 16384",
+            "net.ipv4.tcp_wmem=4096 16384 1 2",
+            "net.ipv4.tcp_wmem=65536 16384 8192",
+            "net.ipv4.tcp_rmem=0 16384 65536",
+            "net.ipv4.tcp_rmem=4096 16384 4294967296",
+            "net.ipv4.tcp_autocorking=2",
+            "net.ipv4.tcp_notsent_lowat=1 2",
+            "net.ipv4.tcp_adv_win_scale=32",
         ] {
             let err = bad.parse::<Sysctl>().expect_err(bad).0;
             assert!(err.starts_with("--sysctl") && !err.contains('\n'), "{err}");
         }
+        assert!(
+            parse("net.ipv4.tcp_wmem=9 8 7")
+                .unwrap_err()
+                .contains("out of order")
+        );
+        assert!(
+            parse("net.ipv4.tcp_wmem=1 2")
+                .unwrap_err()
+                .contains("three numbers")
+        );
+        let neg: Sysctl = "net.ipv4.tcp_adv_win_scale=-2".parse().unwrap();
+        assert_eq!(neg.value, "-2");
+        assert!("net.ipv4.tcp_wmem=4096 4096 4096".parse::<Sysctl>().is_ok());
         assert!(
             parse("net.core.rmem_max=1")
                 .unwrap_err()

@@ -149,7 +149,8 @@ fn check_paths(out: &Path, dirs: &[PathBuf]) -> Result<()> {
         ))
         .into());
     }
-    Ok(())
+    // An output that cannot be written is refused before any input is read.
+    schema::file::probe_as(out, "OUT")
 }
 
 /// The merged rows, and how each input's runs were renumbered.
