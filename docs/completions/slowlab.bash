@@ -142,7 +142,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__check)
-            opts="-h -V --target --server --server-cmd --server-dir --large-path --direction --upload-path --upload-bytes --upload-rate --sndbuf --header-interval --upload-ok --fast-path --max-slow --slow-rate --rcvbuf --reader --fast-rate --level-duration --noise-floor --through --gate --label --repeat --caps --out --json --allow-remote --netns --sysctl --link --mtu --slow-upload --slow-headers --help --version"
+            opts="-h -V --target --server --server-cmd --server-dir --large-path --direction --upload-path --upload-bytes --upload-rate --sndbuf --header-interval --upload-ok --fast-path --max-slow --slow-rate --rcvbuf --reader --fast-rate --level-duration --noise-floor --through --through-cmd --through-label --gate --label --repeat --caps --out --json --allow-remote --netns --sysctl --link --mtu --slow-upload --slow-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -229,6 +229,14 @@ _slowlab() {
                     return 0
                     ;;
                 --through)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --through-cmd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --through-label)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -47,7 +47,7 @@ pub enum Command {
     SweepLoad(loadgen::sweep::SweepLoadArgs),
     /// Check how many slow downloads your server survives, direct and behind a proxy.
     #[command(after_help = CHECK_EXAMPLES)]
-    Check(crate::check::CheckArgs),
+    Check(Box<crate::check::CheckArgs>),
     /// Write the man pages, a shell's completions or the book's command reference.
     Generate(crate::generate::GenerateArgs),
 }
@@ -89,7 +89,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Merge(args) => crate::merge::run(args),
         Command::Sweep(args) => crate::sweep::run(args),
         Command::SweepLoad(args) => loadgen::sweep::run(args),
-        Command::Check(args) => crate::check::run(args),
+        Command::Check(args) => crate::check::run(*args),
         Command::Generate(args) => crate::generate::run(args),
     }
 }

@@ -268,9 +268,32 @@ fn stopped(pid: i32) -> bool {
 /// answered. (Accepting them in one go, it showed no queue at all by
 /// then; a saturated proxy piled up connections that way until it closed
 /// idle kept-open ones for room and their clients were reset.)
+///
+/// What is left in the queue is read once the first answer has been
+/// read, and a busy machine may keep this test from reading it for a
+/// while, as the proxy goes on accepting: up to three tries, the first
+/// that shows the queue decides. A proxy that accepts all at once shows
+/// none at every try.
 #[test]
 fn a_backlog_is_accepted_one_connection_per_pass() {
     const QUEUED: usize = 100;
+    let mut accepted_first = Vec::new();
+    for _ in 0..3 {
+        let left = backlog_left_at_first_answer(QUEUED);
+        if left >= QUEUED / 4 {
+            return;
+        }
+        accepted_first.push(QUEUED - left);
+    }
+    panic!(
+        "{accepted_first:?} of {QUEUED} connections were accepted before the first was answered, in three tries"
+    );
+}
+
+/// Queues `QUEUED` requests at a stopped proxy, lets it go, and returns
+/// how many were still in its accept queue when the first was answered
+/// (every one of them answered in the end).
+fn backlog_left_at_first_answer(queued: usize) -> usize {
     let up = upstream(12);
     let (guard, ready) = start(&[
         "--listen",
@@ -292,7 +315,7 @@ fn a_backlog_is_accepted_one_connection_per_pass() {
         assert!(Instant::now() < deadline, "the proxy did not stop");
         std::thread::sleep(Duration::from_millis(1));
     }
-    let mut clients: Vec<TcpStream> = (0..QUEUED)
+    let mut clients: Vec<TcpStream> = (0..queued)
         .map(|_| {
             let mut c = TcpStream::connect(addr).expect("connect while stopped");
             c.write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -301,8 +324,8 @@ fn a_backlog_is_accepted_one_connection_per_pass() {
         })
         .collect();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while accept_queue(addr.port()) < QUEUED {
-        assert!(Instant::now() < deadline, "the backlog never held {QUEUED}");
+    while accept_queue(addr.port()) < queued {
+        assert!(Instant::now() < deadline, "the backlog never held {queued}");
         std::thread::sleep(Duration::from_millis(5));
     }
     // SAFETY: as above.
@@ -319,11 +342,6 @@ fn a_backlog_is_accepted_one_connection_per_pass() {
         "{}",
         String::from_utf8_lossy(&buf[..n])
     );
-    assert!(
-        left >= QUEUED / 4,
-        "{} of {QUEUED} connections were accepted before the first was answered",
-        QUEUED - left
-    );
     // Every one is answered in the end.
     for (i, c) in clients.iter_mut().enumerate().skip(1) {
         c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -332,4 +350,5 @@ fn a_backlog_is_accepted_one_connection_per_pass() {
             .unwrap_or_else(|e| panic!("connection {i}: {e}"));
         assert_eq!(&head, b"HTTP/1.1 200", "connection {i}");
     }
+    left
 }

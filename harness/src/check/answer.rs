@@ -19,6 +19,9 @@ use schema::{CheckRow, Direction, LevelVerdict, RouteName};
 #[derive(Debug, Clone)]
 pub struct RouteResult {
     pub route: Route,
+    /// Whether it is the user's own proxy (`--through-cmd`; `route` is
+    /// then direct, and what the proxy buffers is not known).
+    pub own_proxy: bool,
     /// Its name in the answer and `check.csv` (`--label` for the route to
     /// the server itself).
     pub label: String,

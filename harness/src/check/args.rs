@@ -104,6 +104,18 @@ pub struct CheckArgs {
     /// request buffering (nginx-on is nginx-reqbuf-on).
     #[arg(long, value_delimiter = ',', value_name = "ROUTE", value_parser = through_arg)]
     pub through: Vec<Route>,
+    /// Also check behind your own proxy with your own config: a shell
+    /// command that starts it listening on {host}:{port} (a free port slowlab
+    /// fills in) and forwarding to {upstream}, the server's IP:port. It is
+    /// started, probed with --fast-path and stopped (its whole process
+    /// group) as --server-cmd is, in the proxy's cgroup; its output goes to
+    /// proxy.out and proxy.err.
+    #[arg(long, value_name = "CMD")]
+    pub through_cmd: Option<String>,
+    /// What the --through-cmd route is called in the answer, check.csv and
+    /// --gate (letters, digits, `-`, `_`; default `through-cmd`).
+    #[arg(long, requires = "through_cmd", value_parser = label_arg)]
+    pub through_label: Option<String>,
     /// The routes whose verdicts decide the exit status (comma-separated:
     /// direct, or its --label, and the --through routes); default: every
     /// route checked. A team that deploys behind a proxy gates on it and

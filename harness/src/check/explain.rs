@@ -28,6 +28,9 @@ fn buffering(route: Route) -> Option<(ProxyKind, &'static str, bool)> {
 /// The route in words: its label directly (`direct`, `target`), or
 /// `behind NGINX buffering on`.
 fn label(r: &RouteResult) -> String {
+    if r.own_proxy {
+        return format!("behind your proxy ({})", r.label);
+    }
     let Some((kind, what, on)) = buffering(r.route) else {
         return r.label.clone();
     };
@@ -297,6 +300,14 @@ fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
     };
     match cause_of(r) {
         None => format!("{}: no remedy needed", label(r)),
+        Some(Cause::Handlers) if r.own_proxy => format!(
+            "{}: your proxy passed the transfers through at the clients' pace; make it buffer them whole ({}), or {handlers}",
+            label(r),
+            match args.direction {
+                Direction::Download => "response buffering with room for a whole response",
+                _ => "request buffering: the whole request read before it connects upstream",
+            }
+        ),
         Some(Cause::Handlers) => match buffering(r.route) {
             None => format!("{}: {put}, or {handlers}", label(r)),
             Some((_, what, false)) => format!(
@@ -350,12 +361,12 @@ pub fn remedy(routes: &[RouteResult], args: &CheckArgs) -> String {
     }
     // A route that held behind a proxy is the remedy of a direct denial
     // caused by its handlers.
-    let held_behind = routes
-        .iter()
-        .find(|r| buffering(r.route).is_some() && !r.denied() && !r.inconclusive());
-    let direct_handlers = denied
-        .iter()
-        .any(|r| buffering(r.route).is_none() && cause_of(r) == Some(Cause::Handlers));
+    let held_behind = routes.iter().find(|r| {
+        (r.own_proxy || buffering(r.route).is_some()) && !r.denied() && !r.inconclusive()
+    });
+    let direct_handlers = denied.iter().any(|r| {
+        !r.own_proxy && buffering(r.route).is_none() && cause_of(r) == Some(Cause::Handlers)
+    });
     if let (Some(t), true) = (held_behind, direct_handlers) {
         return format!(
             "Remedy: keep the proxy in front ({}): it takes the slow clients' transfers off the server.",
@@ -419,6 +430,7 @@ mod tests {
         }
         RouteResult {
             route,
+            own_proxy: false,
             label: label.into(),
             direction: Direction::Download,
             baseline_ms: 1.5,
@@ -474,5 +486,35 @@ mod tests {
         assert!(!gated(&routes[0], &behind) && gated(&routes[1], &behind));
         // A route that held behind the proxy is the remedy of the direct one.
         assert!(remedy(&routes, &all).contains("keep the proxy in front"));
+    }
+
+    #[test]
+    fn your_own_proxy_is_named_and_its_remedy_is_its_buffering() {
+        let a = args(&[
+            "--through-cmd",
+            "p {port} {upstream}",
+            "--through-label",
+            "edge",
+        ]);
+        let mut own = route(Route::Direct, "edge", Some(2), "handlers");
+        own.own_proxy = true;
+        let direct = route(Route::Direct, "direct", Some(2), "handlers");
+        let both = [direct, own];
+        let remedy = remedy(&both, &a);
+        assert!(remedy.contains("behind your proxy (edge)"), "{remedy}");
+        assert!(remedy.contains("make it buffer them whole"), "{remedy}");
+        assert!(
+            !remedy.contains("edge: put a buffering reverse proxy"),
+            "{remedy}"
+        );
+        // Held behind it, it is the remedy of the direct denial.
+        let mut held = route(Route::Direct, "edge", None, "");
+        held.own_proxy = true;
+        let routes = [route(Route::Direct, "direct", Some(2), "handlers"), held];
+        let remedy = super::remedy(&routes, &a);
+        assert!(
+            remedy.contains("keep the proxy in front (behind your proxy (edge))"),
+            "{remedy}"
+        );
     }
 }

@@ -45,7 +45,7 @@ use lab::signals;
 use lab::stack::launch::RunPaths;
 use lab::stack::policy::CapPlan;
 use lab::stack::run::StackSpec;
-use lab::stack::{App, ServerCommand};
+use lab::stack::{App, ProxyCommand, ServerCommand};
 use schema::{Appender, CHECK_CSV, CheckRow, Direction};
 
 use crate::session::{Ending, Needs, Opening, Session};
@@ -165,9 +165,45 @@ fn label_of(route: Route, args: &CheckArgs) -> String {
     }
 }
 
+/// One route of a check: a lab route (direct, or a proxy slowlab
+/// starts with the experiment's config), or the user's own proxy.
+struct Checked {
+    route: Route,
+    through_cmd: Option<ProxyCommand>,
+    label: String,
+}
+
+/// The routes a check runs, in order: direct, the `--through` routes, then
+/// `--through-cmd`'s.
+fn checks_of(args: &CheckArgs, routes: &[Route]) -> Result<Vec<Checked>> {
+    let mut checks: Vec<Checked> = routes
+        .iter()
+        .map(|&route| Checked {
+            route,
+            through_cmd: None,
+            label: label_of(route, args),
+        })
+        .collect();
+    if let Some(line) = &args.through_cmd {
+        let cmd = ProxyCommand::new(line).map_err(BadInput::new)?;
+        let label = args.through_label.clone().unwrap_or("through-cmd".into());
+        if checks.iter().any(|c| c.label == label) || label.parse::<Route>().is_ok() {
+            bail!(BadInput::new(format!(
+                "--through-label {label}: another route is called so; name your proxy's route otherwise"
+            )));
+        }
+        checks.push(Checked {
+            route: Route::Direct,
+            through_cmd: Some(cmd),
+            label,
+        });
+    }
+    Ok(checks)
+}
+
 /// Checks `--gate` against the routes checked.
-fn check_gate(args: &CheckArgs, routes: &[Route]) -> Result<()> {
-    let names: Vec<String> = routes.iter().map(|r| label_of(*r, args)).collect();
+fn check_gate(args: &CheckArgs, checks: &[Checked]) -> Result<()> {
+    let names: Vec<String> = checks.iter().map(|c| c.label.clone()).collect();
     if let Some(g) = args.gate.iter().find(|g| !names.contains(g)) {
         bail!(BadInput::new(format!(
             "--gate {g}: not a route of this check (it checks {})",
@@ -224,7 +260,8 @@ pub fn run(args: CheckArgs) -> Result<()> {
     }
     let (app, what, target) = app_of(&args)?;
     let routes_checked = routes_of(&args);
-    check_gate(&args, &routes_checked)?;
+    let checks = checks_of(&args, &routes_checked)?;
+    check_gate(&args, &checks)?;
     let netns = args.net.spec();
     if netns.is_some() && matches!(app, App::Running { .. }) {
         bail!(BadInput::new(
@@ -246,13 +283,13 @@ pub fn run(args: CheckArgs) -> Result<()> {
             return Err(e);
         }
     }
-    let took = expected(&args, routes_checked.len());
+    let took = expected(&args, checks.len());
     findings.push(Finding::new(
         "duration",
         Status::Ok,
         format!(
             "{} route(s), levels up to {} {}, each level {} (--level-duration) with its recovery: at most about {} min",
-            routes_checked.len(),
+            checks.len(),
             args.max_slow,
             answer::clients(args.direction),
             common::units::format_duration(args.level_duration),
@@ -284,7 +321,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         (_, None) => CapPlan::none(),
     };
     let out = session.out.clone();
-    let labels: Vec<String> = routes_checked.iter().map(|r| label_of(*r, &args)).collect();
+    let labels: Vec<String> = checks.iter().map(|c| c.label.clone()).collect();
     session.record_environment(
         &out,
         serde_json::to_value(caps)?,
@@ -321,6 +358,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
             "routes": labels,
             "gate": if args.gate.is_empty() { labels.clone() } else { args.gate.clone() },
             "through": routes_checked.get(1).map(|r| r.to_string()),
+            "through_cmd": args.through_cmd,
             "netns": lab::netns::environment(netns.as_ref()),
         }),
     )?;
@@ -350,18 +388,23 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
     let mut routes = Vec::new();
     let mut ending = Ending::Done;
-    for route in routes_checked {
-        let label = label_of(route, &args);
+    for Checked {
+        route,
+        through_cmd,
+        label,
+    } in checks
+    {
         let spec = StackSpec {
             server: app.clone(),
             route,
+            proxy_cmd: through_cmd,
             body: Body {
                 large_bytes: 16 << 20,
                 chunk_bytes: 64 << 10,
             },
             buffers: ProxyBuffers::EXPERIMENT,
             caps,
-            cgroup_prefix: format!("check-{route}"),
+            cgroup_prefix: format!("check-{label}"),
             paths: RunPaths::new(&out.join(&label), &session.scratch().join(&label))?,
             // A per-client link makes room for the most slow clients, and
             // uploaders are shaped at the client's end too.

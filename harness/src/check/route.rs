@@ -179,7 +179,10 @@ pub fn check_route(
         .with_context(|| format!("starting the stack of {}", c.label))?;
     let url = stack.url();
     let entry = loadgen::target::Target::resolve(&url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-    if route == Route::Direct {
+    // The user's proxy (`--through-cmd`) rides on the direct route's
+    // pre-flight: direct is always checked first.
+    let own_proxy = c.spec.proxy_cmd.is_some();
+    if route == Route::Direct && !own_proxy {
         let host = match &c.spec.server {
             App::Running { .. } => &c.target.parsed.authority,
             _ => &entry.parsed.authority,
@@ -202,7 +205,8 @@ pub fn check_route(
         judge,
         check: c,
         dir,
-        buffering: buffers(route, plan.direction),
+        // What the user's proxy buffers is not known: the evidence says.
+        buffering: !own_proxy && buffers(route, plan.direction),
         rows: Vec::new(),
         verdicts: BTreeMap::new(),
         csv,
@@ -228,6 +232,7 @@ pub fn check_route(
     };
     Ok(RouteResult {
         route,
+        own_proxy,
         label: c.label.clone(),
         direction: plan.direction,
         baseline_ms: judge.baseline_ms,

@@ -152,6 +152,7 @@ fn run_inner(
     let stack = StackSpec {
         server: c.server.into(),
         route: c.route,
+        proxy_cmd: None,
         body: profile.body,
         buffers: ctx.buffers,
         caps: ctx.caps,

@@ -283,6 +283,7 @@ fn sweep(
     let stack = StackSpec {
         server: args.server.into(),
         route: args.route,
+        proxy_cmd: None,
         body: profile.body,
         buffers: ProxyBuffers::EXPERIMENT,
         caps,

@@ -20,10 +20,10 @@ use support::child::{Child, Outcome};
 const BIN: &str = env!("CARGO_BIN_EXE_slowlab");
 const PATIENCE: Duration = Duration::from_secs(240);
 /// One measuring check at a time.
-static TIMING: Mutex<()> = Mutex::new(());
+pub(crate) static TIMING: Mutex<()> = Mutex::new(());
 
 /// The scaled-down levels every test uses.
-const SCALED: [&str; 6] = [
+pub(crate) const SCALED: [&str; 6] = [
     "--slow-rate",
     "8MiB",
     "--fast-rate",
@@ -32,7 +32,7 @@ const SCALED: [&str; 6] = [
     "1s",
 ];
 
-fn check(args: &[&str], out: &Path) -> Outcome {
+pub(crate) fn check(args: &[&str], out: &Path) -> Outcome {
     let mut cmd = Command::new(BIN);
     cmd.arg("check")
         .args(args)
@@ -42,16 +42,16 @@ fn check(args: &[&str], out: &Path) -> Outcome {
 }
 
 /// `slowlab serve` as a `--server-cmd`.
-fn serve(model: &str, extra: &str) -> String {
+pub(crate) fn serve(model: &str, extra: &str) -> String {
     format!("{BIN} serve --listen {{host}}:{{port}} --model {model} {extra}")
 }
 
-fn json(o: &Outcome) -> Value {
+pub(crate) fn json(o: &Outcome) -> Value {
     serde_json::from_str(o.stdout.trim())
         .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}\n{}", o.stdout, o.stderr))
 }
 
-fn route<'a>(v: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn route<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["routes"]
         .as_array()
         .expect("routes")
@@ -62,7 +62,7 @@ fn route<'a>(v: &'a Value, name: &str) -> &'a Value {
 
 /// The levels of the search, in the order measured (the boundary's
 /// repetitions, `--repeat`, left out).
-fn verdicts(r: &Value) -> Vec<(u64, String)> {
+pub(crate) fn verdicts(r: &Value) -> Vec<(u64, String)> {
     r["levels"]
         .as_array()
         .expect("levels")

@@ -27,5 +27,6 @@ mod reproduce_sigkill;
 mod reproduce_upload;
 mod sockdiag;
 mod sweep_cli;
+mod through_cmd;
 mod upload_cli;
 mod wsgi_identity;

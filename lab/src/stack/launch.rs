@@ -12,7 +12,7 @@ use common::units::Size;
 use catalogue::server::{WSGI_APP, gunicorn_argv};
 use catalogue::{Body, ProxyBuffers, ProxyKind, Recipe, RequestBody, Route, Server, Tool};
 
-use super::{ServerCommand, nginx};
+use super::{ProxyCommand, ServerCommand, nginx};
 use crate::cgroup::Cgroup;
 use crate::child::Child;
 use crate::netns::Place;
@@ -267,6 +267,41 @@ impl Launcher {
                 stderr: paths.logs.join("app.err"),
             };
             start_and_probe(spec, cgroup.as_ref(), Some(addr), &cmd.ready_path)
+        })?;
+        Ok(Running {
+            guard,
+            addr,
+            cgroup,
+            temp_dir: None,
+        })
+    }
+
+    /// Starts a user's proxy from its command line (`--through-cmd`) in
+    /// front of `upstream`, on a free port `at`, in its own process group,
+    /// and waits until `GET probe` through it answers 200. Its output goes
+    /// to `proxy.out`/`proxy.err`.
+    pub fn start_proxy_command(
+        &self,
+        cmd: &ProxyCommand,
+        upstream: SocketAddr,
+        paths: &RunPaths,
+        cgroup: Option<Cgroup>,
+        probe: &str,
+        at: &Place,
+    ) -> Result<Running> {
+        let (guard, addr) = retry_port(|| {
+            let addr = SocketAddr::new(at.ip, free_port_at(at)?);
+            let spec = Spec {
+                name: "proxy (--through-cmd)".into(),
+                program: "/bin/sh".into(),
+                args: vec!["-c".into(), cmd.line_for(addr, upstream)],
+                env: vec![],
+                cwd: None,
+                netns: at.netns.clone(),
+                stdout: paths.logs.join("proxy.out"),
+                stderr: paths.logs.join("proxy.err"),
+            };
+            start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
         })?;
         Ok(Running {
             guard,

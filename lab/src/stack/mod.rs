@@ -66,6 +66,41 @@ impl ServerCommand {
     }
 }
 
+/// A user's own proxy (`check --through-cmd`): a shell line that starts
+/// it listening on `{host}:{port}` in front of `{upstream}`, the app's
+/// `IP:port`, with the user's own configuration. It is started, probed and
+/// stopped as `--server-cmd` is, in the proxy's cgroup.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyCommand {
+    /// The line as the user wrote it, run by `/bin/sh -c`.
+    pub line: String,
+}
+
+impl ProxyCommand {
+    /// Checks that the line says where the port and the upstream go.
+    pub fn new(line: &str) -> Result<Self, String> {
+        if line.trim().is_empty() {
+            return Err("--through-cmd is empty".into());
+        }
+        for needed in ["{port}", "{upstream}"] {
+            if !line.contains(needed) {
+                return Err(format!(
+                    "--through-cmd must say where {needed} goes (the port it listens on, and the app's IP:port it forwards to): `{line}`"
+                ));
+            }
+        }
+        Ok(ProxyCommand { line: line.into() })
+    }
+
+    /// The line with `{host}`, `{port}` and `{upstream}` filled in.
+    pub fn line_for(&self, addr: std::net::SocketAddr, upstream: std::net::SocketAddr) -> String {
+        self.line
+            .replace("{upstream}", &upstream.to_string())
+            .replace("{host}", &addr.ip().to_string())
+            .replace("{port}", &addr.port().to_string())
+    }
+}
+
 /// The app of a stack: one of the lab's servers, a user's command, or a
 /// server that already runs (nothing to start or stop).
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +135,27 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_proxy_command_needs_its_port_and_upstream_and_gets_them() {
+        assert!(ProxyCommand::new(" ").unwrap_err().contains("empty"));
+        assert!(
+            ProxyCommand::new("haproxy -p {port}")
+                .unwrap_err()
+                .contains("{upstream}")
+        );
+        assert!(
+            ProxyCommand::new("x {upstream}")
+                .unwrap_err()
+                .contains("{port}")
+        );
+        let c = ProxyCommand::new("p --listen {host}:{port} --to {upstream}").unwrap();
+        let line = c.line_for(
+            "127.0.0.1:8080".parse().unwrap(),
+            "127.0.0.1:9000".parse().unwrap(),
+        );
+        assert_eq!(line, "p --listen 127.0.0.1:8080 --to 127.0.0.1:9000");
+    }
     use crate::prepare::{PyPackages, PyTools, Tools};
     use catalogue::{Route, Tool};
 

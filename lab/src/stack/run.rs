@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::App;
 use super::launch::{Launcher, RunPaths, Running};
 use super::policy::{CapPlan, MissingTool, missing_tool};
+use super::{App, ProxyCommand};
 use crate::cgroup::{Caps, Cgroup, Mode};
 use crate::child::Child;
 use crate::netns::{NetLab, NetSpec, Place};
@@ -46,6 +46,9 @@ pub struct StackSpec {
     /// a server that already runs.
     pub server: App,
     pub route: Route,
+    /// A user's own proxy in front of the app (`check --through-cmd`),
+    /// with `route` direct: the lab starts no proxy of its own then.
+    pub proxy_cmd: Option<ProxyCommand>,
     /// The `/large` body the server sends.
     pub body: Body,
     /// The proxy's buffers (NGINX and pingora alike).
@@ -237,9 +240,10 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
     // Clients connect to the entry (the proxy, or the app on direct); an
     // app behind a proxy listens on its namespace's own loopback.
     let entry = net.as_ref().map(NetLab::entry).unwrap_or_else(Place::host);
-    let app_at = match stack.route.proxy() {
-        Some(_) => entry.loopback(),
-        None => entry.clone(),
+    let behind_proxy = stack.route.proxy().is_some() || stack.proxy_cmd.is_some();
+    let app_at = match behind_proxy {
+        true => entry.loopback(),
+        false => entry.clone(),
     };
     let paths = &stack.paths;
     let dir = paths.logs();
@@ -266,19 +270,29 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
         (None, App::Running { addr, .. }) => *addr,
         (None, _) => unreachable!("every app but a running one was started above"),
     };
-    let proxy_cg = match stack.route.proxy() {
-        Some(_) => cgroup("proxy", stack.caps.proxy)?,
-        None => None,
+    let proxy_cg = match behind_proxy {
+        true => cgroup("proxy", stack.caps.proxy)?,
+        false => None,
     };
-    let proxy = lab.launcher.start_proxy(
-        stack.route,
-        app_addr,
-        &stack.buffers,
-        paths,
-        proxy_cg,
-        stack.server.ready_path(),
-        &entry,
-    )?;
+    let proxy = match &stack.proxy_cmd {
+        Some(cmd) => Some(lab.launcher.start_proxy_command(
+            cmd,
+            app_addr,
+            paths,
+            proxy_cg,
+            stack.server.ready_path(),
+            &entry,
+        )?),
+        None => lab.launcher.start_proxy(
+            stack.route,
+            app_addr,
+            &stack.buffers,
+            paths,
+            proxy_cg,
+            stack.server.ready_path(),
+            &entry,
+        )?,
+    };
     let target = proxy.as_ref().map(|p| p.addr).unwrap_or(app_addr);
     // A running server is on the host (a --target never runs in the lab's
     // namespaces): the lowest pid holding its listener is its root (a
@@ -511,6 +525,7 @@ mod tests {
         let stack = StackSpec {
             server: Server::GunicornSync2.into(),
             route: Route::Direct,
+            proxy_cmd: None,
             body: Body {
                 large_bytes: 1 << 20,
                 chunk_bytes: 1 << 16,
