@@ -49,7 +49,10 @@ pub fn route_rank(route: &RouteName) -> usize {
         Some(Route::PingoraReqbufOff) => 6,
         Some(Route::NginxReqbufOn) => 7,
         Some(Route::PingoraReqbufOn) => 8,
-        None => 9,
+        Some(Route::Caddy) => 9,
+        Some(Route::CaddyBuf) => 10,
+        Some(Route::CaddyReqbuf) => 11,
+        None => 12,
     }
 }
 

@@ -46,6 +46,11 @@ pub enum Preset {
     /// pace their reads or read unpaced behind a link at the paced rate
     /// (2MiB/s); 3 repetitions.
     Link,
+    /// Which proxies protect a blocking app: Gunicorn sync x2 direct and
+    /// behind every proxy route of the lab (NGINX, pingora and Caddy, each
+    /// buffering and not), at 0, 2 and 8 slow readers, and at 0, 2 and 8
+    /// slow uploaders behind each proxy's request routes; 3 repetitions.
+    Proxies,
 }
 
 impl Preset {
@@ -60,6 +65,7 @@ impl Preset {
             Preset::Headers => "headers",
             Preset::Buffers => "buffers",
             Preset::Link => "link",
+            Preset::Proxies => "proxies",
         }
     }
 
@@ -83,10 +89,12 @@ impl Preset {
             // no slow reader.
             Preset::Seed | Preset::Replica | Preset::Buffers => LoadProfile::experiment(),
             Preset::Quick => LoadProfile::quick(),
-            Preset::Cross | Preset::Servers | Preset::Upload | Preset::Link => LoadProfile {
-                reader: ReaderModel::Strict,
-                ..LoadProfile::experiment()
-            },
+            Preset::Cross | Preset::Servers | Preset::Upload | Preset::Link | Preset::Proxies => {
+                LoadProfile {
+                    reader: ReaderModel::Strict,
+                    ..LoadProfile::experiment()
+                }
+            }
             Preset::Headers => LoadProfile {
                 reader: ReaderModel::Strict,
                 // The load generator lets the slowloris clients go only once
@@ -143,6 +151,24 @@ impl Preset {
             }
             Preset::Cross => grid(&Server::EXPERIMENT, &Route::RESPONSE, &[0, 2]),
             Preset::Servers => grid(&Server::ALL, &[Route::Direct], &SERVERS_SLOW),
+            Preset::Proxies => {
+                let gunicorn = [Server::GunicornSync2];
+                let mut c = grid(&gunicorn, &Route::PROXIES, &SERVERS_SLOW);
+                let mut upload: Vec<Route> = Vec::new();
+                for r in Route::PROXIES {
+                    let r = r.for_direction(Direction::Upload);
+                    if !upload.contains(&r) {
+                        upload.push(r);
+                    }
+                }
+                c.extend(grid_in(
+                    Direction::Upload,
+                    &gunicorn,
+                    &upload,
+                    &SERVERS_SLOW,
+                ));
+                c
+            }
             Preset::Quick => {
                 let mut c = grid(
                     &[Server::GunicornSync2],
@@ -359,6 +385,29 @@ mod tests {
                 "environment.json's plan says it"
             );
         }
+    }
+
+    #[test]
+    fn proxies_is_gunicorn_behind_every_proxy_route_both_ways() {
+        let c = Preset::Proxies.conditions();
+        let down: Vec<&Condition> = c
+            .iter()
+            .filter(|c| c.direction == Direction::Download)
+            .collect();
+        let up: Vec<&Condition> = c
+            .iter()
+            .filter(|c| c.direction == Direction::Upload)
+            .collect();
+        assert_eq!(down.len(), Route::PROXIES.len() * 3);
+        // direct, nginx-reqbuf-off/on, pingora-reqbuf-off/on, caddy, caddy-reqbuf
+        assert_eq!(up.len(), 7 * 3);
+        assert!(c.iter().all(|c| c.server == Server::GunicornSync2));
+        for r in [Route::Caddy, Route::CaddyBuf] {
+            assert!(down.iter().any(|c| c.route == r && c.slow == 8), "{r}");
+        }
+        assert!(up.iter().any(|c| c.route == Route::CaddyReqbuf));
+        assert!(!up.iter().any(|c| c.route == Route::CaddyBuf));
+        assert_eq!(plan(&[Preset::Proxies], None, None).len(), c.len() * 3);
     }
 
     #[test]

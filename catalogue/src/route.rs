@@ -24,6 +24,18 @@ pub enum Route {
     NginxReqbufOff,
     PingoraReqbufOn,
     PingoraReqbufOff,
+    /// Caddy 2.6 `reverse_proxy` as configured by default: the response
+    /// and the request body streamed through a 32 KiB buffer
+    /// (`modules/caddyhttp/reverseproxy/streaming.go`:169-188, 366).
+    Caddy,
+    /// Caddy with `buffer_responses`: the whole response read into memory
+    /// before the first byte goes to the client, no size limit without
+    /// `max_buffer_size` (`reverseproxy.go`:145-149, 856-858, 1128-1148).
+    CaddyBuf,
+    /// Caddy with `buffer_requests`: the whole request body read into
+    /// memory before the upstream request (`reverseproxy.go`:139-143,
+    /// 625-627); the response streamed as by default.
+    CaddyReqbuf,
 }
 
 /// Which reverse proxy a route uses.
@@ -31,20 +43,43 @@ pub enum Route {
 pub enum ProxyKind {
     Nginx,
     Pingora,
+    Caddy,
 }
 
 impl ProxyKind {
+    /// Its name in words (`behind NGINX buffering on`).
+    pub fn title(self) -> &'static str {
+        match self {
+            ProxyKind::Nginx => "NGINX",
+            ProxyKind::Pingora => "pingora",
+            ProxyKind::Caddy => "Caddy",
+        }
+    }
+
+    /// Whether, buffering, it holds a whole response of `body_bytes`: NGINX
+    /// and pingora within `capacity`, their memory buffers plus temp-file
+    /// cap ([`ProxyBuffers::capacity`]); Caddy always, in memory
+    /// (`bufferedBody` reads to the end without `max_buffer_size`), which
+    /// the proxy's memory cap may not allow.
+    pub fn holds(self, body_bytes: u64, capacity: u64) -> bool {
+        match self {
+            ProxyKind::Nginx | ProxyKind::Pingora => capacity >= body_bytes,
+            ProxyKind::Caddy => true,
+        }
+    }
+
     /// The external program it needs, if any.
     pub fn needs(self) -> Option<Tool> {
         match self {
             ProxyKind::Nginx => Some(Tool::Nginx),
             ProxyKind::Pingora => None,
+            ProxyKind::Caddy => Some(Tool::Caddy),
         }
     }
 }
 
 impl Route {
-    pub const ALL: [Route; 9] = [
+    pub const ALL: [Route; 12] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -54,6 +89,9 @@ impl Route {
         Route::NginxReqbufOff,
         Route::PingoraReqbufOn,
         Route::PingoraReqbufOff,
+        Route::Caddy,
+        Route::CaddyBuf,
+        Route::CaddyReqbuf,
     ];
 
     /// The original's routes and their pingora twins: response buffering
@@ -64,6 +102,18 @@ impl Route {
         Route::NginxOn,
         Route::PingoraOff,
         Route::PingoraOn,
+    ];
+
+    /// Direct and every proxy route of the response direction, the
+    /// lab's own and the packaged proxies' (the `proxies` preset).
+    pub const PROXIES: [Route; 7] = [
+        Route::Direct,
+        Route::NginxOff,
+        Route::NginxOn,
+        Route::PingoraOff,
+        Route::PingoraOn,
+        Route::Caddy,
+        Route::CaddyBuf,
     ];
 
     /// The request-direction routes: request buffering on and off behind
@@ -86,6 +136,9 @@ impl Route {
             Route::NginxReqbufOff => "nginx-reqbuf-off",
             Route::PingoraReqbufOn => "pingora-reqbuf-on",
             Route::PingoraReqbufOff => "pingora-reqbuf-off",
+            Route::Caddy => "caddy",
+            Route::CaddyBuf => "caddy-buf",
+            Route::CaddyReqbuf => "caddy-reqbuf",
         }
     }
 
@@ -101,7 +154,10 @@ impl Route {
             | Route::NginxOff
             | Route::NginxOn
             | Route::NginxReqbufOn
-            | Route::NginxReqbufOff => None,
+            | Route::NginxReqbufOff
+            | Route::Caddy
+            | Route::CaddyBuf
+            | Route::CaddyReqbuf => None,
         }
     }
 
@@ -115,6 +171,8 @@ impl Route {
             Route::PingoraOn => Some((ProxyKind::Pingora, true)),
             Route::NginxReqbufOn | Route::NginxReqbufOff => Some((ProxyKind::Nginx, true)),
             Route::PingoraReqbufOn | Route::PingoraReqbufOff => Some((ProxyKind::Pingora, true)),
+            Route::Caddy | Route::CaddyReqbuf => Some((ProxyKind::Caddy, false)),
+            Route::CaddyBuf => Some((ProxyKind::Caddy, true)),
         }
     }
 
@@ -141,6 +199,17 @@ impl Route {
             Route::PingoraOff | Route::PingoraOn => Some(default(false)),
             Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
             Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
+            // Caddy sets no limit on a request body unless told to.
+            Route::Caddy | Route::CaddyBuf => Some(RequestBody {
+                buffering: false,
+                max_body_bytes: u64::MAX,
+                explicit: false,
+            }),
+            Route::CaddyReqbuf => Some(RequestBody {
+                buffering: true,
+                max_body_bytes: u64::MAX,
+                explicit: true,
+            }),
         }
     }
 
@@ -167,16 +236,17 @@ impl Route {
             (_, Route::NginxOff) => Route::NginxReqbufOff,
             (_, Route::PingoraOn) => Route::PingoraReqbufOn,
             (_, Route::PingoraOff) => Route::PingoraReqbufOff,
+            (_, Route::CaddyBuf) => Route::CaddyReqbuf,
             (_, r) => r,
         }
     }
 
     /// Whether the route parks a whole `/large` response of `body_bytes`
-    /// between the app and the client: only a buffering proxy whose memory
-    /// buffers plus temp-file cap hold it (the experiment's 64 KiB + 16 KiB
-    /// + 32 MiB do).
+    /// between the app and the client: only a buffering proxy that holds
+    /// it ([`ProxyKind::holds`]: the experiment's 64 KiB + 16 KiB + 32 MiB
+    /// do for NGINX and pingora; Caddy's memory does).
     pub fn absorbs(self, body_bytes: u64, proxy_capacity_bytes: u64) -> bool {
-        matches!(self.proxy(), Some((_, true))) && proxy_capacity_bytes >= body_bytes
+        matches!(self.proxy(), Some((kind, true)) if kind.holds(body_bytes, proxy_capacity_bytes))
     }
 }
 
@@ -298,6 +368,16 @@ mod tests {
         assert!(!Route::Direct.absorbs(16 << 20, cap));
         assert!(!Route::NginxOn.absorbs(64 << 20, cap));
         assert!(Route::REQUEST.iter().all(|r| r.absorbs(16 << 20, cap)));
+        // Caddy buffering takes any response into memory; by default none.
+        assert!(Route::CaddyBuf.absorbs(64 << 20, cap));
+        assert!(!Route::Caddy.absorbs(16 << 20, cap));
+        assert!(!Route::CaddyReqbuf.absorbs(16 << 20, cap));
+        assert!(Route::CaddyReqbuf.absorbs_request(64 << 20));
+        assert!(!Route::Caddy.absorbs_request(1));
+        assert_eq!(
+            Route::CaddyBuf.for_direction(Direction::Upload),
+            Route::CaddyReqbuf
+        );
     }
 
     #[test]
@@ -330,7 +410,14 @@ mod tests {
             .into_iter()
             .filter(|r| r.absorbs_request(upload))
             .collect();
-        assert_eq!(absorbing, [Route::NginxReqbufOn, Route::PingoraReqbufOn]);
+        assert_eq!(
+            absorbing,
+            [
+                Route::NginxReqbufOn,
+                Route::PingoraReqbufOn,
+                Route::CaddyReqbuf
+            ]
+        );
         // The response routes' NGINX buffers bodies up to its default 1m.
         assert!(Route::NginxOn.absorbs_request(1 << 20));
         assert!(!Route::PingoraOn.absorbs_request(1 << 20));
@@ -339,7 +426,8 @@ mod tests {
             .into_iter()
             .filter(|r| r.request_body().is_some_and(|b| b.explicit))
             .collect();
-        assert_eq!(sets, Route::REQUEST);
+        assert_eq!(sets[..4], Route::REQUEST);
+        assert_eq!(sets[4..], [Route::CaddyReqbuf]);
         for r in Route::REQUEST {
             assert!(!Route::RESPONSE.contains(&r));
         }

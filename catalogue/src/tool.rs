@@ -15,6 +15,8 @@ pub enum Tool {
     Gevent,
     Waitress,
     Granian,
+    /// Caddy 2.6, a reverse proxy (`reverse_proxy`).
+    Caddy,
 }
 
 /// The pinned Gunicorn version of the experiment.
@@ -45,6 +47,9 @@ pub struct DebPin {
     pub version: &'static str,
     /// The program's path inside the package (and under `/`).
     pub binary: &'static str,
+    /// The arguments that make it print its version (NGINX `-v`, Caddy
+    /// `version`).
+    pub version_args: &'static [&'static str],
 }
 
 /// Where a tool comes from and the version it is pinned to.
@@ -55,7 +60,7 @@ pub enum Pin {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 7] = [
+    pub const ALL: [Tool; 8] = [
         Tool::Gunicorn,
         Tool::Nginx,
         Tool::Uvicorn,
@@ -63,6 +68,7 @@ impl Tool {
         Tool::Gevent,
         Tool::Waitress,
         Tool::Granian,
+        Tool::Caddy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -74,6 +80,7 @@ impl Tool {
             Tool::Gevent => "gevent",
             Tool::Waitress => "waitress",
             Tool::Granian => "granian",
+            Tool::Caddy => "caddy",
         }
     }
 
@@ -92,6 +99,13 @@ impl Tool {
                 package: "nginx",
                 version: "1.22.1",
                 binary: "usr/sbin/nginx",
+                version_args: &["-v"],
+            }),
+            Tool::Caddy => Pin::Debian(DebPin {
+                package: "caddy",
+                version: "2.6.2",
+                binary: "usr/bin/caddy",
+                version_args: &["version"],
             }),
             Tool::Uvicorn => py(
                 "uvicorn",

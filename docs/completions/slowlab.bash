@@ -931,7 +931,7 @@ _slowlab() {
             fi
             case "${prev}" in
                 --preset)
-                    COMPREPLY=($(compgen -W "seed replica cross quick servers upload headers buffers link" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "seed replica cross quick servers upload headers buffers link proxies" -- "${cur}"))
                     return 0
                     ;;
                 --runs)

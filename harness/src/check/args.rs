@@ -99,9 +99,10 @@ pub struct CheckArgs {
     pub noise_floor: Duration,
     /// Also check behind these proxy routes (comma-separated, or the flag
     /// repeated), each started by slowlab with the experiment's config:
-    /// nginx-off, nginx-on, pingora-off, pingora-on, or a request-direction
-    /// route; with --direction upload or headers a route's buffering is
-    /// request buffering (nginx-on is nginx-reqbuf-on).
+    /// nginx-off, nginx-on, pingora-off, pingora-on, caddy, caddy-buf, or a
+    /// request-direction route; with --direction upload or headers a
+    /// route's buffering is request buffering (nginx-on is nginx-reqbuf-on,
+    /// caddy-buf is caddy-reqbuf).
     #[arg(long, value_delimiter = ',', value_name = "ROUTE", value_parser = through_arg)]
     pub through: Vec<Route>,
     /// Also check behind your own proxy with your own config: a shell

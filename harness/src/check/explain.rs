@@ -34,10 +34,7 @@ fn label(r: &RouteResult) -> String {
     let Some((kind, what, on)) = buffering(r.route) else {
         return r.label.clone();
     };
-    let proxy = match kind {
-        ProxyKind::Nginx => "NGINX",
-        ProxyKind::Pingora => "pingora",
-    };
+    let proxy = kind.title();
     format!("behind {proxy} {what} {}", if on { "on" } else { "off" })
 }
 

@@ -296,15 +296,16 @@ pub fn run(args: CheckArgs) -> Result<()> {
             took.as_secs().div_ceil(60)
         ),
     ));
-    let nginx = routes_checked
+    // A packaged proxy (NGINX, Caddy) needs the tools `prepare` fetches.
+    let packaged = routes_checked
         .iter()
-        .any(|r| matches!(r.proxy(), Some((catalogue::ProxyKind::Nginx, _))));
+        .any(|r| r.proxy().and_then(|(kind, _)| kind.needs()).is_some());
     let session = Session::open(Opening {
         kind: "check",
         out: args.out.clone(),
         name: "check".into(),
         fresh: false,
-        needs: match args.server.is_some() || nginx {
+        needs: match args.server.is_some() || packaged {
             true => Needs::All,
             false => Needs::None("not used by check"),
         },

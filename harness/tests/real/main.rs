@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod caddy;
 mod cgroups;
 mod check_cli;
 mod full_disk;

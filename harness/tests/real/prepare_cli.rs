@@ -44,10 +44,13 @@ fn a_venv_whose_gunicorn_does_not_run_is_rebuilt() {
     let script = bin.join("gunicorn");
     fs::write(&script, "#!/nonexistent/venv/bin/python\nimport gunicorn\n").unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    // Keep NGINX from being fetched again: the checkout's unpacked copy.
-    let nginx = support::state_dir().join("nginx");
-    if nginx.exists() {
-        symlink(&nginx, home.path().join("nginx")).unwrap();
+    // Keep NGINX and Caddy from being fetched again: the checkout's
+    // unpacked copies.
+    for package in ["nginx", "caddy"] {
+        let unpacked = support::state_dir().join(package);
+        if unpacked.exists() {
+            symlink(&unpacked, home.path().join(package)).unwrap();
+        }
     }
     let mut cmd = Command::new(support::slowlab());
     cmd.arg("prepare").env("SLOWLAB_HOME", home.path());

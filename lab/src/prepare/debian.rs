@@ -34,7 +34,13 @@ pub struct DebPackage {
 pub fn find(state: &Path, pin: &DebPin) -> Result<DebPackage> {
     let system = Path::new("/").join(pin.binary);
     if system.exists() {
-        return check(&system, Path::new("/"), "system", dpkg_version(pin.package));
+        return check(
+            pin,
+            &system,
+            Path::new("/"),
+            "system",
+            dpkg_version(pin.package),
+        );
     }
     let root = state.join(pin.package);
     let unpacked = root.join(pin.binary);
@@ -43,7 +49,7 @@ pub fn find(state: &Path, pin: &DebPin) -> Result<DebPackage> {
         let package = fs::read_to_string(&package_file)
             .ok()
             .map(|s| s.trim().to_string());
-        return check(&unpacked, &root, "unpacked Debian package", package);
+        return check(pin, &unpacked, &root, "unpacked Debian package", package);
     }
     let download = state.join("download").join(pin.package);
     let _ = fs::remove_dir_all(&download);
@@ -84,23 +90,36 @@ pub fn find(state: &Path, pin: &DebPin) -> Result<DebPackage> {
         fs::write(&package_file, p)?;
     }
     let _ = fs::remove_dir_all(&download);
-    check(&unpacked, &root, "unpacked Debian package", package)
+    check(pin, &unpacked, &root, "unpacked Debian package", package)
 }
 
 /// Runs the program for its version: the first `N.N[.N]` in what it
-/// prints after its `-v` (NGINX: "nginx version: nginx/1.22.1").
-fn check(binary: &Path, root: &Path, source: &str, package: Option<String>) -> Result<DebPackage> {
+/// prints for its `version_args` (NGINX `-v`: "nginx version:
+/// nginx/1.22.1"; Caddy `version`: "2.6.2").
+fn check(
+    pin: &DebPin,
+    binary: &Path,
+    root: &Path,
+    source: &str,
+    package: Option<String>,
+) -> Result<DebPackage> {
+    let args = pin.version_args.join(" ");
     let out = Command::new(binary)
-        .arg("-v")
+        .args(pin.version_args)
         .output()
-        .with_context(|| format!("running {} -v", binary.display()))?;
+        .with_context(|| format!("running {} {args}", binary.display()))?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let version = first_version(&text)
-        .with_context(|| format!("unexpected {} -v output: {}", binary.display(), text.trim()))?;
+    let version = first_version(&text).with_context(|| {
+        format!(
+            "unexpected {} {args} output: {}",
+            binary.display(),
+            text.trim()
+        )
+    })?;
     Ok(DebPackage {
         binary: binary.to_path_buf(),
         version,

@@ -12,7 +12,7 @@ use common::units::Size;
 use catalogue::server::{WSGI_APP, gunicorn_argv};
 use catalogue::{Body, ProxyBuffers, ProxyKind, Recipe, RequestBody, Route, Server, Tool};
 
-use super::{ProxyCommand, ServerCommand, nginx};
+use super::{ProxyCommand, ServerCommand, caddy, nginx};
 use crate::cgroup::Cgroup;
 use crate::child::Child;
 use crate::netns::Place;
@@ -254,32 +254,19 @@ impl Launcher {
         cgroup: Option<Cgroup>,
         at: &Place,
     ) -> Result<Running> {
-        let (guard, addr) = retry_port(|| {
-            let addr = SocketAddr::new(at.ip, free_port_at(at)?);
-            let spec = Spec {
-                name: "app (--server-cmd)".into(),
-                program: "/bin/sh".into(),
-                args: vec!["-c".into(), cmd.line_for(addr)],
-                env: vec![],
-                cwd: cmd.dir.clone(),
-                netns: at.netns.clone(),
-                stdout: paths.logs.join("app.out"),
-                stderr: paths.logs.join("app.err"),
-            };
-            start_and_probe(spec, cgroup.as_ref(), Some(addr), &cmd.ready_path)
-        })?;
-        Ok(Running {
-            guard,
-            addr,
-            cgroup,
-            temp_dir: None,
-        })
+        let user = UserCommand {
+            name: "app (--server-cmd)",
+            output: "app",
+            cwd: cmd.dir.clone(),
+            probe: &cmd.ready_path,
+        };
+        user.start(paths, cgroup, at, |addr| cmd.line_for(addr))
     }
 
     /// Starts a user's proxy from its command line (`--through-cmd`) in
-    /// front of `upstream`, on a free port `at`, in its own process group,
-    /// and waits until `GET probe` through it answers 200. Its output goes
-    /// to `proxy.out`/`proxy.err`.
+    /// front of `upstream`, on a free port `at`, as [`Self::start_command`]
+    /// starts a server, and waits until `GET probe` through it answers 200.
+    /// Its output goes to `proxy.out`/`proxy.err`.
     pub fn start_proxy_command(
         &self,
         cmd: &ProxyCommand,
@@ -289,26 +276,13 @@ impl Launcher {
         probe: &str,
         at: &Place,
     ) -> Result<Running> {
-        let (guard, addr) = retry_port(|| {
-            let addr = SocketAddr::new(at.ip, free_port_at(at)?);
-            let spec = Spec {
-                name: "proxy (--through-cmd)".into(),
-                program: "/bin/sh".into(),
-                args: vec!["-c".into(), cmd.line_for(addr, upstream)],
-                env: vec![],
-                cwd: None,
-                netns: at.netns.clone(),
-                stdout: paths.logs.join("proxy.out"),
-                stderr: paths.logs.join("proxy.err"),
-            };
-            start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
-        })?;
-        Ok(Running {
-            guard,
-            addr,
-            cgroup,
-            temp_dir: None,
-        })
+        let user = UserCommand {
+            name: "proxy (--through-cmd)",
+            output: "proxy",
+            cwd: None,
+            probe,
+        };
+        user.start(paths, cgroup, at, |addr| cmd.line_for(addr, upstream))
     }
 
     /// Starts the proxy of `route` in front of `upstream`; `None` for direct.
@@ -377,6 +351,39 @@ impl Launcher {
                         Some(addr),
                         probe,
                     )
+                })?
+            }
+            ProxyKind::Caddy => {
+                let c = self
+                    .tools
+                    .deb(Tool::Caddy)
+                    .map_err(|e| unavailable_error(Tool::Caddy, e))?;
+                // Caddy's storage and config homes: the run's scratch, so
+                // nothing is written to the user's home.
+                let home = paths.scratch.join("caddy");
+                fs::create_dir_all(&home)?;
+                let request = route.request_body().is_some_and(|r| r.buffering);
+                retry_port(|| {
+                    let addr = SocketAddr::new(at.ip, free_port_at(at)?);
+                    let conf = caddy::config(addr, upstream, buffering, request, &home);
+                    let conf_path = paths.logs.join("Caddyfile");
+                    fs::write(&conf_path, conf)?;
+                    let args = vec![
+                        "run".into(),
+                        "--config".into(),
+                        conf_path.to_string_lossy().into(),
+                        "--adapter".into(),
+                        "caddyfile".into(),
+                    ];
+                    let mut spec = spec(c.binary.clone(), args);
+                    let home = home.to_string_lossy().to_string();
+                    spec.env = vec![
+                        ("GOMAXPROCS".into(), "1".into()),
+                        ("HOME".into(), home.clone()),
+                        ("XDG_DATA_HOME".into(), home.clone()),
+                        ("XDG_CONFIG_HOME".into(), home),
+                    ];
+                    start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
                 })?
             }
             ProxyKind::Pingora => {
@@ -449,6 +456,48 @@ fn start_and_probe(
     };
     guard.wait_http_ok(addr, probe, READY_TIMEOUT)?;
     Ok((guard, addr))
+}
+
+/// A user's command line, run by `/bin/sh -c` on a free port.
+struct UserCommand<'a> {
+    name: &'static str,
+    /// Its output goes to `<output>.out` and `<output>.err`.
+    output: &'static str,
+    cwd: Option<PathBuf>,
+    probe: &'a str,
+}
+
+impl UserCommand<'_> {
+    /// Starts the line `line(addr)` gives for a free port `at`, in its own
+    /// process group, and waits until `GET probe` answers 200 there.
+    fn start(
+        &self,
+        paths: &RunPaths,
+        cgroup: Option<Cgroup>,
+        at: &Place,
+        line: impl Fn(SocketAddr) -> String,
+    ) -> Result<Running> {
+        let (guard, addr) = retry_port(|| {
+            let addr = SocketAddr::new(at.ip, free_port_at(at)?);
+            let spec = Spec {
+                name: self.name.into(),
+                program: "/bin/sh".into(),
+                args: vec!["-c".into(), line(addr)],
+                env: vec![],
+                cwd: self.cwd.clone(),
+                netns: at.netns.clone(),
+                stdout: paths.logs.join(format!("{}.out", self.output)),
+                stderr: paths.logs.join(format!("{}.err", self.output)),
+            };
+            start_and_probe(spec, cgroup.as_ref(), Some(addr), self.probe)
+        })?;
+        Ok(Running {
+            guard,
+            addr,
+            cgroup,
+            temp_dir: None,
+        })
+    }
 }
 
 /// Retries `start` when it failed because its port was taken meanwhile.

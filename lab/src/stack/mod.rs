@@ -14,6 +14,7 @@
 //!   keeps a stack up for several loads, as `check` does).
 //! - [`load_end`]: how a load ended, and what it measured.
 
+pub mod caddy;
 pub mod launch;
 pub mod load_end;
 pub mod nginx;

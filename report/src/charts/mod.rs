@@ -63,6 +63,11 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         Some(Route::PingoraReqbufOff) => RGBColor(150, 70, 130),
         Some(Route::NginxReqbufOn) => RGBColor(60, 160, 60),
         Some(Route::PingoraReqbufOn) => RGBColor(30, 110, 40),
+        // Caddy: its default (streaming) brown, buffering purple-blue,
+        // request buffering olive.
+        Some(Route::Caddy) => RGBColor(140, 90, 50),
+        Some(Route::CaddyBuf) => RGBColor(90, 80, 190),
+        Some(Route::CaddyReqbuf) => RGBColor(120, 140, 30),
         None => RGBColor(120, 120, 120),
     }
 }

@@ -1,0 +1,79 @@
+//! Caddy 2.6 from Debian's package, as `prepare` unpacks it, in front of
+//! the sync server x2: by default it passes each response through at the
+//! slow reader's pace, so two slow readers hold both workers (denied, as
+//! predicted); with `buffer_responses` it takes each 16 MiB response into
+//! memory and the workers are free (held); with `buffer_requests` two slow
+//! uploaders never reach the workers. Scaled down as the check tests are.
+
+use serde_json::Value;
+
+use super::check_cli::{SCALED, TIMING, check, json, route, serve};
+use crate::support;
+
+/// Caddy as `prepare` finds it: the system's, or the unpacked package.
+fn require_caddy() {
+    let found = [
+        std::path::PathBuf::from("/usr/bin/caddy"),
+        support::state_dir().join("caddy/usr/bin/caddy"),
+    ]
+    .into_iter()
+    .any(|p| p.exists());
+    testkit::real::require(
+        "Caddy",
+        (!found).then(|| {
+            format!(
+                "neither /usr/bin/caddy nor {}/caddy (run slowlab prepare)",
+                support::state_dir().display()
+            )
+        }),
+    );
+}
+
+fn check_through(routes: &str, direction: &[&str]) -> (support::child::Outcome, Value) {
+    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
+    require_caddy();
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve("sync", "--workers 2");
+    let mut args = vec!["--server-cmd", &server, "--large-path", "/large"];
+    args.extend(direction);
+    args.extend(["--through", routes, "--max-slow", "2", "--repeat", "1"]);
+    args.extend(["--json"]);
+    args.extend(SCALED);
+    let o = check(&args, dir.path());
+    assert!(
+        dir.path().join("caddy-buf").join("Caddyfile").exists()
+            || dir.path().join("caddy-reqbuf").join("Caddyfile").exists(),
+        "the Caddyfile is kept beside the levels"
+    );
+    let v = json(&o);
+    (o, v)
+}
+
+#[test]
+fn caddy_passes_slow_readers_through_unless_it_buffers_responses() {
+    let (o, v) = check_through("caddy,caddy-buf", &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let streaming = route(&v, "caddy");
+    assert_eq!(streaming["denied_from"], 2, "{streaming}");
+    let buffering = route(&v, "caddy-buf");
+    assert_eq!(buffering["denied_from"], Value::Null, "{buffering}");
+    assert_eq!(buffering["held_up_to"], 2, "{buffering}");
+    assert!(
+        o.stderr.contains("behind Caddy buffering on: held up to 2"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn caddy_with_buffer_requests_holds_slow_uploaders_off_the_workers() {
+    // 16 MiB uploads at 8 MiB/s: each outlasts a level (as check_cli's).
+    let (o, v) = check_through(
+        "caddy-buf",
+        &["--direction", "upload", "--upload-rate", "8MiB"],
+    );
+    assert!(matches!(o.status.code(), Some(0 | 3)), "{}", o.stderr);
+    let r = route(&v, "caddy-reqbuf");
+    assert_eq!(r["denied_from"], Value::Null, "{r}");
+    assert_eq!(r["held_up_to"], 2, "{r}");
+}
