@@ -68,10 +68,10 @@ print(json.dumps({"ok": len(ok), "of": len(rows), "cpu_s": cpu["user_s"] + cpu["
 EOF
 }
 
-report() { # name rate_bytes
-    python3 - "$1" "$2" <<'EOF'
+report() { # name rate_bytes result.json
+    python3 - "$1" "$2" "$3" <<'EOF'
 import json, statistics, sys
-d = json.loads(sys.stdin.read())
+d = json.load(open(sys.argv[3]))
 rate = float(sys.argv[2])
 size = d["mib"] * 2**20 / max(d["ok"], 1)
 expected = size / rate
@@ -85,8 +85,13 @@ EOF
 }
 
 printf '%-34s %13s %6s %7s %7s %9s %8s %8s %8s %8s %7s\n' case ok cores user_s sys_s "us/MiB" rss_MiB "late%med" "late%max" srv_cpu "ld/srv"
-run_case c1 1024 256KiB 4MiB | report "1024 x 256KiB/s, rcvbuf 8KiB" $((256 << 10))
-[ "$CASES" -ge 2 ] && run_case c2 1024 256KiB 4MiB --rcvbuf 64KiB --read-chunk 64KiB \
-    | report "1024 x 256KiB/s, rcvbuf 64KiB" $((256 << 10))
-[ "$CASES" -ge 3 ] && run_case c3 10000 16KiB 256KiB | report "10000 x 16KiB/s, rcvbuf 8KiB" $((16 << 10))
-exit 0
+run_case c1 1024 256KiB 4MiB >"$work/c1.result"
+report "1024 x 256KiB/s, rcvbuf 8KiB" $((256 << 10)) "$work/c1.result"
+if [ "$CASES" -ge 2 ]; then
+    run_case c2 1024 256KiB 4MiB --rcvbuf 64KiB --read-chunk 64KiB >"$work/c2.result"
+    report "1024 x 256KiB/s, rcvbuf 64KiB" $((256 << 10)) "$work/c2.result"
+fi
+if [ "$CASES" -ge 3 ]; then
+    run_case c3 10000 16KiB 256KiB >"$work/c3.result"
+    report "10000 x 16KiB/s, rcvbuf 8KiB" $((16 << 10)) "$work/c3.result"
+fi
