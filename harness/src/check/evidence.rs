@@ -81,6 +81,17 @@ pub struct Evidence {
     /// The most client connections the server held at once.
     pub server_connections: Option<u64>,
     pub first_byte_p50_ms: Option<f64>,
+    /// The route's proxy, when it has one in its own cgroup: its CPU, its
+    /// CPU cap and the share of the level it spent throttled.
+    pub proxy_cpu_cores: Option<f64>,
+    pub proxy_cpu_cap: Option<f64>,
+    pub proxy_throttled_share: Option<f64>,
+    /// The proxy's resident memory at its peak (its processes' RSS, not
+    /// its cgroup's usage: a proxy that buffers to temp files fills its
+    /// cgroup with page cache the kernel reclaims, which is not a proxy
+    /// out of memory), and its memory cap.
+    pub proxy_memory_peak_bytes: Option<u64>,
+    pub proxy_memory_cap: Option<u64>,
 }
 
 /// What decided a level.
@@ -97,6 +108,12 @@ pub enum Cause {
     Cpu,
     Memory,
     Descriptors,
+    /// The route's proxy ran out of CPU under its cap (or its cgroup was
+    /// throttled for a fifth of the level): the proxy decided the level,
+    /// not the server behind it.
+    ProxyCpu,
+    /// The route's proxy's resident memory reached its cap.
+    ProxyMemory,
     AcceptQueue,
     /// Nothing the lab measures explains it.
     Unknown,
@@ -120,6 +137,8 @@ impl Cause {
             Cause::Cpu => "cpu",
             Cause::Memory => "memory",
             Cause::Descriptors => "descriptors",
+            Cause::ProxyCpu => "proxy_cpu",
+            Cause::ProxyMemory => "proxy_memory",
             Cause::AcceptQueue => "accept_queue",
             Cause::Unknown => "unknown",
             Cause::TesterCpu => "tester_cpu",
@@ -191,10 +210,32 @@ pub fn tester_ran_out(e: &Evidence) -> Option<Cause> {
     None
 }
 
+/// What ran out of the route's proxy, if it ran out of anything: its
+/// resident memory at its cap, or its CPU (at its cap on average, or
+/// throttled for a fifth of the level, as the server's is judged).
+pub fn proxy_ran_out(e: &Evidence) -> Option<Cause> {
+    let memory = match (e.proxy_memory_peak_bytes, e.proxy_memory_cap) {
+        (Some(m), Some(c)) if c > 0 => m as f64 / c as f64,
+        _ => 0.0,
+    };
+    if memory >= MEMORY_CAP_SHARE {
+        return Some(Cause::ProxyMemory);
+    }
+    let at_cap = match (e.proxy_cpu_cores, e.proxy_cpu_cap) {
+        (Some(c), Some(cap)) if cap > 0.0 => c / cap >= CPU_CAP_SHARE,
+        _ => false,
+    };
+    (at_cap
+        || e.proxy_throttled_share
+            .is_some_and(|t| t >= THROTTLED_SHARE))
+    .then_some(Cause::ProxyCpu)
+}
+
 /// What decided a level that was not held, from the server's side, in
 /// the order the evidence is read: what ran out of the server's resources
-/// first (memory, CPU, descriptors, its listen queue), then, with them to
-/// spare, what held its handlers. `buffering` says whether the route's
+/// first (memory, CPU, descriptors, its listen queue), then what ran out
+/// of the route's proxy, then, with both to spare, what held its
+/// handlers. `buffering` says whether the route's
 /// proxy buffers what the slow clients move (responses for downloads,
 /// request bodies for uploads).
 pub fn cause(e: &Evidence, direction: Direction, buffering: bool, slow: u32) -> Cause {
@@ -224,6 +265,9 @@ pub fn cause(e: &Evidence, direction: Direction, buffering: bool, slow: u32) -> 
     }
     if e.listen_overflows.is_some_and(|n| n > 0) {
         return Cause::AcceptQueue;
+    }
+    if let Some(proxy) = proxy_ran_out(e) {
+        return proxy;
     }
     match direction {
         Direction::Download => {
@@ -375,6 +419,43 @@ mod tests {
             cause(&dropped, Direction::Headers, false, 3),
             Cause::AcceptQueue
         );
+    }
+
+    #[test]
+    fn a_proxy_that_ran_out_decides_the_level_before_the_handlers_behind_it() {
+        // Caddy buffering two 16 MiB uploads in memory under 0.2 core:
+        // Go's collector throttled it for a third of the level.
+        let gc = Evidence {
+            proxy_cpu_cores: Some(0.13),
+            proxy_cpu_cap: Some(0.2),
+            proxy_throttled_share: Some(0.33),
+            proxy_memory_peak_bytes: Some(75 << 20),
+            proxy_memory_cap: Some(96 << 20),
+            server_connections: Some(0),
+            ..quiet()
+        };
+        assert_eq!(proxy_ran_out(&gc), Some(Cause::ProxyCpu));
+        assert_eq!(cause(&gc, Direction::Upload, true, 2), Cause::ProxyCpu);
+        let full = Evidence {
+            proxy_memory_peak_bytes: Some(95 << 20),
+            ..gc.clone()
+        };
+        assert_eq!(cause(&full, Direction::Upload, true, 2), Cause::ProxyMemory);
+        // A proxy with room is not the cause; nor is one never measured.
+        let roomy = Evidence {
+            proxy_throttled_share: Some(0.02),
+            ..gc.clone()
+        };
+        assert_eq!(proxy_ran_out(&roomy), None);
+        assert_eq!(cause(&roomy, Direction::Upload, true, 2), Cause::Queueing);
+        assert_eq!(proxy_ran_out(&quiet()), None);
+        // The server's own shortfall is read first.
+        let both = Evidence {
+            app_cpu_cores: Some(0.25),
+            app_cpu_cap: Some(0.25),
+            ..gc
+        };
+        assert_eq!(cause(&both, Direction::Upload, true, 2), Cause::Cpu);
     }
 
     #[test]

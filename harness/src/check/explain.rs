@@ -275,6 +275,8 @@ fn cause_of(r: &RouteResult) -> Option<Cause> {
         Cause::Memory,
         Cause::Descriptors,
         Cause::AcceptQueue,
+        Cause::ProxyCpu,
+        Cause::ProxyMemory,
     ]
     .into_iter()
     .find(|c| c.name() == name)
@@ -326,6 +328,14 @@ fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
         ),
         Some(Cause::Memory) => format!(
             "{}: more memory for the server, or responses it does not hold in memory whole",
+            label(r)
+        ),
+        Some(Cause::ProxyCpu) => format!(
+            "{}: the proxy ran out of CPU under its cap, not the server behind it; give the proxy more CPU (its cap, --caps proxy=), or fewer transfers to copy at once",
+            label(r)
+        ),
+        Some(Cause::ProxyMemory) => format!(
+            "{}: the proxy's memory reached its cap, not the server's; give the proxy more memory (--caps proxy=), or a proxy that buffers large transfers to disk instead of memory",
             label(r)
         ),
         Some(Cause::Descriptors) => format!(

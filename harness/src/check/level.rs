@@ -52,6 +52,10 @@ pub struct Plan {
     /// The load generator's cgroup cap (`--caps loadgen=`), which its CPU
     /// is judged against: a tester at its cap ran out.
     pub loadgen_caps: Option<lab::cgroup::Caps>,
+    /// The proxy's cgroup caps, which a route's proxy is judged against: a
+    /// proxy that ran out of CPU or memory decided the level, not the
+    /// server behind it.
+    pub proxy_caps: Option<lab::cgroup::Caps>,
 }
 
 /// Delay between the slow readers' start and the first fast request, so
@@ -291,13 +295,15 @@ pub fn measure(
     let app = usage(&measured.samples, "app");
     let host_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let load_s = measured.load_s.max(1e-3);
-    let app_rows = || {
+    let rows = |component: &'static str| {
         measured
             .samples
             .resources
             .iter()
-            .filter(|r| r.component == "app")
+            .filter(move |r| r.component == component)
     };
+    let app_rows = || rows("app");
+    let proxy = usage(&measured.samples, "proxy");
     let evidence = Evidence {
         host_cores,
         loadgen_cpu_cores: usage(&measured.samples, "loadgen").cpu_cores,
@@ -322,11 +328,16 @@ pub fn measure(
         waiting_requests: waiting_requests(&measured.samples),
         server_connections: app_rows().map(|r| r.sockets).max(),
         first_byte_p50_ms: first_byte_p50(&out),
+        proxy_cpu_cores: proxy.cpu_cores,
+        proxy_cpu_cap: plan.proxy_caps.map(|c| c.cpu_cores),
+        proxy_throttled_share: throttled(&measured.samples, "proxy"),
+        proxy_memory_peak_bytes: rows("proxy").map(|r| r.rss_bytes).max(),
+        proxy_memory_cap: plan.proxy_caps.map(|c| c.memory_bytes),
     };
     Ok(Figures {
         level_s: measured.load_s,
         app,
-        proxy: usage(&measured.samples, "proxy"),
+        proxy,
         evidence,
         statuses: statuses(&out),
         dir: dir.to_path_buf(),
@@ -518,6 +529,7 @@ mod tests {
             },
             app_caps: None,
             loadgen_caps: None,
+            proxy_caps: None,
         }
     }
 

@@ -385,6 +385,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         },
         app_caps: caps.app,
         loadgen_caps: caps.loadgen,
+        proxy_caps: caps.proxy,
     };
     let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
     let mut routes = Vec::new();

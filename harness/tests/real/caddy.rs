@@ -73,7 +73,23 @@ fn caddy_with_buffer_requests_holds_slow_uploaders_off_the_workers() {
         &["--direction", "upload", "--upload-rate", "8MiB"],
     );
     assert!(matches!(o.status.code(), Some(0 | 3)), "{}", o.stderr);
+    // Direct, two uploaders hold both workers; behind Caddy they never
+    // reach them. What Caddy costs the fast calls itself (one Go thread
+    // copying 16 MiB/s into memory: p95 17-19 ms here, 42 ms once in CI,
+    // against a held limit of about 21 ms) may degrade the level, but
+    // never for held handlers.
+    let direct = route(&v, "direct");
+    assert_eq!(direct["denied_from"], 2, "{direct}\n{}", o.stderr);
     let r = route(&v, "caddy-reqbuf");
-    assert_eq!(r["denied_from"], Value::Null, "{r}");
-    assert_eq!(r["held_up_to"], 2, "{r}");
+    assert_eq!(r["denied_from"], Value::Null, "{r}\n{}", o.stderr);
+    let levels = r["levels"].as_array().expect("levels");
+    assert_eq!(levels.len(), 3, "{r}");
+    assert_eq!(levels[1]["verdict"], "held", "{r}\n{}", o.stderr);
+    for l in levels {
+        assert!(
+            l["verdict"] == "held" || (l["verdict"] == "degraded" && l["cause"] != "handlers"),
+            "{l}\n{}",
+            o.stderr
+        );
+    }
 }
