@@ -52,7 +52,9 @@ pub fn route_rank(route: &RouteName) -> usize {
         Some(Route::Caddy) => 9,
         Some(Route::CaddyBuf) => 10,
         Some(Route::CaddyReqbuf) => 11,
-        None => 12,
+        Some(Route::Haproxy) => 12,
+        Some(Route::HaproxyReqbuf) => 13,
+        None => 14,
     }
 }
 

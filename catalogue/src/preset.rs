@@ -47,7 +47,8 @@ pub enum Preset {
     /// (2MiB/s); 3 repetitions.
     Link,
     /// Which proxies protect a blocking app: Gunicorn sync x2 direct and
-    /// behind every proxy route of the lab (NGINX, pingora and Caddy, each
+    /// behind every proxy route of the lab (NGINX, pingora, Caddy and
+    /// HAProxy, each
     /// buffering and not), at 0, 2 and 8 slow readers, and at 0, 2 and 8
     /// slow uploaders behind each proxy's request routes; 3 repetitions.
     Proxies,
@@ -154,17 +155,10 @@ impl Preset {
             Preset::Proxies => {
                 let gunicorn = [Server::GunicornSync2];
                 let mut c = grid(&gunicorn, &Route::PROXIES, &SERVERS_SLOW);
-                let mut upload: Vec<Route> = Vec::new();
-                for r in Route::PROXIES {
-                    let r = r.for_direction(Direction::Upload);
-                    if !upload.contains(&r) {
-                        upload.push(r);
-                    }
-                }
                 c.extend(grid_in(
                     Direction::Upload,
                     &gunicorn,
-                    &upload,
+                    &Route::PROXIES_UPLOAD,
                     &SERVERS_SLOW,
                 ));
                 c
@@ -399,10 +393,11 @@ mod tests {
             .filter(|c| c.direction == Direction::Upload)
             .collect();
         assert_eq!(down.len(), Route::PROXIES.len() * 3);
-        // direct, nginx-reqbuf-off/on, pingora-reqbuf-off/on, caddy, caddy-reqbuf
-        assert_eq!(up.len(), 7 * 3);
+        // direct, nginx-reqbuf-off/on, pingora-reqbuf-off/on, caddy,
+        // caddy-reqbuf, haproxy, haproxy-reqbuf
+        assert_eq!(up.len(), 9 * 3);
         assert!(c.iter().all(|c| c.server == Server::GunicornSync2));
-        for r in [Route::Caddy, Route::CaddyBuf] {
+        for r in [Route::Caddy, Route::CaddyBuf, Route::Haproxy] {
             assert!(down.iter().any(|c| c.route == r && c.slow == 8), "{r}");
         }
         assert!(up.iter().any(|c| c.route == Route::CaddyReqbuf));

@@ -36,6 +36,17 @@ pub enum Route {
     /// memory before the upstream request (`reverseproxy.go`:139-143,
     /// 625-627); the response streamed as by default.
     CaddyReqbuf,
+    /// HAProxy 2.6 as configured by default (`mode http`, one thread): the
+    /// response and the request body forwarded through one `tune.bufsize`
+    /// buffer per direction (16 KiB) as they arrive; HAProxy has no
+    /// setting that buffers a whole response, so none of its routes does.
+    Haproxy,
+    /// HAProxy with `option http-buffer-request`: it waits "until either
+    /// the whole body is received or the request buffer is full" before
+    /// it connects upstream (configuration.txt, `option
+    /// http-buffer-request`), so a body larger than the buffer (16 KiB less
+    /// `tune.maxrewrite`) is forwarded at the client's pace after all.
+    HaproxyReqbuf,
 }
 
 /// Which reverse proxy a route uses.
@@ -44,6 +55,7 @@ pub enum ProxyKind {
     Nginx,
     Pingora,
     Caddy,
+    Haproxy,
 }
 
 impl ProxyKind {
@@ -53,6 +65,7 @@ impl ProxyKind {
             ProxyKind::Nginx => "NGINX",
             ProxyKind::Pingora => "pingora",
             ProxyKind::Caddy => "Caddy",
+            ProxyKind::Haproxy => "HAProxy",
         }
     }
 
@@ -60,12 +73,20 @@ impl ProxyKind {
     /// and pingora within `capacity`, their memory buffers plus temp-file
     /// cap ([`ProxyBuffers::capacity`]); Caddy always, in memory
     /// (`bufferedBody` reads to the end without `max_buffer_size`), which
-    /// the proxy's memory cap may not allow.
+    /// the proxy's memory cap may not allow; HAProxy never, one buffer per
+    /// direction being all it has.
     pub fn holds(self, body_bytes: u64, capacity: u64) -> bool {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => capacity >= body_bytes,
             ProxyKind::Caddy => true,
+            ProxyKind::Haproxy => false,
         }
+    }
+
+    /// Whether it has a setting that buffers whole responses (HAProxy has
+    /// none: its routes pass every response through at the client's pace).
+    pub fn buffers_responses(self) -> bool {
+        !matches!(self, ProxyKind::Haproxy)
     }
 
     /// The external program it needs, if any.
@@ -74,12 +95,13 @@ impl ProxyKind {
             ProxyKind::Nginx => Some(Tool::Nginx),
             ProxyKind::Pingora => None,
             ProxyKind::Caddy => Some(Tool::Caddy),
+            ProxyKind::Haproxy => Some(Tool::Haproxy),
         }
     }
 }
 
 impl Route {
-    pub const ALL: [Route; 12] = [
+    pub const ALL: [Route; 14] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -92,6 +114,8 @@ impl Route {
         Route::Caddy,
         Route::CaddyBuf,
         Route::CaddyReqbuf,
+        Route::Haproxy,
+        Route::HaproxyReqbuf,
     ];
 
     /// The original's routes and their pingora twins: response buffering
@@ -106,7 +130,7 @@ impl Route {
 
     /// Direct and every proxy route of the response direction, the
     /// lab's own and the packaged proxies' (the `proxies` preset).
-    pub const PROXIES: [Route; 7] = [
+    pub const PROXIES: [Route; 8] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -114,6 +138,21 @@ impl Route {
         Route::PingoraOn,
         Route::Caddy,
         Route::CaddyBuf,
+        Route::Haproxy,
+    ];
+
+    /// Direct and every proxy route of the request direction: each proxy
+    /// with request buffering off and on (the `proxies` preset's uploads).
+    pub const PROXIES_UPLOAD: [Route; 9] = [
+        Route::Direct,
+        Route::NginxReqbufOff,
+        Route::NginxReqbufOn,
+        Route::PingoraReqbufOff,
+        Route::PingoraReqbufOn,
+        Route::Caddy,
+        Route::CaddyReqbuf,
+        Route::Haproxy,
+        Route::HaproxyReqbuf,
     ];
 
     /// The request-direction routes: request buffering on and off behind
@@ -139,6 +178,8 @@ impl Route {
             Route::Caddy => "caddy",
             Route::CaddyBuf => "caddy-buf",
             Route::CaddyReqbuf => "caddy-reqbuf",
+            Route::Haproxy => "haproxy",
+            Route::HaproxyReqbuf => "haproxy-reqbuf",
         }
     }
 
@@ -157,7 +198,9 @@ impl Route {
             | Route::NginxReqbufOff
             | Route::Caddy
             | Route::CaddyBuf
-            | Route::CaddyReqbuf => None,
+            | Route::CaddyReqbuf
+            | Route::Haproxy
+            | Route::HaproxyReqbuf => None,
         }
     }
 
@@ -173,6 +216,7 @@ impl Route {
             Route::PingoraReqbufOn | Route::PingoraReqbufOff => Some((ProxyKind::Pingora, true)),
             Route::Caddy | Route::CaddyReqbuf => Some((ProxyKind::Caddy, false)),
             Route::CaddyBuf => Some((ProxyKind::Caddy, true)),
+            Route::Haproxy | Route::HaproxyReqbuf => Some((ProxyKind::Haproxy, false)),
         }
     }
 
@@ -186,11 +230,13 @@ impl Route {
         let default = |buffering| RequestBody {
             buffering,
             max_body_bytes: RequestBody::NGINX_MAX_BODY,
+            buffer_limit: u64::MAX,
             explicit: false,
         };
         let set = |buffering| RequestBody {
             buffering,
             max_body_bytes: RequestBody::REQUEST_MAX_BODY,
+            buffer_limit: u64::MAX,
             explicit: true,
         };
         match self {
@@ -203,11 +249,26 @@ impl Route {
             Route::Caddy | Route::CaddyBuf => Some(RequestBody {
                 buffering: false,
                 max_body_bytes: u64::MAX,
+                buffer_limit: u64::MAX,
                 explicit: false,
             }),
             Route::CaddyReqbuf => Some(RequestBody {
                 buffering: true,
                 max_body_bytes: u64::MAX,
+                buffer_limit: u64::MAX,
+                explicit: true,
+            }),
+            // Nor does HAProxy; buffering, it waits for one buffer's worth.
+            Route::Haproxy => Some(RequestBody {
+                buffering: false,
+                max_body_bytes: u64::MAX,
+                buffer_limit: u64::MAX,
+                explicit: false,
+            }),
+            Route::HaproxyReqbuf => Some(RequestBody {
+                buffering: true,
+                max_body_bytes: u64::MAX,
+                buffer_limit: RequestBody::HAPROXY_BUFFER,
                 explicit: true,
             }),
         }
@@ -217,10 +278,12 @@ impl Route {
     /// `body_bytes` off the client before the app sees the request, so
     /// that a slow uploader does not hold a handler: request buffering on
     /// and a body within its maximum size (a longer one is answered 413 by
-    /// the proxy and never reaches the app).
+    /// the proxy and never reaches the app) and within what it buffers
+    /// (HAProxy forwards the rest of a longer one at the client's pace).
     pub fn absorbs_request(self, body_bytes: u64) -> bool {
-        self.request_body()
-            .is_some_and(|r| r.buffering && body_bytes <= r.max_body_bytes)
+        self.request_body().is_some_and(|r| {
+            r.buffering && body_bytes <= r.max_body_bytes && body_bytes <= r.buffer_limit
+        })
     }
 
     /// The route `--through NAME` means for slow clients in `direction`:
@@ -257,6 +320,11 @@ pub struct RequestBody {
     pub buffering: bool,
     /// `client_max_body_size` / `--client-max-body-size`.
     pub max_body_bytes: u64,
+    /// The most of a body the proxy reads before it connects upstream,
+    /// when it buffers: the rest of a longer body follows at the client's
+    /// pace. Unlimited for NGINX, pingora (temp files) and Caddy (memory);
+    /// one buffer for HAProxy.
+    pub buffer_limit: u64,
     /// Whether the route sets the request directives itself (the
     /// request-direction routes) rather than leaving the proxy's defaults.
     pub explicit: bool,
@@ -270,6 +338,10 @@ impl RequestBody {
     /// `client_body_buffer_size 16k` of the request-direction routes
     /// (NGINX's default on x86-64, pingora's default).
     pub const BODY_BUFFER: u64 = 16 << 10;
+    /// What HAProxy's `option http-buffer-request` waits for at most: its
+    /// request buffer, `tune.bufsize` (16384) less `tune.maxrewrite`
+    /// (1024), the defaults of Debian's build.
+    pub const HAPROXY_BUFFER: u64 = (16 << 10) - 1024;
 }
 
 /// The experiment's NGINX buffer values, shared by NGINX and pingora.
@@ -374,6 +446,12 @@ mod tests {
         assert!(!Route::CaddyReqbuf.absorbs(16 << 20, cap));
         assert!(Route::CaddyReqbuf.absorbs_request(64 << 20));
         assert!(!Route::Caddy.absorbs_request(1));
+        // HAProxy buffers no response, and of a request body one buffer.
+        assert!(!Route::Haproxy.absorbs(1, cap));
+        assert!(!Route::HaproxyReqbuf.absorbs(1, cap));
+        assert!(Route::HaproxyReqbuf.absorbs_request(8 << 10));
+        assert!(!Route::HaproxyReqbuf.absorbs_request(16 << 20));
+        assert!(!Route::Haproxy.absorbs_request(1));
         assert_eq!(
             Route::CaddyBuf.for_direction(Direction::Upload),
             Route::CaddyReqbuf
@@ -427,7 +505,7 @@ mod tests {
             .filter(|r| r.request_body().is_some_and(|b| b.explicit))
             .collect();
         assert_eq!(sets[..4], Route::REQUEST);
-        assert_eq!(sets[4..], [Route::CaddyReqbuf]);
+        assert_eq!(sets[4..], [Route::CaddyReqbuf, Route::HaproxyReqbuf]);
         for r in Route::REQUEST {
             assert!(!Route::RESPONSE.contains(&r));
         }

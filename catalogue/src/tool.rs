@@ -17,6 +17,8 @@ pub enum Tool {
     Granian,
     /// Caddy 2.6, a reverse proxy (`reverse_proxy`).
     Caddy,
+    /// HAProxy 2.6.
+    Haproxy,
 }
 
 /// The pinned Gunicorn version of the experiment.
@@ -50,6 +52,10 @@ pub struct DebPin {
     /// The arguments that make it print its version (NGINX `-v`, Caddy
     /// `version`).
     pub version_args: &'static [&'static str],
+    /// The packages of the shared libraries it needs that a minimal
+    /// Debian 12 lacks, unpacked beside it (HAProxy's Lua and OpenTracing
+    /// wrapper), and found through `LD_LIBRARY_PATH`.
+    pub libraries: &'static [&'static str],
 }
 
 /// Where a tool comes from and the version it is pinned to.
@@ -60,7 +66,7 @@ pub enum Pin {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 8] = [
+    pub const ALL: [Tool; 9] = [
         Tool::Gunicorn,
         Tool::Nginx,
         Tool::Uvicorn,
@@ -69,6 +75,7 @@ impl Tool {
         Tool::Waitress,
         Tool::Granian,
         Tool::Caddy,
+        Tool::Haproxy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -81,6 +88,7 @@ impl Tool {
             Tool::Waitress => "waitress",
             Tool::Granian => "granian",
             Tool::Caddy => "caddy",
+            Tool::Haproxy => "haproxy",
         }
     }
 
@@ -100,12 +108,25 @@ impl Tool {
                 version: "1.22.1",
                 binary: "usr/sbin/nginx",
                 version_args: &["-v"],
+                libraries: &[],
             }),
             Tool::Caddy => Pin::Debian(DebPin {
                 package: "caddy",
                 version: "2.6.2",
                 binary: "usr/bin/caddy",
                 version_args: &["version"],
+                libraries: &[],
+            }),
+            Tool::Haproxy => Pin::Debian(DebPin {
+                package: "haproxy",
+                version: "2.6.12",
+                binary: "usr/sbin/haproxy",
+                version_args: &["-v"],
+                libraries: &[
+                    "liblua5.3-0",
+                    "libopentracing-c-wrapper0",
+                    "libopentracing1",
+                ],
             }),
             Tool::Uvicorn => py(
                 "uvicorn",

@@ -5,7 +5,10 @@
 //!
 //! An uploader is a state machine of the slow clients' engine
 //! ([`crate::engine`]), as the slow readers are. It writes the body in
-//! [`WRITE_PIECE`] pieces; piece *k* is written no earlier than the paced
+//! pieces of at most [`WRITE_PIECE`] and at most [`PIECE_SPAN`] of the
+//! rate's bytes (so that a body smaller than one piece is paced too: 8 KiB
+//! at 2 KiB/s takes 4 s, not one write); piece *k* is written no earlier
+//! than the paced
 //! deadline of the bytes before it, counted from the first body byte, so a
 //! late wake-up delays one piece and not the whole body, and a piece the
 //! socket does not take at once is finished as it drains (a blocking
@@ -41,6 +44,10 @@ use crate::upload_args::OkStatuses;
 /// The largest single write of an uploader: 16 KiB, the slow readers'
 /// default read, so a paced body is some 1,000 writes of 16 MiB.
 pub const WRITE_PIECE: usize = 16 << 10;
+/// The most of a second's bytes one piece carries: 10 ms of the rate, so
+/// a slow rate writes small pieces often (2 KiB/s: 20 bytes every 10 ms)
+/// and a fast one 16 KiB pieces (from 1.6 MiB/s up).
+pub const PIECE_SPAN: std::time::Duration = std::time::Duration::from_millis(10);
 /// The pattern block of an upload, announced in `X-Slowlab-Block`.
 pub const UPLOAD_BLOCK: usize = common::pattern::DEFAULT_BLOCK;
 /// The most pieces an uploader writes in one turn of its loop when its
@@ -131,11 +138,19 @@ impl UploadContext {
         .into_bytes()
     }
 
+    /// The most bytes of one piece at this rate: [`PIECE_SPAN`] of it,
+    /// at least one byte, at most [`WRITE_PIECE`].
+    fn piece_bytes(&self) -> usize {
+        let span = (self.rate as u128 * PIECE_SPAN.as_nanos() / 1_000_000_000) as u64;
+        span.clamp(1, WRITE_PIECE as u64) as usize
+    }
+
     /// The piece that starts at body byte `sent`: within one block, at most
-    /// [`WRITE_PIECE`].
+    /// [`Self::piece_bytes`].
     fn piece(&self, sent: u64) -> &[u8] {
         let at = (sent % UPLOAD_BLOCK as u64) as usize;
-        let n = (self.bytes - sent).min((WRITE_PIECE.min(UPLOAD_BLOCK - at)) as u64) as usize;
+        let n =
+            (self.bytes - sent).min((self.piece_bytes().min(UPLOAD_BLOCK - at)) as u64) as usize;
         &self.block[at..at + n]
     }
 }
@@ -515,5 +530,27 @@ mod tests {
             "{head}"
         );
         assert!(head.contains("Content-Length: 1234\r\n"), "{head}");
+        // 16 KiB pieces at 2 MiB/s; 10 ms of a slow rate, so that a body
+        // smaller than 16 KiB is paced too.
+        assert_eq!(u.piece(0).len(), 1234);
+        let big = UploadContext::new(
+            u.to.clone(),
+            &UploadConfig {
+                bytes: 64 << 10,
+                ..up.clone()
+            },
+        );
+        assert_eq!(big.piece(0).len(), WRITE_PIECE);
+        let slow = UploadContext::new(
+            u.to.clone(),
+            &UploadConfig {
+                bytes: 8 << 10,
+                rate: 2 << 10,
+                ..up.clone()
+            },
+        );
+        assert_eq!(slow.piece(0).len(), 20);
+        let crawl = UploadContext::new(u.to, &UploadConfig { rate: 1, ..up });
+        assert_eq!(crawl.piece(0).len(), 1);
     }
 }

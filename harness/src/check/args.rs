@@ -99,10 +99,10 @@ pub struct CheckArgs {
     pub noise_floor: Duration,
     /// Also check behind these proxy routes (comma-separated, or the flag
     /// repeated), each started by slowlab with the experiment's config:
-    /// nginx-off, nginx-on, pingora-off, pingora-on, caddy, caddy-buf, or a
-    /// request-direction route; with --direction upload or headers a
-    /// route's buffering is request buffering (nginx-on is nginx-reqbuf-on,
-    /// caddy-buf is caddy-reqbuf).
+    /// nginx-off, nginx-on, pingora-off, pingora-on, caddy, caddy-buf,
+    /// haproxy, or a request-direction route (haproxy-reqbuf among them);
+    /// with --direction upload or headers a route's buffering is request
+    /// buffering (nginx-on is nginx-reqbuf-on, caddy-buf is caddy-reqbuf).
     #[arg(long, value_delimiter = ',', value_name = "ROUTE", value_parser = through_arg)]
     pub through: Vec<Route>,
     /// Also check behind your own proxy with your own config: a shell
@@ -282,7 +282,8 @@ mod tests {
             assert!(caps_arg(bad).is_err(), "{bad}");
         }
         assert_eq!(through_arg("pingora-on"), Ok(Route::PingoraOn));
-        let unknown = through_arg("haproxy").unwrap_err();
+        assert_eq!(through_arg("haproxy-reqbuf"), Ok(Route::HaproxyReqbuf));
+        let unknown = through_arg("varnish").unwrap_err();
         assert!(
             unknown.contains("nginx-on") && !unknown.contains("direct,"),
             "{unknown}"

@@ -35,6 +35,10 @@ fn label(r: &RouteResult) -> String {
         return r.label.clone();
     };
     let proxy = kind.title();
+    if what == "buffering" && !kind.buffers_responses() {
+        // No switch to name: it has no response buffering.
+        return format!("behind {proxy}");
+    }
     format!("behind {proxy} {what} {}", if on { "on" } else { "off" })
 }
 
@@ -309,6 +313,11 @@ fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
         ),
         Some(Cause::Handlers) => match buffering(r.route) {
             None => format!("{}: {put}, or {handlers}", label(r)),
+            Some((kind, "buffering", false)) if !kind.buffers_responses() => format!(
+                "{}: {} has no setting that buffers a whole response, so it passes each one through at the client's pace; {put}, or {handlers}",
+                label(r),
+                kind.title()
+            ),
             Some((_, what, false)) => format!(
                 "{}: turn the proxy's {what} on (it passed each transfer through at the client's pace), or {handlers}",
                 label(r)
@@ -478,6 +487,25 @@ mod tests {
         let held = route(Route::Direct, "direct", Some(2), "handlers");
         let w = words(&held, &a);
         assert!(w.contains("handlers were held"), "{w}");
+    }
+
+    #[test]
+    fn a_proxy_without_response_buffering_is_not_told_to_turn_it_on() {
+        let a = args(&["--through", "haproxy"]);
+        let r = route(Route::Haproxy, "haproxy", Some(2), "handlers");
+        assert_eq!(label(&r), "behind HAProxy");
+        let remedy = remedy(std::slice::from_ref(&r), &a);
+        assert!(
+            remedy.contains("HAProxy has no setting that buffers a whole response"),
+            "{remedy}"
+        );
+        assert!(
+            !remedy.contains("turn the proxy's buffering on"),
+            "{remedy}"
+        );
+        let nginx = route(Route::NginxOff, "nginx-off", Some(2), "handlers");
+        assert_eq!(label(&nginx), "behind NGINX buffering off");
+        assert!(super::remedy(&[nginx], &a).contains("turn the proxy's buffering on"));
     }
 
     #[test]

@@ -155,11 +155,13 @@ pub fn judged(
 }
 
 /// Whether `route`'s proxy buffers what slow clients of `direction` move:
-/// responses (downloads) or request bodies (uploads, heads).
-pub fn buffers(route: Route, direction: Direction) -> bool {
+/// responses (downloads), request bodies of `upload_bytes` (uploads: a
+/// proxy that waits for one buffer's worth of a longer body, as HAProxy's
+/// `option http-buffer-request` does, passes the rest through), or heads.
+pub fn buffers(route: Route, direction: Direction, upload_bytes: u64) -> bool {
     match direction {
         Direction::Download => matches!(route.proxy(), Some((_, true))),
-        Direction::Upload => route.request_body().is_some_and(|b| b.buffering),
+        Direction::Upload => route.absorbs_request(upload_bytes),
         // Every proxy of the lab waits for the whole head.
         Direction::Headers => route.proxy().is_some(),
     }
@@ -206,7 +208,7 @@ pub fn check_route(
         check: c,
         dir,
         // What the user's proxy buffers is not known: the evidence says.
-        buffering: !own_proxy && buffers(route, plan.direction),
+        buffering: !own_proxy && buffers(route, plan.direction, plan.upload.upload_bytes.0),
         rows: Vec::new(),
         verdicts: BTreeMap::new(),
         csv,

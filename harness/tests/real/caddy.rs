@@ -7,45 +7,18 @@
 
 use serde_json::Value;
 
-use super::check_cli::{SCALED, TIMING, check, json, route, serve};
+use super::check_cli::route;
+use super::packaged;
 use crate::support;
 
-/// Caddy as `prepare` finds it: the system's, or the unpacked package.
-fn require_caddy() {
-    let found = [
-        std::path::PathBuf::from("/usr/bin/caddy"),
-        support::state_dir().join("caddy/usr/bin/caddy"),
-    ]
-    .into_iter()
-    .any(|p| p.exists());
-    testkit::real::require(
-        "Caddy",
-        (!found).then(|| {
-            format!(
-                "neither /usr/bin/caddy nor {}/caddy (run slowlab prepare)",
-                support::state_dir().display()
-            )
-        }),
-    );
-}
-
 fn check_through(routes: &str, direction: &[&str]) -> (support::child::Outcome, Value) {
-    let _one = TIMING.lock().unwrap_or_else(|e| e.into_inner());
-    require_caddy();
-    let dir = tempfile::tempdir().unwrap();
-    let server = serve("sync", "--workers 2");
-    let mut args = vec!["--server-cmd", &server, "--large-path", "/large"];
-    args.extend(direction);
-    args.extend(["--through", routes, "--max-slow", "2", "--repeat", "1"]);
-    args.extend(["--json"]);
-    args.extend(SCALED);
-    let o = check(&args, dir.path());
+    packaged::require("Caddy", "caddy", "usr/bin/caddy");
+    let (o, v, dir) = packaged::check_through(routes, direction);
     assert!(
         dir.path().join("caddy-buf").join("Caddyfile").exists()
             || dir.path().join("caddy-reqbuf").join("Caddyfile").exists(),
         "the Caddyfile is kept beside the levels"
     );
-    let v = json(&o);
     (o, v)
 }
 

@@ -1,7 +1,9 @@
 //! Programs from Debian 12's packages (NGINX, and the proxies the
 //! catalogue pins): the system's copy when the package is installed,
 //! else the `.deb` downloaded with `apt-get download` and unpacked with
-//! `dpkg-deb -x` into `<state>/<package>`. Nothing is installed
+//! `dpkg-deb -x` into `<state>/<package>`, with the packages of the
+//! libraries a minimal system lacks unpacked beside it (HAProxy's) and
+//! found through `LD_LIBRARY_PATH`. Nothing is installed
 //! system-wide and no service is started: every run writes its own config,
 //! prefix, pid file and temp path.
 
@@ -27,6 +29,20 @@ pub struct DebPackage {
     /// Where the package was unpacked (its `usr/lib` holds its modules and
     /// libraries); `/` for the system's copy.
     pub root: PathBuf,
+    /// Where the libraries unpacked beside it are (`LD_LIBRARY_PATH`), when
+    /// it needed any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub library_path: Option<PathBuf>,
+}
+
+impl DebPackage {
+    /// The environment the program needs to run: its unpacked libraries.
+    pub fn env(&self) -> Vec<(String, String)> {
+        self.library_path
+            .iter()
+            .map(|p| ("LD_LIBRARY_PATH".to_string(), p.to_string_lossy().into()))
+            .collect()
+    }
 }
 
 /// Finds `pin`'s program: the system's, else an unpacked package under
@@ -45,7 +61,9 @@ pub fn find(state: &Path, pin: &DebPin) -> Result<DebPackage> {
     let root = state.join(pin.package);
     let unpacked = root.join(pin.binary);
     let package_file = root.join("PACKAGE_VERSION");
-    if unpacked.exists() {
+    // The version file is written last: without it, a program that needs
+    // libraries may have been unpacked without them.
+    if unpacked.exists() && (pin.libraries.is_empty() || package_file.exists()) {
         let package = fs::read_to_string(&package_file)
             .ok()
             .map(|s| s.trim().to_string());
@@ -57,6 +75,7 @@ pub fn find(state: &Path, pin: &DebPin) -> Result<DebPackage> {
     let fetch = || {
         Command::new("apt-get")
             .args(["download", "-q", pin.package])
+            .args(pin.libraries)
             .current_dir(&download)
             .output()
     };
@@ -73,19 +92,29 @@ pub fn find(state: &Path, pin: &DebPin) -> Result<DebPackage> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let deb = fs::read_dir(&download)?
+    let debs: Vec<PathBuf> = fs::read_dir(&download)?
         .flatten()
         .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+        .filter(|p| p.extension().is_some_and(|e| e == "deb"))
+        .collect();
+    let own = format!("{}_", pin.package);
+    let deb = debs
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&own))
+        })
         .context("apt-get download left no .deb")?;
     let package = output("dpkg-deb", &["-f", &deb.to_string_lossy(), "Version"])
         .ok()
         .map(|s| s.trim().to_string());
-    run_quiet(
-        "dpkg-deb",
-        &["-x", &deb.to_string_lossy(), &root.to_string_lossy()],
-    )
-    .with_context(|| format!("unpacking the {} package", pin.package))?;
+    for d in &debs {
+        run_quiet(
+            "dpkg-deb",
+            &["-x", &d.to_string_lossy(), &root.to_string_lossy()],
+        )
+        .with_context(|| format!("unpacking {}", d.display()))?;
+    }
     if let Some(p) = &package {
         fs::write(&package_file, p)?;
     }
@@ -104,8 +133,12 @@ fn check(
     package: Option<String>,
 ) -> Result<DebPackage> {
     let args = pin.version_args.join(" ");
+    let library_path = (!pin.libraries.is_empty() && root != Path::new("/"))
+        .then(|| library_dirs(root))
+        .flatten();
     let out = Command::new(binary)
         .args(pin.version_args)
+        .envs(library_path.iter().map(|p| ("LD_LIBRARY_PATH", p)))
         .output()
         .with_context(|| format!("running {} {args}", binary.display()))?;
     let text = format!(
@@ -126,7 +159,23 @@ fn check(
         package,
         source: source.to_string(),
         root: root.to_path_buf(),
+        library_path,
     })
+}
+
+/// The unpacked libraries' directories under `root` (`usr/lib/<triplet>`,
+/// `usr/lib`), joined as `LD_LIBRARY_PATH` wants them.
+fn library_dirs(root: &Path) -> Option<PathBuf> {
+    let lib = root.join("usr/lib");
+    let mut dirs: Vec<PathBuf> = fs::read_dir(&lib)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && p.to_string_lossy().ends_with("-linux-gnu"))
+        .collect();
+    dirs.sort();
+    dirs.push(lib);
+    std::env::join_paths(dirs).ok().map(PathBuf::from)
 }
 
 /// The first dotted version number (two or three parts) in `text`.

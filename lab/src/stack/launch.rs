@@ -12,7 +12,7 @@ use common::units::Size;
 use catalogue::server::{WSGI_APP, gunicorn_argv};
 use catalogue::{Body, ProxyBuffers, ProxyKind, Recipe, RequestBody, Route, Server, Tool};
 
-use super::{ProxyCommand, ServerCommand, caddy, nginx};
+use super::{ProxyCommand, ServerCommand, caddy, haproxy, nginx};
 use crate::cgroup::Cgroup;
 use crate::child::Child;
 use crate::netns::Place;
@@ -386,6 +386,27 @@ impl Launcher {
                     start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
                 })?
             }
+            ProxyKind::Haproxy => {
+                let h = self
+                    .tools
+                    .deb(Tool::Haproxy)
+                    .map_err(|e| unavailable_error(Tool::Haproxy, e))?;
+                let request = route.request_body().is_some_and(|r| r.buffering);
+                retry_port(|| {
+                    let addr = SocketAddr::new(at.ip, free_port_at(at)?);
+                    let conf_path = paths.logs.join("haproxy.cfg");
+                    fs::write(&conf_path, haproxy::config(addr, upstream, request))?;
+                    // -db: in the foreground, as the lab's child.
+                    let args = vec![
+                        "-db".into(),
+                        "-f".into(),
+                        conf_path.to_string_lossy().into(),
+                    ];
+                    let mut spec = spec(h.binary.clone(), args);
+                    spec.env = h.env();
+                    start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
+                })?
+            }
             ProxyKind::Pingora => {
                 let defaults = proxy::ProxyConfig::new(upstream, proxy::Buffering::Off);
                 let on_off = |on| {
@@ -399,6 +420,7 @@ impl Launcher {
                 let request = route.request_body().unwrap_or(RequestBody {
                     buffering: false,
                     max_body_bytes: RequestBody::NGINX_MAX_BODY,
+                    buffer_limit: u64::MAX,
                     explicit: false,
                 });
                 let args = Child::Proxy(proxy::ProxyArgs {

@@ -15,6 +15,7 @@
 //! - [`load_end`]: how a load ended, and what it measured.
 
 pub mod caddy;
+pub mod haproxy;
 pub mod launch;
 pub mod load_end;
 pub mod nginx;

@@ -149,6 +149,7 @@ mod tests {
                 package: None,
                 source: "test".into(),
                 root: "/".into(),
+                library_path: None,
             };
             t.debian.insert(Tool::Nginx, Ok(found));
         }

@@ -68,6 +68,9 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         Some(Route::Caddy) => RGBColor(140, 90, 50),
         Some(Route::CaddyBuf) => RGBColor(90, 80, 190),
         Some(Route::CaddyReqbuf) => RGBColor(120, 140, 30),
+        // HAProxy: its default teal, waiting for request bodies slate.
+        Some(Route::Haproxy) => RGBColor(20, 150, 160),
+        Some(Route::HaproxyReqbuf) => RGBColor(70, 100, 130),
         None => RGBColor(120, 120, 120),
     }
 }
