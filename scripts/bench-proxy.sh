@@ -9,7 +9,13 @@
 #     stays stabler than requests/s on a noisy machine, but a neighbour's
 #     load still moves it, so the peer is measured on both sides);
 #   - each proxy's RSS when idle and its peak RSS (VmHWM) while buffering two
-#     concurrent 16 MiB downloads to slow readers (2 MiB/s, SO_RCVBUF 8 KiB).
+#     concurrent 16 MiB downloads to slow readers (2 MiB/s, SO_RCVBUF 8 KiB);
+#   - the same for the proxies from Debian's packages, each with the config
+#     and command line a run gives it (`slowlab generate proxy-config`),
+#     against the same NGINX: HAProxy and Caddy beside NGINX buffering off,
+#     Caddy with buffer_responses beside NGINX buffering on (HAProxy has no
+#     response buffering). A package `slowlab prepare` could not fetch is
+#     skipped with one line.
 #
 # Usage: scripts/bench-proxy.sh
 # Environment: SLOWLAB (binary; default: build release into $CARGO_TARGET_DIR
@@ -30,7 +36,9 @@
 # pingora's HTTP/1 session: the least a proxy built on each costs; /fast
 # only, no slow downloads; not with KEEPALIVE=1). After the rows of every
 # round, a summary per component: the median over the rounds and the
-# range.
+# range. PACKAGED_OFF (default "haproxy caddy") and PACKAGED_ON (default
+# "caddy-buf"): the packaged proxies' routes measured in each mode; empty
+# for none.
 #
 # CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
 # wrk and the slow readers share CPU 0. Every proxy gets the same treatment.
@@ -46,6 +54,8 @@ ROUNDS=${ROUNDS:-2}
 WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 PROXY_LOGS=${PROXY_LOGS:-0}
+PACKAGED_OFF=${PACKAGED_OFF-haproxy caddy}
+PACKAGED_ON=${PACKAGED_ON-caddy-buf}
 client_connections
 floor_binary bench-proxy
 bench_binaries bench-proxy
@@ -131,6 +141,11 @@ mode_round() {
     if [[ -n ${SLOWLAB_BASE:-} ]]; then
         pingora_then_nginx "base-pingora-$mode" "$SLOWLAB_BASE"
     fi
+    local packaged=$PACKAGED_OFF route
+    [[ $mode == on ]] && packaged=$PACKAGED_ON
+    for route in $packaged; do
+        packaged_then_nginx "$route"
+    done
     if [[ -n $FLOOR_BIN && $mode == on ]]; then
         floor_then_nginx tokio
         floor_then_nginx pingora
@@ -152,6 +167,27 @@ pingora_then_nginx() {
         --buffering "$mode" --threads 1 --temp-path "$work/tmp-$name" "${logs[@]}"
     measure "$name" "$PID" "$ADDR"
     then_nginx "$name" "$PID"
+}
+
+# packaged_then_nginx ROUTE (inside mode_round): the proxy of ROUTE from
+# Debian's packages with the config and command line a run gives it
+# (`slowlab generate proxy-config`), on CPU 1, measured and stopped, then
+# NGINX again (then_nginx); skipped with one line when it cannot be had.
+packaged_then_nginx() {
+    local route=$1 port line dir="$work/$1-$round"
+    port=$(free_port)
+    if ! line=$("$SLOWLAB" generate proxy-config --route "$route" --listen "127.0.0.1:$port" \
+        --upstream "$ORIGIN" --dir "$dir" 2>"$dir.gen"); then
+        echo "$(basename "$0" .sh): $route skipped: $(tail -1 "$dir.gen")" >&2
+        return
+    fi
+    taskset -c 1 bash -c "exec $line" >"$dir.out" 2>"$dir.err" &
+    PID=$!
+    pids+=("$PID")
+    answers_fast "127.0.0.1:$port" 200 ||
+        { echo "$(basename "$0" .sh): $route did not start" >&2; cat "$dir.err" >&2; exit 1; }
+    measure "$route" "$PID" "127.0.0.1:$port"
+    then_nginx "$route" "$PID"
 }
 
 # floor_then_nginx tokio|pingora (inside mode_round): that floor

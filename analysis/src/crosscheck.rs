@@ -55,8 +55,17 @@ pub fn predict_in(
     proxy_capacity: u64,
 ) -> Verdict {
     let saturated = server.handlers().is_some_and(|h| h <= slow);
+    // A proxy that holds the transfers in memory beyond the experiment's
+    // cap is killed by its cgroup, and takes every request with it.
+    let killed = route.outgrows_memory(
+        direction,
+        slow,
+        body_bytes,
+        catalogue::ProxyBuffers::EXPERIMENT_PROXY_MEMORY,
+    );
     if saturated && !absorbs_in(direction, server, route, body_bytes, proxy_capacity)
         || shut_out(direction, server, route, slow, body_bytes, proxy_capacity)
+        || killed
     {
         Verdict::Blocked
     } else {
@@ -430,6 +439,19 @@ mod tests {
             predict(Server::RustSync2, Route::Direct, 1, MIB16, cap),
             Verdict::Relieved
         );
+        // Caddy holds 2 whole responses in its 96 MiB; 8 outgrow it and
+        // its cgroup kills it (the proxies preset's run 021), even in
+        // front of a server with handlers to spare.
+        assert_eq!(p(Server::GunicornSync2, Route::CaddyBuf), Verdict::Relieved);
+        assert_eq!(
+            predict(Server::GunicornSync2, Route::CaddyBuf, 8, MIB16, cap),
+            Verdict::Blocked
+        );
+        assert_eq!(
+            predict(Server::RustAsync, Route::CaddyBuf, 8, MIB16, cap),
+            Verdict::Blocked
+        );
+        assert_eq!(p(Server::GunicornSync2, Route::Haproxy), Verdict::Blocked);
     }
 
     #[test]

@@ -89,6 +89,30 @@ impl ProxyKind {
         !matches!(self, ProxyKind::Haproxy)
     }
 
+    /// What one transfer held whole costs it in memory, for a proxy that
+    /// holds them in memory: Caddy copies each into a `bytes.Buffer` with
+    /// `io.Copy` (`bufferedBody`, `reverseproxy.go`:1128-1148 of v2.6.2),
+    /// which grows it by doubling, so up to twice the body. `None` for
+    /// NGINX and pingora (memory buffers, then temp files) and HAProxy (it
+    /// holds no transfer whole).
+    pub fn memory_per_transfer(self, body_bytes: u64) -> Option<u64> {
+        match self {
+            ProxyKind::Caddy => Some(body_bytes.saturating_mul(2)),
+            ProxyKind::Nginx | ProxyKind::Pingora | ProxyKind::Haproxy => None,
+        }
+    }
+
+    /// Where it keeps what it buffers: NGINX and pingora in memory
+    /// buffers, then temp files up to their cap; Caddy all in memory;
+    /// HAProxy one buffer per direction.
+    pub fn store(self) -> &'static str {
+        match self {
+            ProxyKind::Nginx | ProxyKind::Pingora => "memory, then temp files",
+            ProxyKind::Caddy => "memory",
+            ProxyKind::Haproxy => "one 16 KiB buffer",
+        }
+    }
+
     /// The external program it needs, if any.
     pub fn needs(self) -> Option<Tool> {
         match self {
@@ -304,6 +328,31 @@ impl Route {
         }
     }
 
+    /// Whether `slow` transfers of `body_bytes` in `direction` that the
+    /// route's proxy holds whole in memory outgrow its `memory_cap`
+    /// ([`ProxyKind::memory_per_transfer`]): the cgroup then kills the
+    /// proxy, and every request through it fails (Caddy buffering 8 x 16
+    /// MiB under the experiment's 96 MiB).
+    pub fn outgrows_memory(
+        self,
+        direction: Direction,
+        slow: u32,
+        body_bytes: u64,
+        memory_cap: u64,
+    ) -> bool {
+        let Some((kind, on)) = self.proxy() else {
+            return false;
+        };
+        let held = match direction {
+            Direction::Download => on,
+            Direction::Upload => self.absorbs_request(body_bytes),
+            Direction::Headers => false,
+        };
+        held && kind
+            .memory_per_transfer(body_bytes)
+            .is_some_and(|m| m.saturating_mul(u64::from(slow)) > memory_cap)
+    }
+
     /// Whether the route parks a whole `/large` response of `body_bytes`
     /// between the app and the client: only a buffering proxy that holds
     /// it ([`ProxyKind::holds`]: the experiment's 64 KiB + 16 KiB + 32 MiB
@@ -366,6 +415,10 @@ impl ProxyBuffers {
         max_temp_file_size: 32 << 20,
         temp_file_write_size: 64 << 10,
     };
+
+    /// The experiment's memory cap of the proxy's cgroup (96 MiB), which
+    /// the rule holds a proxy that buffers in memory to.
+    pub const EXPERIMENT_PROXY_MEMORY: u64 = 96 << 20;
 
     /// How much one response can park in the proxy with buffering on.
     pub fn capacity(&self) -> u64 {
@@ -446,6 +499,14 @@ mod tests {
         assert!(!Route::CaddyReqbuf.absorbs(16 << 20, cap));
         assert!(Route::CaddyReqbuf.absorbs_request(64 << 20));
         assert!(!Route::Caddy.absorbs_request(1));
+        // Caddy's memory: 2 x 16 MiB fit in 96 MiB, 8 do not.
+        let mem = ProxyBuffers::EXPERIMENT_PROXY_MEMORY;
+        let d = Direction::Download;
+        assert!(!Route::CaddyBuf.outgrows_memory(d, 2, 16 << 20, mem));
+        assert!(Route::CaddyBuf.outgrows_memory(d, 8, 16 << 20, mem));
+        assert!(Route::CaddyReqbuf.outgrows_memory(Direction::Upload, 8, 16 << 20, mem));
+        assert!(!Route::Caddy.outgrows_memory(d, 8, 16 << 20, mem));
+        assert!(!Route::NginxOn.outgrows_memory(d, 64, 16 << 20, mem));
         // HAProxy buffers no response, and of a request body one buffer.
         assert!(!Route::Haproxy.absorbs(1, cap));
         assert!(!Route::HaproxyReqbuf.absorbs(1, cap));

@@ -61,6 +61,9 @@ _slowlab() {
             slowlab__subcmd__generate,man)
                 cmd="slowlab__subcmd__generate__subcmd__man"
                 ;;
+            slowlab__subcmd__generate,proxy-config)
+                cmd="slowlab__subcmd__generate__subcmd__proxy__subcmd__config"
+                ;;
             slowlab__subcmd__generate,reference)
                 cmd="slowlab__subcmd__generate__subcmd__reference"
                 ;;
@@ -72,6 +75,9 @@ _slowlab() {
                 ;;
             slowlab__subcmd__generate__subcmd__help,man)
                 cmd="slowlab__subcmd__generate__subcmd__help__subcmd__man"
+                ;;
+            slowlab__subcmd__generate__subcmd__help,proxy-config)
+                cmd="slowlab__subcmd__generate__subcmd__help__subcmd__proxy__subcmd__config"
                 ;;
             slowlab__subcmd__generate__subcmd__help,reference)
                 cmd="slowlab__subcmd__generate__subcmd__help__subcmd__reference"
@@ -117,6 +123,9 @@ _slowlab() {
                 ;;
             slowlab__subcmd__help__subcmd__generate,man)
                 cmd="slowlab__subcmd__help__subcmd__generate__subcmd__man"
+                ;;
+            slowlab__subcmd__help__subcmd__generate,proxy-config)
+                cmd="slowlab__subcmd__help__subcmd__generate__subcmd__proxy__subcmd__config"
                 ;;
             slowlab__subcmd__help__subcmd__generate,reference)
                 cmd="slowlab__subcmd__help__subcmd__generate__subcmd__reference"
@@ -288,7 +297,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__generate)
-            opts="-h -V --help --version man completions reference help"
+            opts="-h -V --help --version man completions reference proxy-config help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -320,7 +329,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__generate__subcmd__help)
-            opts="man completions reference help"
+            opts="man completions reference proxy-config help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -375,6 +384,20 @@ _slowlab() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        slowlab__subcmd__generate__subcmd__help__subcmd__proxy__subcmd__config)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         slowlab__subcmd__generate__subcmd__help__subcmd__reference)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -397,6 +420,36 @@ _slowlab() {
             fi
             case "${prev}" in
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        slowlab__subcmd__generate__subcmd__proxy__subcmd__config)
+            opts="-h -V --route --listen --upstream --dir --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --route)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --upstream)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -450,7 +503,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__help__subcmd__generate)
-            opts="man completions reference"
+            opts="man completions reference proxy-config"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -478,6 +531,20 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__help__subcmd__generate__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        slowlab__subcmd__help__subcmd__generate__subcmd__proxy__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

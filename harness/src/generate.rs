@@ -1,16 +1,20 @@
 //! `slowlab generate`: what is written from the command line's own
 //! definitions, so that it cannot disagree with `--help`: man pages
 //! (`clap_mangen`), shell completions (`clap_complete`), and the book's
-//! command reference (Markdown).
+//! command reference (Markdown); and the command line of a packaged proxy
+//! (Caddy, HAProxy) with the config the lab writes for one of its routes,
+//! so that a benchmark or a user runs exactly what a run runs.
 //!
 //! The repository keeps one copy of each (`docs/man/`, `docs/completions/`,
 //! `book/src/reference/commands.md`); a test fails when a copy is not what
 //! this verb writes today, and says the command that renews it.
 
 use std::fmt::Write as _;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use catalogue::{ProxyKind, Route};
 use clap::CommandFactory;
 use clap_complete::Shell;
 
@@ -42,6 +46,57 @@ pub enum What {
     },
     /// The book's command reference (Markdown), on stdout.
     Reference,
+    /// The config the lab writes for a route of a proxy from Debian's
+    /// packages (caddy, caddy-buf, caddy-reqbuf, haproxy, haproxy-reqbuf),
+    /// written into --dir, and the shell line that starts it as a run does
+    /// (its environment, one process), on stdout: `slowlab generate
+    /// proxy-config --route haproxy --listen 127.0.0.1:8080 --upstream
+    /// 127.0.0.1:8000 --dir /tmp/haproxy`. Both addresses must be loopback.
+    ProxyConfig {
+        /// The route whose proxy and settings are written.
+        #[arg(long, value_parser = packaged_route)]
+        route: Route,
+        /// Where the proxy listens.
+        #[arg(long, value_parser = loopback_addr)]
+        listen: SocketAddr,
+        /// Where it forwards to.
+        #[arg(long, value_parser = loopback_addr)]
+        upstream: SocketAddr,
+        /// Directory the config (and Caddy's state) is written to (created if
+        /// missing).
+        #[arg(long)]
+        dir: PathBuf,
+    },
+}
+
+/// A route whose proxy comes from Debian's packages, NGINX aside.
+fn packaged_route(s: &str) -> Result<Route, String> {
+    let packaged: Vec<&str> = Route::ALL
+        .iter()
+        .filter(
+            |r| matches!(r.proxy(), Some((k, _)) if k.needs().is_some() && k != ProxyKind::Nginx),
+        )
+        .map(|r| r.name())
+        .collect();
+    match s.parse::<Route>() {
+        Ok(r) if packaged.contains(&r.name()) => Ok(r),
+        _ => Err(format!(
+            "`{s}` is not a route of a packaged proxy (expected one of {})",
+            packaged.join(", ")
+        )),
+    }
+}
+
+/// An IP:port on 127.0.0.0/8 or ::1.
+fn loopback_addr(s: &str) -> Result<SocketAddr, String> {
+    let a: SocketAddr = s.parse().map_err(|_| format!("`{s}` is not an IP:port"))?;
+    if common::loopback::is_loopback(a.ip()) {
+        Ok(a)
+    } else {
+        Err(format!(
+            "{a} is not a loopback address (127.0.0.0/8 or ::1)"
+        ))
+    }
 }
 
 /// Runs `slowlab generate`.
@@ -63,6 +118,20 @@ pub fn run(args: GenerateArgs) -> Result<()> {
         }
         What::Reference => {
             print!("{}", reference());
+            Ok(())
+        }
+        What::ProxyConfig {
+            route,
+            listen,
+            upstream,
+            dir,
+        } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let dir = dir.canonicalize()?;
+            let tools = lab::prepare::prepare(&lab::prepare::state_dir());
+            let line = lab::stack::packaged::line(&tools, route, listen, upstream, &dir, &dir)?
+                .context("not a packaged proxy's route")?;
+            println!("{}", line.shell());
             Ok(())
         }
     }
@@ -136,4 +205,30 @@ pub fn kept_completion(root: &Path, shell: Shell) -> PathBuf {
         other => format!("slowlab.{other}"),
     };
     root.join("docs/completions").join(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxy_config_takes_packaged_routes_on_loopback_only() {
+        assert_eq!(packaged_route("haproxy-reqbuf"), Ok(Route::HaproxyReqbuf));
+        assert_eq!(packaged_route("caddy-buf"), Ok(Route::CaddyBuf));
+        for bad in ["nginx-on", "pingora-off", "direct", "varnish"] {
+            let e = packaged_route(bad).unwrap_err();
+            assert!(e.contains("caddy, caddy-buf"), "{e}");
+        }
+        assert!(loopback_addr("127.0.0.1:80").is_ok() && loopback_addr("[::1]:80").is_ok());
+        assert!(
+            loopback_addr("10.0.0.1:80")
+                .unwrap_err()
+                .contains("not a loopback")
+        );
+        assert!(
+            loopback_addr("localhost")
+                .unwrap_err()
+                .contains("not an IP:port")
+        );
+    }
 }

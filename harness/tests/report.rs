@@ -600,3 +600,55 @@ fn the_committed_example_is_todays_report_of_the_fixture() {
         }
     }
 }
+
+/// The committed example of the `proxies` preset (`docs/example-proxies/`):
+/// section 8 has a table per direction, one row per route in the lab's
+/// order, each verdict predicted from the catalogue and observed from
+/// `conditions.csv`, and the section the example keeps is the one the
+/// report writes today.
+#[test]
+fn the_proxies_section_tells_which_proxies_protect_and_at_what_price() {
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/example-proxies");
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(&example).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
+    }
+    report::write(tmp.path()).expect("the report of the proxies example");
+    let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    let sec = section(&html, "proxies");
+    assert_eq!(sec.matches("<table>").count(), 2, "downloads and uploads");
+    let md = fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    let start = md.find("## 8. Which proxies").expect("section 8");
+    let end = md[start..].find("<!-- ANCHOR_END: proxies -->").unwrap() + start;
+    let ours = &md[start..end + "<!-- ANCHOR_END: proxies -->".len()];
+    let kept = fs::read_to_string(example.join("which-proxies-protect.md")).unwrap();
+    assert_eq!(
+        ours.trim(),
+        kept.trim(),
+        "docs/example-proxies/which-proxies-protect.md is section 8 as the report writes it"
+    );
+    let row = |route: &str| {
+        ours.lines()
+            .find(|l| l.starts_with(&format!("| {route} |")))
+            .unwrap_or_else(|| panic!("no row {route}"))
+            .to_string()
+    };
+    // Buffering whole responses protects; passing them through does not.
+    assert!(
+        row("nginx-on").contains("relieved / relieved | "),
+        "{}",
+        row("nginx-on")
+    );
+    assert!(row("haproxy").contains("no setting buffers a response"));
+    assert!(row("haproxy").contains("blocked / blocked"));
+    // Caddy buffering in memory: relieved at 2, killed at 8, as predicted.
+    let caddy = row("caddy-buf");
+    assert!(caddy.contains("relieved / relieved"), "{caddy}");
+    assert!(
+        caddy.contains("failed (") && caddy.contains("blocked / blocked"),
+        "{caddy}"
+    );
+    let p95 = condition(tmp.path(), "gunicorn-sync2", "nginx-on", "2", "p95");
+    assert!(row("nginx-on").contains(&format!("{p95:.2} ms")), "{p95}");
+}

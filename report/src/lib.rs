@@ -40,6 +40,7 @@ pub mod lesson;
 pub mod markdown;
 pub mod notices;
 pub mod open;
+pub mod proxies;
 pub mod request;
 pub mod scrub;
 pub mod servers;
@@ -140,7 +141,7 @@ pub struct SectionSpec {
 }
 
 /// Every section, in the order of the report.
-pub const SECTIONS: [SectionSpec; 16] = [
+pub const SECTIONS: [SectionSpec; 17] = [
     SectionSpec {
         id: "missing",
         title: "What is missing from this directory",
@@ -218,6 +219,12 @@ pub const SECTIONS: [SectionSpec; 16] = [
         title: request::TITLE,
         kind: Kind::Request,
         build: request::section,
+    },
+    SectionSpec {
+        id: proxies::ID,
+        title: proxies::TITLE,
+        kind: Kind::Reproduction,
+        build: proxies::section,
     },
     SectionSpec {
         id: "sweep",

@@ -153,7 +153,7 @@ pub fn crosscheck_table(rows: &[Row]) -> String {
     let v = |x: Option<analysis::crosscheck::Verdict>| x.map(|v| v.name()).unwrap_or("-");
     let _ = writeln!(
         out,
-        "prediction (rule: blocked when handlers <= slow clients and nothing absorbs a whole response)"
+        "prediction (rule: blocked when handlers <= slow clients and nothing absorbs a whole response, or a proxy holding them in memory outgrows its cap)"
     );
     let _ = writeln!(
         out,

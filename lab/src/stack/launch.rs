@@ -12,7 +12,7 @@ use common::units::Size;
 use catalogue::server::{WSGI_APP, gunicorn_argv};
 use catalogue::{Body, ProxyBuffers, ProxyKind, Recipe, RequestBody, Route, Server, Tool};
 
-use super::{ProxyCommand, ServerCommand, caddy, haproxy, nginx};
+use super::{ProxyCommand, ServerCommand, nginx, packaged};
 use crate::cgroup::Cgroup;
 use crate::child::Child;
 use crate::netns::Place;
@@ -353,60 +353,21 @@ impl Launcher {
                     )
                 })?
             }
-            ProxyKind::Caddy => {
-                let c = self
-                    .tools
-                    .deb(Tool::Caddy)
-                    .map_err(|e| unavailable_error(Tool::Caddy, e))?;
-                // Caddy's storage and config homes: the run's scratch, so
-                // nothing is written to the user's home.
-                let home = paths.scratch.join("caddy");
-                fs::create_dir_all(&home)?;
-                let request = route.request_body().is_some_and(|r| r.buffering);
-                retry_port(|| {
-                    let addr = SocketAddr::new(at.ip, free_port_at(at)?);
-                    let conf = caddy::config(addr, upstream, buffering, request, &home);
-                    let conf_path = paths.logs.join("Caddyfile");
-                    fs::write(&conf_path, conf)?;
-                    let args = vec![
-                        "run".into(),
-                        "--config".into(),
-                        conf_path.to_string_lossy().into(),
-                        "--adapter".into(),
-                        "caddyfile".into(),
-                    ];
-                    let mut spec = spec(c.binary.clone(), args);
-                    let home = home.to_string_lossy().to_string();
-                    spec.env = vec![
-                        ("GOMAXPROCS".into(), "1".into()),
-                        ("HOME".into(), home.clone()),
-                        ("XDG_DATA_HOME".into(), home.clone()),
-                        ("XDG_CONFIG_HOME".into(), home),
-                    ];
-                    start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
-                })?
-            }
-            ProxyKind::Haproxy => {
-                let h = self
-                    .tools
-                    .deb(Tool::Haproxy)
-                    .map_err(|e| unavailable_error(Tool::Haproxy, e))?;
-                let request = route.request_body().is_some_and(|r| r.buffering);
-                retry_port(|| {
-                    let addr = SocketAddr::new(at.ip, free_port_at(at)?);
-                    let conf_path = paths.logs.join("haproxy.cfg");
-                    fs::write(&conf_path, haproxy::config(addr, upstream, request))?;
-                    // -db: in the foreground, as the lab's child.
-                    let args = vec![
-                        "-db".into(),
-                        "-f".into(),
-                        conf_path.to_string_lossy().into(),
-                    ];
-                    let mut spec = spec(h.binary.clone(), args);
-                    spec.env = h.env();
-                    start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
-                })?
-            }
+            ProxyKind::Caddy | ProxyKind::Haproxy => retry_port(|| {
+                let addr = SocketAddr::new(at.ip, free_port_at(at)?);
+                let line = packaged::line(
+                    &self.tools,
+                    route,
+                    addr,
+                    upstream,
+                    &paths.logs,
+                    &paths.scratch,
+                )?
+                .context("a packaged proxy has a command line")?;
+                let mut spec = spec(line.program, line.args);
+                spec.env = line.env;
+                start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
+            })?,
             ProxyKind::Pingora => {
                 let defaults = proxy::ProxyConfig::new(upstream, proxy::Buffering::Off);
                 let on_off = |on| {

@@ -19,6 +19,7 @@ pub mod haproxy;
 pub mod launch;
 pub mod load_end;
 pub mod nginx;
+pub mod packaged;
 pub mod policy;
 pub mod run;
 

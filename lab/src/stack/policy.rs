@@ -22,7 +22,10 @@ impl CapPlan {
     pub fn experiment() -> Self {
         CapPlan {
             app: Some(Caps::new(0.25, 128)),
-            proxy: Some(Caps::new(0.20, 96)),
+            proxy: Some(Caps::new(
+                0.20,
+                catalogue::ProxyBuffers::EXPERIMENT_PROXY_MEMORY >> 20,
+            )),
             loadgen: Some(Caps::new(0.20, 128)),
         }
     }

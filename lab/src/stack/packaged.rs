@@ -1,0 +1,132 @@
+//! The command line of a proxy from Debian's packages (Caddy, HAProxy) on
+//! one route: its config written by [`super::caddy`] or [`super::haproxy`],
+//! its argv and its environment. The launcher starts it from here, and
+//! `slowlab generate proxy-config` prints it, so that a benchmark or a
+//! user runs exactly what the lab runs.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use catalogue::{ProxyKind, Route, Tool};
+
+use super::{caddy, haproxy};
+use crate::prepare::{Tools, unavailable_error};
+
+/// A program, its arguments and the environment it needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl Line {
+    /// As one shell line: `VAR=value ... program arg ...`, each word
+    /// quoted where it needs it.
+    pub fn shell(&self) -> String {
+        let quote = |w: &str| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+".contains(c))
+            {
+                w.to_string()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        };
+        self.env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", quote(v)))
+            .chain(std::iter::once(quote(&self.program.to_string_lossy())))
+            .chain(self.args.iter().map(|a| quote(a)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Writes the config of `route`'s packaged proxy listening on `listen` and
+/// forwarding to `upstream` into `conf_dir` (its state, for Caddy, under
+/// `scratch`), and gives its command line; `None` for a route whose proxy
+/// is not a package (direct, pingora) or is NGINX (which the launcher
+/// starts with its prefix and temp paths).
+pub fn line(
+    tools: &Tools,
+    route: Route,
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    conf_dir: &Path,
+    scratch: &Path,
+) -> Result<Option<Line>> {
+    let Some((kind, buffering)) = route.proxy() else {
+        return Ok(None);
+    };
+    let request = route.request_body().is_some_and(|r| r.buffering);
+    let deb = |tool: Tool| tools.deb(tool).map_err(|e| unavailable_error(tool, e));
+    Ok(Some(match kind {
+        ProxyKind::Nginx | ProxyKind::Pingora => return Ok(None),
+        ProxyKind::Caddy => {
+            let c = deb(Tool::Caddy)?;
+            // Caddy's storage and config homes: the run's scratch, so
+            // nothing is written to the user's home.
+            let home = scratch.join("caddy");
+            fs::create_dir_all(&home)?;
+            let conf_path = conf_dir.join("Caddyfile");
+            fs::write(
+                &conf_path,
+                caddy::config(listen, upstream, buffering, request, &home),
+            )?;
+            let home = home.to_string_lossy().to_string();
+            Line {
+                program: c.binary.clone(),
+                args: vec![
+                    "run".into(),
+                    "--config".into(),
+                    conf_path.to_string_lossy().into(),
+                    "--adapter".into(),
+                    "caddyfile".into(),
+                ],
+                env: vec![
+                    ("GOMAXPROCS".into(), "1".into()),
+                    ("HOME".into(), home.clone()),
+                    ("XDG_DATA_HOME".into(), home.clone()),
+                    ("XDG_CONFIG_HOME".into(), home),
+                ],
+            }
+        }
+        ProxyKind::Haproxy => {
+            let h = deb(Tool::Haproxy)?;
+            let conf_path = conf_dir.join("haproxy.cfg");
+            fs::write(&conf_path, haproxy::config(listen, upstream, request))?;
+            // -db: in the foreground, as the lab's child.
+            Line {
+                program: h.binary.clone(),
+                args: vec![
+                    "-db".into(),
+                    "-f".into(),
+                    conf_path.to_string_lossy().into(),
+                ],
+                env: h.env(),
+            }
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_is_quoted_for_the_shell() {
+        let l = Line {
+            program: "/usr/sbin/haproxy".into(),
+            args: vec!["-f".into(), "/tmp/a b/haproxy.cfg".into()],
+            env: vec![("LD_LIBRARY_PATH".into(), "/x/usr/lib:/y".into())],
+        };
+        assert_eq!(
+            l.shell(),
+            "LD_LIBRARY_PATH=/x/usr/lib:/y /usr/sbin/haproxy -f '/tmp/a b/haproxy.cfg'"
+        );
+    }
+}
