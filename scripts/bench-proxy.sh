@@ -181,7 +181,7 @@ packaged_then_nginx() {
         echo "$(basename "$0" .sh): $route skipped: $(tail -1 "$dir.gen")" >&2
         return
     fi
-    taskset -c 1 bash -c "exec $line" >"$dir.out" 2>"$dir.err" &
+    taskset -c 1 bash -c "exec env $line" >"$dir.out" 2>"$dir.err" &
     PID=$!
     pids+=("$PID")
     answers_fast "127.0.0.1:$port" 200 ||
