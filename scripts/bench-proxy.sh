@@ -13,8 +13,8 @@
 #   - the same for the proxies from Debian's packages, each with the config
 #     and command line a run gives it (`slowlab generate proxy-config`),
 #     against the same NGINX: HAProxy and Caddy beside NGINX buffering off,
-#     Caddy with buffer_responses beside NGINX buffering on (HAProxy has no
-#     response buffering). A package `slowlab prepare` could not fetch is
+#     Caddy with buffer_responses and Varnish (pass) beside NGINX buffering
+#     on (HAProxy has no response buffering). A package `slowlab prepare` could not fetch is
 #     skipped with one line.
 #
 # Usage: scripts/bench-proxy.sh
@@ -37,8 +37,8 @@
 # only, no slow downloads; not with KEEPALIVE=1). After the rows of every
 # round, a summary per component: the median over the rounds and the
 # range. PACKAGED_OFF (default "haproxy caddy") and PACKAGED_ON (default
-# "caddy-buf"): the packaged proxies' routes measured in each mode; empty
-# for none.
+# "caddy-buf varnish"): the packaged proxies' routes measured in each mode;
+# empty for none.
 #
 # CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
 # wrk and the slow readers share CPU 0. Every proxy gets the same treatment.
@@ -55,7 +55,7 @@ WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 PROXY_LOGS=${PROXY_LOGS:-0}
 PACKAGED_OFF=${PACKAGED_OFF-haproxy caddy}
-PACKAGED_ON=${PACKAGED_ON-caddy-buf}
+PACKAGED_ON=${PACKAGED_ON-caddy-buf varnish}
 client_connections
 floor_binary bench-proxy
 bench_binaries bench-proxy

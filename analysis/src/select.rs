@@ -54,7 +54,9 @@ pub fn route_rank(route: &RouteName) -> usize {
         Some(Route::CaddyReqbuf) => 11,
         Some(Route::Haproxy) => 12,
         Some(Route::HaproxyReqbuf) => 13,
-        None => 14,
+        Some(Route::Varnish) => 14,
+        Some(Route::VarnishReqbuf) => 15,
+        None => 16,
     }
 }
 

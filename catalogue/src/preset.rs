@@ -47,8 +47,8 @@ pub enum Preset {
     /// (2MiB/s); 3 repetitions.
     Link,
     /// Which proxies protect a blocking app: Gunicorn sync x2 direct and
-    /// behind every proxy route of the lab (NGINX, pingora, Caddy and
-    /// HAProxy, each
+    /// behind every proxy route of the lab (NGINX, pingora, Caddy, HAProxy
+    /// and Varnish, each
     /// buffering and not), at 0, 2 and 8 slow readers, and at 0, 2 and 8
     /// slow uploaders behind each proxy's request routes; 3 repetitions.
     Proxies,
@@ -394,8 +394,8 @@ mod tests {
             .collect();
         assert_eq!(down.len(), Route::PROXIES.len() * 3);
         // direct, nginx-reqbuf-off/on, pingora-reqbuf-off/on, caddy,
-        // caddy-reqbuf, haproxy, haproxy-reqbuf
-        assert_eq!(up.len(), 9 * 3);
+        // caddy-reqbuf, haproxy, haproxy-reqbuf, varnish, varnish-reqbuf
+        assert_eq!(up.len(), 11 * 3);
         assert!(c.iter().all(|c| c.server == Server::GunicornSync2));
         for r in [Route::Caddy, Route::CaddyBuf, Route::Haproxy] {
             assert!(down.iter().any(|c| c.route == r && c.slow == 8), "{r}");

@@ -47,6 +47,18 @@ pub enum Route {
     /// http-buffer-request`), so a body larger than the buffer (16 KiB less
     /// `tune.maxrewrite`) is forwarded at the client's pace after all.
     HaproxyReqbuf,
+    /// Varnish 7.1 with `return (pass)` in `vcl_recv` (nothing cached):
+    /// its fetch reads the backend's response into Transient storage, in
+    /// memory and without limit, as fast as the backend sends it, and the
+    /// client is served from there (`beresp.do_stream`, true by default:
+    /// "deliver the object to the client while fetching the whole object
+    /// into varnish", `doc/sphinx/reference/vcl-var.rst`); the request body
+    /// streams to the backend.
+    Varnish,
+    /// Varnish with `std.cache_req_body(32MB)` in `vcl_recv`: the whole
+    /// request body, up to 32 MiB, read into memory before the backend
+    /// request (`vmod_std.vcc`, `cache_req_body`).
+    VarnishReqbuf,
 }
 
 /// Which reverse proxy a route uses.
@@ -56,6 +68,7 @@ pub enum ProxyKind {
     Pingora,
     Caddy,
     Haproxy,
+    Varnish,
 }
 
 impl ProxyKind {
@@ -66,6 +79,7 @@ impl ProxyKind {
             ProxyKind::Pingora => "pingora",
             ProxyKind::Caddy => "Caddy",
             ProxyKind::Haproxy => "HAProxy",
+            ProxyKind::Varnish => "Varnish",
         }
     }
 
@@ -78,7 +92,7 @@ impl ProxyKind {
     pub fn holds(self, body_bytes: u64, capacity: u64) -> bool {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => capacity >= body_bytes,
-            ProxyKind::Caddy => true,
+            ProxyKind::Caddy | ProxyKind::Varnish => true,
             ProxyKind::Haproxy => false,
         }
     }
@@ -98,6 +112,8 @@ impl ProxyKind {
     pub fn memory_per_transfer(self, body_bytes: u64) -> Option<u64> {
         match self {
             ProxyKind::Caddy => Some(body_bytes.saturating_mul(2)),
+            // Transient storage: the object, in malloc'd segments.
+            ProxyKind::Varnish => Some(body_bytes),
             ProxyKind::Nginx | ProxyKind::Pingora | ProxyKind::Haproxy => None,
         }
     }
@@ -110,6 +126,7 @@ impl ProxyKind {
             ProxyKind::Nginx | ProxyKind::Pingora => "memory, then temp files",
             ProxyKind::Caddy => "memory",
             ProxyKind::Haproxy => "one 16 KiB buffer",
+            ProxyKind::Varnish => "memory (Transient storage)",
         }
     }
 
@@ -120,12 +137,13 @@ impl ProxyKind {
             ProxyKind::Pingora => None,
             ProxyKind::Caddy => Some(Tool::Caddy),
             ProxyKind::Haproxy => Some(Tool::Haproxy),
+            ProxyKind::Varnish => Some(Tool::Varnish),
         }
     }
 }
 
 impl Route {
-    pub const ALL: [Route; 14] = [
+    pub const ALL: [Route; 16] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -140,6 +158,8 @@ impl Route {
         Route::CaddyReqbuf,
         Route::Haproxy,
         Route::HaproxyReqbuf,
+        Route::Varnish,
+        Route::VarnishReqbuf,
     ];
 
     /// The original's routes and their pingora twins: response buffering
@@ -154,7 +174,7 @@ impl Route {
 
     /// Direct and every proxy route of the response direction, the
     /// lab's own and the packaged proxies' (the `proxies` preset).
-    pub const PROXIES: [Route; 8] = [
+    pub const PROXIES: [Route; 9] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -163,11 +183,12 @@ impl Route {
         Route::Caddy,
         Route::CaddyBuf,
         Route::Haproxy,
+        Route::Varnish,
     ];
 
     /// Direct and every proxy route of the request direction: each proxy
     /// with request buffering off and on (the `proxies` preset's uploads).
-    pub const PROXIES_UPLOAD: [Route; 9] = [
+    pub const PROXIES_UPLOAD: [Route; 11] = [
         Route::Direct,
         Route::NginxReqbufOff,
         Route::NginxReqbufOn,
@@ -177,6 +198,8 @@ impl Route {
         Route::CaddyReqbuf,
         Route::Haproxy,
         Route::HaproxyReqbuf,
+        Route::Varnish,
+        Route::VarnishReqbuf,
     ];
 
     /// The request-direction routes: request buffering on and off behind
@@ -204,6 +227,8 @@ impl Route {
             Route::CaddyReqbuf => "caddy-reqbuf",
             Route::Haproxy => "haproxy",
             Route::HaproxyReqbuf => "haproxy-reqbuf",
+            Route::Varnish => "varnish",
+            Route::VarnishReqbuf => "varnish-reqbuf",
         }
     }
 
@@ -224,7 +249,9 @@ impl Route {
             | Route::CaddyBuf
             | Route::CaddyReqbuf
             | Route::Haproxy
-            | Route::HaproxyReqbuf => None,
+            | Route::HaproxyReqbuf
+            | Route::Varnish
+            | Route::VarnishReqbuf => None,
         }
     }
 
@@ -241,6 +268,7 @@ impl Route {
             Route::Caddy | Route::CaddyReqbuf => Some((ProxyKind::Caddy, false)),
             Route::CaddyBuf => Some((ProxyKind::Caddy, true)),
             Route::Haproxy | Route::HaproxyReqbuf => Some((ProxyKind::Haproxy, false)),
+            Route::Varnish | Route::VarnishReqbuf => Some((ProxyKind::Varnish, true)),
         }
     }
 
@@ -293,6 +321,20 @@ impl Route {
                 buffering: true,
                 max_body_bytes: u64::MAX,
                 buffer_limit: RequestBody::HAPROXY_BUFFER,
+                explicit: true,
+            }),
+            // Varnish streams a passed request's body; `cache_req_body`
+            // reads it whole up to its size, a longer one streams.
+            Route::Varnish => Some(RequestBody {
+                buffering: false,
+                max_body_bytes: u64::MAX,
+                buffer_limit: u64::MAX,
+                explicit: false,
+            }),
+            Route::VarnishReqbuf => Some(RequestBody {
+                buffering: true,
+                max_body_bytes: u64::MAX,
+                buffer_limit: RequestBody::REQUEST_MAX_BODY,
                 explicit: true,
             }),
         }
@@ -554,7 +596,8 @@ mod tests {
             [
                 Route::NginxReqbufOn,
                 Route::PingoraReqbufOn,
-                Route::CaddyReqbuf
+                Route::CaddyReqbuf,
+                Route::VarnishReqbuf
             ]
         );
         // The response routes' NGINX buffers bodies up to its default 1m.
@@ -566,7 +609,14 @@ mod tests {
             .filter(|r| r.request_body().is_some_and(|b| b.explicit))
             .collect();
         assert_eq!(sets[..4], Route::REQUEST);
-        assert_eq!(sets[4..], [Route::CaddyReqbuf, Route::HaproxyReqbuf]);
+        assert_eq!(
+            sets[4..],
+            [
+                Route::CaddyReqbuf,
+                Route::HaproxyReqbuf,
+                Route::VarnishReqbuf
+            ]
+        );
         for r in Route::REQUEST {
             assert!(!Route::RESPONSE.contains(&r));
         }

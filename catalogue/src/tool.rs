@@ -19,6 +19,8 @@ pub enum Tool {
     Caddy,
     /// HAProxy 2.6.
     Haproxy,
+    /// Varnish 7.1 (it compiles its VCL with the system's C compiler).
+    Varnish,
 }
 
 /// The pinned Gunicorn version of the experiment.
@@ -66,7 +68,7 @@ pub enum Pin {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 9] = [
+    pub const ALL: [Tool; 10] = [
         Tool::Gunicorn,
         Tool::Nginx,
         Tool::Uvicorn,
@@ -76,6 +78,7 @@ impl Tool {
         Tool::Granian,
         Tool::Caddy,
         Tool::Haproxy,
+        Tool::Varnish,
     ];
 
     pub fn name(self) -> &'static str {
@@ -89,6 +92,7 @@ impl Tool {
             Tool::Granian => "granian",
             Tool::Caddy => "caddy",
             Tool::Haproxy => "haproxy",
+            Tool::Varnish => "varnish",
         }
     }
 
@@ -127,6 +131,13 @@ impl Tool {
                     "libopentracing-c-wrapper0",
                     "libopentracing1",
                 ],
+            }),
+            Tool::Varnish => Pin::Debian(DebPin {
+                package: "varnish",
+                version: "7.1.1",
+                binary: "usr/sbin/varnishd",
+                version_args: &["-V"],
+                libraries: &["libvarnishapi3", "libjemalloc2"],
             }),
             Tool::Uvicorn => py(
                 "uvicorn",

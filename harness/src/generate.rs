@@ -47,7 +47,8 @@ pub enum What {
     /// The book's command reference (Markdown), on stdout.
     Reference,
     /// The config the lab writes for a route of a proxy from Debian's
-    /// packages (caddy, caddy-buf, caddy-reqbuf, haproxy, haproxy-reqbuf),
+    /// packages (caddy, caddy-buf, caddy-reqbuf, haproxy, haproxy-reqbuf,
+    /// varnish, varnish-reqbuf),
     /// written into --dir, and the shell line that starts it as a run does
     /// (its environment, one process), on stdout: `slowlab generate
     /// proxy-config --route haproxy --listen 127.0.0.1:8080 --upstream
@@ -215,7 +216,7 @@ mod tests {
     fn proxy_config_takes_packaged_routes_on_loopback_only() {
         assert_eq!(packaged_route("haproxy-reqbuf"), Ok(Route::HaproxyReqbuf));
         assert_eq!(packaged_route("caddy-buf"), Ok(Route::CaddyBuf));
-        for bad in ["nginx-on", "pingora-off", "direct", "varnish"] {
+        for bad in ["nginx-on", "pingora-off", "direct", "squid"] {
             let e = packaged_route(bad).unwrap_err();
             assert!(e.contains("caddy, caddy-buf"), "{e}");
         }

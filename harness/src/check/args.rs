@@ -100,7 +100,8 @@ pub struct CheckArgs {
     /// Also check behind these proxy routes (comma-separated, or the flag
     /// repeated), each started by slowlab with the experiment's config:
     /// nginx-off, nginx-on, pingora-off, pingora-on, caddy, caddy-buf,
-    /// haproxy, or a request-direction route (haproxy-reqbuf among them);
+    /// haproxy, varnish, or a request-direction route (haproxy-reqbuf and
+    /// varnish-reqbuf among them);
     /// with --direction upload or headers a route's buffering is request
     /// buffering (nginx-on is nginx-reqbuf-on, caddy-buf is caddy-reqbuf).
     #[arg(long, value_delimiter = ',', value_name = "ROUTE", value_parser = through_arg)]
@@ -283,7 +284,7 @@ mod tests {
         }
         assert_eq!(through_arg("pingora-on"), Ok(Route::PingoraOn));
         assert_eq!(through_arg("haproxy-reqbuf"), Ok(Route::HaproxyReqbuf));
-        let unknown = through_arg("varnish").unwrap_err();
+        let unknown = through_arg("squid").unwrap_err();
         assert!(
             unknown.contains("nginx-on") && !unknown.contains("direct,"),
             "{unknown}"

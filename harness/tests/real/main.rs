@@ -32,4 +32,5 @@ mod sockdiag;
 mod sweep_cli;
 mod through_cmd;
 mod upload_cli;
+mod varnish;
 mod wsgi_identity;

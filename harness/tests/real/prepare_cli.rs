@@ -44,9 +44,9 @@ fn a_venv_whose_gunicorn_does_not_run_is_rebuilt() {
     let script = bin.join("gunicorn");
     fs::write(&script, "#!/nonexistent/venv/bin/python\nimport gunicorn\n").unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
-    // Keep NGINX, Caddy and HAProxy from being fetched again: the checkout's
+    // Keep NGINX and the other packaged proxies from being fetched again: the checkout's
     // unpacked copies.
-    for package in ["nginx", "caddy", "haproxy"] {
+    for package in ["nginx", "caddy", "haproxy", "varnish"] {
         let unpacked = support::state_dir().join(package);
         if unpacked.exists() {
             symlink(&unpacked, home.path().join(package)).unwrap();

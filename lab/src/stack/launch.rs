@@ -353,7 +353,7 @@ impl Launcher {
                     )
                 })?
             }
-            ProxyKind::Caddy | ProxyKind::Haproxy => retry_port(|| {
+            ProxyKind::Caddy | ProxyKind::Haproxy | ProxyKind::Varnish => retry_port(|| {
                 let addr = SocketAddr::new(at.ip, free_port_at(at)?);
                 let line = packaged::line(
                     &self.tools,

@@ -22,6 +22,7 @@ pub mod nginx;
 pub mod packaged;
 pub mod policy;
 pub mod run;
+pub mod varnish;
 
 use catalogue::Server;
 

@@ -1,5 +1,6 @@
-//! The command line of a proxy from Debian's packages (Caddy, HAProxy) on
-//! one route: its config written by [`super::caddy`] or [`super::haproxy`],
+//! The command line of a proxy from Debian's packages (Caddy, HAProxy,
+//! Varnish) on one route: its config written by [`super::caddy`],
+//! [`super::haproxy`] or [`super::varnish`],
 //! its argv and its environment. The launcher starts it from here, and
 //! `slowlab generate proxy-config` prints it, so that a benchmark or a
 //! user runs exactly what the lab runs.
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use catalogue::{ProxyKind, Route, Tool};
 
-use super::{caddy, haproxy};
+use super::{caddy, haproxy, varnish};
 use crate::prepare::{Tools, unavailable_error};
 
 /// A program, its arguments and the environment it needs.
@@ -93,6 +94,26 @@ pub fn line(
                     ("XDG_DATA_HOME".into(), home.clone()),
                     ("XDG_CONFIG_HOME".into(), home),
                 ],
+            }
+        }
+        ProxyKind::Varnish => {
+            let v = deb(Tool::Varnish)?;
+            let instance = scratch.join("varnish");
+            fs::create_dir_all(&instance)?;
+            let vcl_path = conf_dir.join("default.vcl");
+            fs::write(&vcl_path, varnish::vcl(upstream, request))?;
+            // An unpacked package's VMODs (std) are not where varnishd
+            // looks for them by default.
+            let vmods = v
+                .library_path
+                .as_ref()
+                .and_then(|p| std::env::split_paths(p).next())
+                .map(|lib| lib.join("varnish/vmods"))
+                .filter(|d| d.is_dir());
+            Line {
+                program: v.binary.clone(),
+                args: varnish::args(listen, &instance, &vcl_path, vmods.as_deref()),
+                env: v.env(),
             }
         }
         ProxyKind::Haproxy => {

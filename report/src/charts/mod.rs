@@ -71,6 +71,9 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         // HAProxy: its default teal, waiting for request bodies slate.
         Some(Route::Haproxy) => RGBColor(20, 150, 160),
         Some(Route::HaproxyReqbuf) => RGBColor(70, 100, 130),
+        // Varnish: magenta, caching request bodies plum.
+        Some(Route::Varnish) => RGBColor(200, 60, 140),
+        Some(Route::VarnishReqbuf) => RGBColor(130, 50, 100),
         None => RGBColor(120, 120, 120),
     }
 }
