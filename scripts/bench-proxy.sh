@@ -186,7 +186,11 @@ packaged_then_nginx() {
     pids+=("$PID")
     answers_fast "127.0.0.1:$port" 200 ||
         { echo "$(basename "$0" .sh): $route did not start" >&2; cat "$dir.err" >&2; exit 1; }
-    measure "$route" "$PID" "127.0.0.1:$port"
+    # Varnish's manager forks the child that serves: its CPU and memory
+    # are the child's (stopping the manager stops it).
+    local worker
+    worker=$(pgrep -n -P "$PID" || true)
+    measure "$route" "${worker:-$PID}" "127.0.0.1:$port"
     then_nginx "$route" "$PID"
 }
 

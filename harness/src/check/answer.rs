@@ -44,6 +44,15 @@ impl RouteResult {
         self.rows.iter().find(|x| x.slow_readers == n)
     }
 
+    /// The first held run of the level of `n` slow clients, else its first
+    /// run (a level held after a transient denial is told by a held run).
+    pub fn held_row_at(&self, n: u32) -> Option<&CheckRow> {
+        self.rows
+            .iter()
+            .find(|x| x.slow_readers == n && x.verdict == schema::Named::Known(LevelVerdict::Held))
+            .or_else(|| self.row_at(n))
+    }
+
     /// Whether the route's settled verdict is "denied".
     pub fn denied(&self) -> bool {
         self.settled.denied_from.is_some()
@@ -289,7 +298,7 @@ fn json_object(
                 "route": r.label,
                 "direction": r.direction.name(),
                 "denied_from": r.settled.denied_from,
-                "held_up_to": r.outcome.held_up_to,
+                "held_up_to": r.settled.held_up_to,
                 "inconclusive_from": r.outcome.inconclusive_from,
                 "range": r.settled.range.map(|(lo, hi)| json!({"from": lo, "to": hi})),
                 "agreement": r.settled.agreement.iter().map(|(n, agreed, runs)| json!({

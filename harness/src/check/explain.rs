@@ -13,6 +13,7 @@ use schema::{CheckRow, Direction};
 use super::CheckArgs;
 use super::answer::{RouteResult, client, clients, ms};
 use super::evidence::{Cause, TESTER_CPU_SHARE};
+use super::search::Settled;
 
 /// The route's proxy, what its name's buffering is (request buffering on
 /// the request-direction routes, response buffering on the others) and
@@ -55,7 +56,7 @@ fn short(r: &RouteResult, max_slow: u32) -> String {
             .map(|(_, agreed, runs)| format!(" ({agreed} of {runs} runs)"))
             .unwrap_or_default()
     };
-    let what = match (s.range, s.denied_from, o.inconclusive_from, o.held_up_to) {
+    let what = match (s.range, s.denied_from, o.inconclusive_from, s.held_up_to) {
         (Some((lo, Some(hi))), ..) if lo != hi => format!(
             "denied from somewhere in {lo} to {hi}: the boundary did not repeat{}{}",
             agreed(lo),
@@ -68,11 +69,19 @@ fn short(r: &RouteResult, max_slow: u32) -> String {
         (_, Some(d), ..) => format!("denied from {d}{}", agreed(d)),
         (_, None, Some(i), Some(h)) => format!("held up to {h}, inconclusive from {i}"),
         (_, None, Some(i), None) => format!("inconclusive from {i}"),
-        (_, None, None, Some(h)) if h == max_slow => format!("held up to {h}"),
-        (_, None, None, Some(h)) => format!("held up to {h}, degraded above"),
+        (_, None, None, Some(h)) if h == max_slow => format!("held up to {h}{}", transient(s)),
+        (_, None, None, Some(h)) => format!("held up to {h}{}, degraded above", transient(s)),
         (_, None, None, None) => "degraded at every level".into(),
     };
     format!("{}: {what}", label(r))
+}
+
+/// ` (denied in 1 of its 3 runs at 1024)`, for a first denial its repeats
+/// overturned; empty otherwise.
+fn transient(s: &Settled) -> String {
+    s.transient
+        .map(|(n, denied, runs)| format!(" (denied in {denied} of its {runs} runs at {n})"))
+        .unwrap_or_default()
 }
 
 /// Whether `r` decides the exit status (`--gate`; every route by default).
@@ -217,10 +226,11 @@ pub fn words(r: &RouteResult, args: &CheckArgs) -> String {
     let o = &r.outcome;
     let who = clients(r.direction);
     let mut s = format!("{}.", short(r, args.max_slow));
+    // A first denial its repeats overturned is not the boundary.
     let first_bad = r
         .settled
         .denied_from
-        .or(o.denied_from)
+        .or(o.denied_from.filter(|_| r.settled.transient.is_none()))
         .and_then(|d| r.row_at(d));
     if let Some(x) = first_bad {
         let how = if x.errors > 0 {
@@ -246,7 +256,7 @@ pub fn words(r: &RouteResult, args: &CheckArgs) -> String {
         };
         s += &format!(" With {} {who} {how}.", x.slow_readers);
         s += &why(r, x, args);
-    } else if let Some(x) = o.held_up_to.and_then(|h| r.row_at(h)) {
+    } else if let Some(x) = r.settled.held_up_to.and_then(|h| r.held_row_at(h)) {
         s += &format!(
             " With {} {who} the p95 of {} was {} ms against {:.3} ms with none.",
             x.slow_readers,
@@ -463,6 +473,8 @@ mod tests {
                     .map(|d| vec![(16, 3, 3), (d, 3, 3)])
                     .unwrap_or_default(),
                 range: None,
+                held_up_to: Some(16),
+                transient: None,
             },
             rows,
             body_bytes: 16 << 20,
@@ -506,6 +518,28 @@ mod tests {
         let nginx = route(Route::NginxOff, "nginx-off", Some(2), "handlers");
         assert_eq!(label(&nginx), "behind NGINX buffering off");
         assert!(super::remedy(&[nginx], &a).contains("turn the proxy's buffering on"));
+    }
+
+    #[test]
+    fn a_denial_its_repeats_overturned_is_told_as_a_transient() {
+        let a = args(&["--max-slow", "32"]);
+        let mut r = route(Route::Direct, "direct", None, "");
+        r.rows.push(level(32, LevelVerdict::Denied, "handlers"));
+        r.rows.push(level(32, LevelVerdict::Held, "none"));
+        r.outcome.denied_from = Some(32);
+        r.settled.held_up_to = Some(32);
+        r.settled.transient = Some((32, 1, 3));
+        r.settled.range = Some((32, None));
+        let w = words(&r, &a);
+        assert!(
+            w.starts_with("direct: held up to 32 (denied in 1 of its 3 runs at 32)."),
+            "{w}"
+        );
+        assert!(!w.contains("handlers were held"), "{w}");
+        assert!(
+            w.contains("With 32 slow readers the p95 of /fast was 2.000 ms"),
+            "{w}"
+        );
     }
 
     #[test]

@@ -213,8 +213,13 @@ pub fn check_route(
         verdicts: BTreeMap::new(),
         csv,
     };
-    let outcome = search::search(plan.max_slow, |n| levels.level(n, 1))?;
-    if !outcome.stopped && c.repeat > 1 {
+    let mut outcome = search::search(plan.max_slow, |n| levels.level(n, 1))?;
+    // The boundary measured again; one that its repeats overturn (a
+    // transient denial) is searched above, until one repeats or the top.
+    loop {
+        if outcome.stopped || c.repeat < 2 {
+            break;
+        }
         let bounds = search::boundary(&outcome);
         for repetition in 2..=c.repeat {
             for n in bounds.iter().flatten() {
@@ -223,6 +228,12 @@ pub fn check_route(
                 }
             }
         }
+        let settled = search::settle(&outcome, &levels.verdicts);
+        let Some(floor) = search::overturned(&outcome, &settled, plan.max_slow) else {
+            break;
+        };
+        let more = search::search_from(Some(floor), plan.max_slow, |n| levels.level(n, 1))?;
+        outcome = search::resumed(outcome, more);
     }
     let (rows, verdicts) = (levels.rows, levels.verdicts);
     stack.stop();

@@ -102,7 +102,16 @@ pub enum Step {
 }
 
 /// Runs the search: `measure(n)` measures a level of `n` slow readers.
-pub fn search<E>(
+pub fn search<E>(max_slow: u32, measure: impl FnMut(u32) -> Result<Step, E>) -> Result<Outcome, E> {
+    search_from(None, max_slow, measure)
+}
+
+/// [`search`] above `floor`, a level already found held: the doubling
+/// levels over it, then the bisection between the last held one (at
+/// least `floor`) and the first denied one. Used when a boundary did not
+/// repeat: the search goes on above it.
+pub fn search_from<E>(
+    floor: Option<u32>,
     max_slow: u32,
     mut measure: impl FnMut(u32) -> Result<Step, E>,
 ) -> Result<Outcome, E> {
@@ -119,10 +128,13 @@ pub fn search<E>(
             levels.push((n, v));
             Ok(go_on.then_some(v))
         };
-    let mut last_ok: Option<u32> = None;
+    let mut last_ok: Option<u32> = floor;
     let mut first_denied: Option<u32> = None;
     let mut inconclusive = false;
-    for n in doubling(max_slow) {
+    for n in doubling(max_slow)
+        .into_iter()
+        .filter(|n| floor.is_none_or(|f| *n > f))
+    {
         match level(n, &mut levels)? {
             None => {
                 stopped = true;
@@ -213,11 +225,41 @@ pub struct Settled {
     /// Where the boundary did not repeat, the lowest and the highest number
     /// of slow clients it may lie at (no highest: above the levels tried).
     pub range: Option<(u32, Option<u32>)>,
+    /// The largest number of slow clients held in most of its runs.
+    pub held_up_to: Option<u32>,
+    /// A first denial that most of its runs did not repeat: its slow
+    /// clients, its denied runs and its runs.
+    pub transient: Option<(u32, usize, usize)>,
+}
+
+/// The boundary that its repeats overturned, when the search should go on
+/// above it: the first denied level was held in most of its runs, and
+/// there are levels above it to try.
+pub fn overturned(o: &Outcome, s: &Settled, max_slow: u32) -> Option<u32> {
+    let d = o.denied_from?;
+    (s.denied_from.is_none() && !o.stopped && o.inconclusive_from.is_none() && d < max_slow)
+        .then_some(d)
+}
+
+/// The outcome of a search that went on above an overturned boundary
+/// (`more`, from [`search_from`]) after the first (`old`): every level, in
+/// the order measured, and the boundary found above.
+pub fn resumed(old: Outcome, more: Outcome) -> Outcome {
+    let mut levels = old.levels;
+    levels.extend(more.levels);
+    Outcome {
+        levels,
+        denied_from: more.denied_from,
+        held_up_to: more.held_up_to.max(old.held_up_to),
+        inconclusive_from: more.inconclusive_from,
+        stopped: more.stopped,
+    }
 }
 
 /// The boundary after its repetitions (`verdicts`: every verdict of each
 /// level, the search's first). A level counts as denied when most of its
-/// runs were.
+/// runs were; a first denial that most of its runs held is a transient,
+/// and the level counts as held.
 pub fn settle(o: &Outcome, verdicts: &BTreeMap<u32, Vec<LevelVerdict>>) -> Settled {
     let denied_runs = |n: u32| {
         let v = verdicts.get(&n).map(Vec::as_slice).unwrap_or(&[]);
@@ -230,6 +272,8 @@ pub fn settle(o: &Outcome, verdicts: &BTreeMap<u32, Vec<LevelVerdict>>) -> Settl
     let mut agreement = Vec::new();
     let mut range = None;
     let mut denied_from = o.denied_from;
+    let mut held_up_to = o.held_up_to;
+    let mut transient = None;
     if let Some(d) = at {
         let (denied, runs) = denied_runs(d);
         agreement.push((d, denied, runs));
@@ -238,6 +282,13 @@ pub fn settle(o: &Outcome, verdicts: &BTreeMap<u32, Vec<LevelVerdict>>) -> Settl
         }
         if denied * 2 <= runs {
             denied_from = None;
+            transient = Some((d, denied, runs));
+            let held = verdicts.get(&d).map_or(0, |v| {
+                v.iter().filter(|x| **x == LevelVerdict::Held).count()
+            });
+            if held * 2 > runs {
+                held_up_to = held_up_to.max(Some(d));
+            }
         }
     }
     if let Some(l) = below {
@@ -254,6 +305,8 @@ pub fn settle(o: &Outcome, verdicts: &BTreeMap<u32, Vec<LevelVerdict>>) -> Settl
         denied_from,
         agreement,
         range,
+        held_up_to,
+        transient,
     }
 }
 
@@ -261,6 +314,51 @@ pub fn settle(o: &Outcome, verdicts: &BTreeMap<u32, Vec<LevelVerdict>>) -> Settl
 mod tests {
     use super::*;
     use LevelVerdict::*;
+
+    #[test]
+    fn a_boundary_its_repeats_overturn_is_searched_above() {
+        // 512 denied once (a transient), held when measured again; the
+        // server's real boundary is 700.
+        let mut first = true;
+        let mut measure = |n: u32| -> Result<Step, ()> {
+            let denied = n >= 700 || (n == 512 && std::mem::take(&mut first));
+            Ok(Step::Level(if denied { Denied } else { Held }))
+        };
+        let o = search(1024, &mut measure).unwrap();
+        assert_eq!(o.denied_from, Some(512));
+        let mut verdicts: BTreeMap<u32, Vec<LevelVerdict>> = BTreeMap::new();
+        for (n, v) in &o.levels {
+            verdicts.entry(*n).or_default().push(*v);
+        }
+        for n in boundary(&o).into_iter().flatten() {
+            for _ in 0..2 {
+                if let Ok(Step::Level(v)) = measure(n) {
+                    verdicts.entry(n).or_default().push(v);
+                }
+            }
+        }
+        let s = settle(&o, &verdicts);
+        assert_eq!(s.denied_from, None);
+        assert_eq!(s.transient, Some((512, 1, 3)));
+        assert_eq!(s.held_up_to, Some(512));
+        assert_eq!(overturned(&o, &s, 1024), Some(512));
+        let more = search_from(Some(512), 1024, &mut measure).unwrap();
+        assert_eq!(more.levels.first(), Some(&(1024, Denied)), "{more:?}");
+        let r = resumed(o, more);
+        assert_eq!(r.denied_from, Some(700));
+        assert_eq!(r.held_up_to, Some(699));
+        // A boundary that repeats, or one at the top, is left as it is.
+        let at_top = Outcome {
+            denied_from: Some(1024),
+            ..r.clone()
+        };
+        assert_eq!(overturned(&at_top, &s, 1024), None);
+        let kept = Settled {
+            denied_from: Some(700),
+            ..s
+        };
+        assert_eq!(overturned(&r, &kept, 1024), None);
+    }
 
     fn verdict(
         p95: Option<f64>,
