@@ -86,9 +86,10 @@ impl ProxyKind {
     /// Whether, buffering, it holds a whole response of `body_bytes`: NGINX
     /// and pingora within `capacity`, their memory buffers plus temp-file
     /// cap ([`ProxyBuffers::capacity`]); Caddy always, in memory
-    /// (`bufferedBody` reads to the end without `max_buffer_size`), which
-    /// the proxy's memory cap may not allow; HAProxy never, one buffer per
-    /// direction being all it has.
+    /// (`bufferedBody` reads to the end without `max_buffer_size`), and
+    /// Varnish always, in Transient storage, which the proxy's memory cap
+    /// may not allow; HAProxy never, one buffer per direction being all it
+    /// has.
     pub fn holds(self, body_bytes: u64, capacity: u64) -> bool {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => capacity >= body_bytes,
@@ -123,8 +124,8 @@ impl ProxyKind {
     }
 
     /// Where it keeps what it buffers: NGINX and pingora in memory
-    /// buffers, then temp files up to their cap; Caddy all in memory;
-    /// HAProxy one buffer per direction.
+    /// buffers, then temp files up to their cap; Caddy and Varnish all in
+    /// memory; HAProxy one buffer per direction.
     pub fn store(self) -> &'static str {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => "memory, then temp files",
@@ -301,46 +302,23 @@ impl Route {
             Route::PingoraOff | Route::PingoraOn => Some(default(false)),
             Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
             Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
-            // Caddy sets no limit on a request body unless told to.
-            Route::Caddy | Route::CaddyBuf => Some(RequestBody {
-                buffering: false,
-                max_body_bytes: u64::MAX,
-                buffer_limit: u64::MAX,
-                explicit: false,
-            }),
-            Route::CaddyReqbuf => Some(RequestBody {
-                buffering: true,
-                max_body_bytes: u64::MAX,
-                buffer_limit: u64::MAX,
-                explicit: true,
-            }),
-            // Nor does HAProxy; buffering, it waits for one buffer's worth.
-            Route::Haproxy => Some(RequestBody {
-                buffering: false,
-                max_body_bytes: u64::MAX,
-                buffer_limit: u64::MAX,
-                explicit: false,
-            }),
-            Route::HaproxyReqbuf => Some(RequestBody {
-                buffering: true,
-                max_body_bytes: u64::MAX,
-                buffer_limit: RequestBody::HAPROXY_BUFFER,
-                explicit: true,
-            }),
-            // Varnish streams a passed request's body; `cache_req_body`
-            // reads it whole up to its size, a longer one streams.
-            Route::Varnish => Some(RequestBody {
-                buffering: false,
-                max_body_bytes: u64::MAX,
-                buffer_limit: u64::MAX,
-                explicit: false,
-            }),
-            Route::VarnishReqbuf => Some(RequestBody {
-                buffering: true,
-                max_body_bytes: u64::MAX,
-                buffer_limit: RequestBody::REQUEST_MAX_BODY,
-                explicit: true,
-            }),
+            // Caddy, HAProxy and Varnish set no limit on a request body;
+            // buffering, HAProxy waits for one buffer of it, Varnish's
+            // `cache_req_body` for 32 MiB (a longer one streams).
+            Route::Caddy | Route::CaddyBuf | Route::Haproxy | Route::Varnish => {
+                Some(RequestBody::unlimited(false, u64::MAX, false))
+            }
+            Route::CaddyReqbuf => Some(RequestBody::unlimited(true, u64::MAX, true)),
+            Route::HaproxyReqbuf => Some(RequestBody::unlimited(
+                true,
+                RequestBody::HAPROXY_BUFFER,
+                true,
+            )),
+            Route::VarnishReqbuf => Some(RequestBody::unlimited(
+                true,
+                RequestBody::REQUEST_MAX_BODY,
+                true,
+            )),
         }
     }
 
@@ -437,6 +415,18 @@ impl RequestBody {
     /// request buffer, `tune.bufsize` (16384) less `tune.maxrewrite`
     /// (1024), the defaults of Debian's build.
     pub const HAPROXY_BUFFER: u64 = (16 << 10) - 1024;
+
+    /// A proxy's policy without a body size limit (no 413): buffering or
+    /// not, reading at most `buffer_limit` of a body before it connects
+    /// upstream, set by the route or left to the proxy's defaults.
+    pub const fn unlimited(buffering: bool, buffer_limit: u64, explicit: bool) -> Self {
+        RequestBody {
+            buffering,
+            max_body_bytes: u64::MAX,
+            buffer_limit,
+            explicit,
+        }
+    }
 }
 
 /// The experiment's NGINX buffer values, shared by NGINX and pingora.

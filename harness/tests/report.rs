@@ -480,6 +480,16 @@ fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
     );
 }
 
+/// A scratch copy of a committed example directory, to report on.
+fn copy_of(example: &Path) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for entry in fs::read_dir(example).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
+    }
+    tmp
+}
+
 /// The committed example of the `servers` preset (`docs/example-servers/`):
 /// section 7 has its chart, and the chart's data are the direct conditions
 /// of `conditions.csv`, every server at 0, 2 and 8 slow readers, with the
@@ -487,11 +497,7 @@ fn the_fixture_reads_whole_and_rewrites_through_the_row_structs() {
 #[test]
 fn the_servers_section_charts_every_server_at_each_slow_level_with_its_verdict() {
     let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/example-servers");
-    let tmp = tempfile::tempdir().unwrap();
-    for entry in fs::read_dir(&example).unwrap() {
-        let entry = entry.unwrap();
-        fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
-    }
+    let tmp = copy_of(&example);
     report::write(tmp.path()).expect("the report of the servers example");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let sec = section(&html, "servers");
@@ -609,11 +615,7 @@ fn the_committed_example_is_todays_report_of_the_fixture() {
 #[test]
 fn the_proxies_section_tells_which_proxies_protect_and_at_what_price() {
     let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/example-proxies");
-    let tmp = tempfile::tempdir().unwrap();
-    for entry in fs::read_dir(&example).unwrap() {
-        let entry = entry.unwrap();
-        fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
-    }
+    let tmp = copy_of(&example);
     report::write(tmp.path()).expect("the report of the proxies example");
     let html = fs::read_to_string(tmp.path().join("report.html")).unwrap();
     let sec = section(&html, "proxies");

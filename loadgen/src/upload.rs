@@ -112,6 +112,8 @@ pub struct UploadContext {
     pub ok: OkStatuses,
     /// One pattern block, the source of every piece.
     block: Vec<u8>,
+    /// The most bytes of one piece at this rate ([`piece_bytes`]).
+    piece_bytes: usize,
 }
 
 impl UploadContext {
@@ -124,6 +126,7 @@ impl UploadContext {
             sndbuf: up.sndbuf,
             ok: up.ok.clone(),
             block: common::pattern::block(UPLOAD_BLOCK),
+            piece_bytes: piece_bytes(up.rate),
         }
     }
 
@@ -138,21 +141,20 @@ impl UploadContext {
         .into_bytes()
     }
 
-    /// The most bytes of one piece at this rate: [`PIECE_SPAN`] of it,
-    /// at least one byte, at most [`WRITE_PIECE`].
-    fn piece_bytes(&self) -> usize {
-        let span = (self.rate as u128 * PIECE_SPAN.as_nanos() / 1_000_000_000) as u64;
-        span.clamp(1, WRITE_PIECE as u64) as usize
-    }
-
     /// The piece that starts at body byte `sent`: within one block, at most
-    /// [`Self::piece_bytes`].
+    /// [`piece_bytes`] of the rate.
     fn piece(&self, sent: u64) -> &[u8] {
         let at = (sent % UPLOAD_BLOCK as u64) as usize;
-        let n =
-            (self.bytes - sent).min((self.piece_bytes().min(UPLOAD_BLOCK - at)) as u64) as usize;
+        let n = (self.bytes - sent).min((self.piece_bytes.min(UPLOAD_BLOCK - at)) as u64) as usize;
         &self.block[at..at + n]
     }
+}
+
+/// The most bytes of one piece at `rate` bytes a second: [`PIECE_SPAN`]
+/// of it, at least one byte, at most [`WRITE_PIECE`].
+fn piece_bytes(rate: u64) -> usize {
+    let span = (u128::from(rate) * PIECE_SPAN.as_nanos() / 1_000_000_000) as u64;
+    span.clamp(1, WRITE_PIECE as u64) as usize
 }
 
 /// Hands uploader `client` to the engine; it begins at [`Client::start`].

@@ -210,6 +210,16 @@ pub fn tester_ran_out(e: &Evidence) -> Option<Cause> {
     None
 }
 
+/// Whether a capped cgroup ran out of CPU: at [`CPU_CAP_SHARE`] of its cap
+/// on average, or throttled for [`THROTTLED_SHARE`] of the level.
+fn out_of_cpu(cores: Option<f64>, cap: Option<f64>, throttled_share: Option<f64>) -> bool {
+    let at_cap = match (cores, cap) {
+        (Some(c), Some(cap)) if cap > 0.0 => c / cap >= CPU_CAP_SHARE,
+        _ => false,
+    };
+    at_cap || throttled_share.is_some_and(|t| t >= THROTTLED_SHARE)
+}
+
 /// What ran out of the route's proxy, if it ran out of anything: its
 /// resident memory at its cap, or its CPU (at its cap on average, or
 /// throttled for a fifth of the level, as the server's is judged).
@@ -221,14 +231,8 @@ pub fn proxy_ran_out(e: &Evidence) -> Option<Cause> {
     if memory >= MEMORY_CAP_SHARE {
         return Some(Cause::ProxyMemory);
     }
-    let at_cap = match (e.proxy_cpu_cores, e.proxy_cpu_cap) {
-        (Some(c), Some(cap)) if cap > 0.0 => c / cap >= CPU_CAP_SHARE,
-        _ => false,
-    };
-    (at_cap
-        || e.proxy_throttled_share
-            .is_some_and(|t| t >= THROTTLED_SHARE))
-    .then_some(Cause::ProxyCpu)
+    out_of_cpu(e.proxy_cpu_cores, e.proxy_cpu_cap, e.proxy_throttled_share)
+        .then_some(Cause::ProxyCpu)
 }
 
 /// What decided a level that was not held, from the server's side, in
@@ -250,8 +254,7 @@ pub fn cause(e: &Evidence, direction: Direction, buffering: bool, slow: u32) -> 
     if memory.is_some_and(|m| m >= MEMORY_CAP_SHARE) {
         return Cause::Memory;
     }
-    let capped_out = share(e.app_cpu_cores, e.app_cpu_cap).is_some_and(|c| c >= CPU_CAP_SHARE)
-        || e.app_throttled_share.is_some_and(|t| t >= THROTTLED_SHARE);
+    let capped_out = out_of_cpu(e.app_cpu_cores, e.app_cpu_cap, e.app_throttled_share);
     let host_out = e.host_idle_cores.is_some_and(|i| i < HOST_IDLE_MIN_CORES);
     if capped_out || (host_out && server_used_the_host(e)) {
         return Cause::Cpu;
