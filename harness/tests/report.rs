@@ -628,8 +628,20 @@ fn the_proxies_section_tells_which_proxies_protect_and_at_what_price() {
     assert_eq!(
         ours.trim(),
         kept.trim(),
-        "docs/example-proxies/which-proxies-protect.md is section 8 as the report writes it"
+        "docs/example-proxies/which-proxies-protect.md is section 8 as the report writes it: run scripts/regenerate-example"
     );
+    // Its charts, one per direction, are kept beside it.
+    for name in ["report-proxies.svg", "report-proxies-upload.svg"] {
+        assert!(
+            ours.contains(&format!("]({name})")),
+            "{name} not in section 8"
+        );
+        assert!(
+            fs::read_to_string(tmp.path().join(name)).unwrap()
+                == fs::read_to_string(example.join(name)).unwrap_or_default(),
+            "docs/example-proxies/{name} is not what `slowlab report` writes today: run scripts/regenerate-example"
+        );
+    }
     let row = |route: &str| {
         ours.lines()
             .find(|l| l.starts_with(&format!("| {route} |")))

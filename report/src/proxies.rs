@@ -5,11 +5,15 @@
 //! verdict the rule predicts (from the catalogue's model of the proxy)
 //! and the one observed against the route's own 0-slow p95, the app's
 //! write time, and the price of the relief at the most slow clients: the
-//! proxy's resident memory and temp files per slow client, and its CPU.
+//! proxy's resident memory and temp files per slow client, and its CPU;
+//! above each table, its chart (the p95s and verdicts of every route, as
+//! chart 7 draws the servers', in [`super::charts::verdicts`]).
 
+use super::charts::verdicts::{self, Column, Labels};
 use super::data::Results;
 use super::doc::{Block, Section, Table};
 use super::fmt;
+use super::servers::Cell;
 use analysis::crosscheck::{self, Verdict};
 use analysis::select::{Cond, condition_row_in, in_direction, ok_runs_in, route_rank};
 use catalogue::{Direction, LoadProfile, ProxyBuffers, ProxyKind, Route};
@@ -23,6 +27,9 @@ const MIN_PROXY_KINDS: usize = 2;
 
 pub const ID: &str = "proxies";
 pub const TITLE: &str = "8. Which proxies protect a blocking app";
+/// The chart of the response direction (the request direction's is
+/// `report-proxies-upload.svg`).
+pub const FILE: &str = "report-proxies.svg";
 
 /// The server behind the most proxy routes with slow clients, and those
 /// routes (direct first, in the lab's order) of `direction`.
@@ -110,6 +117,19 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
             None => (median_of(&runs(route, slow), |x| x.p95_ms), None),
         }
     };
+    // The runs' range of p95s, for the chart's bars.
+    let range = |route: &RouteName, slow: u32| -> (Option<f64>, Option<f64>) {
+        match condition_row_in(r, &Cond::new(&server, route, slow), direction) {
+            Some(c) => (c.p95_min, c.p95_max),
+            None => {
+                let v: Vec<f64> = runs(route, slow).iter().filter_map(|x| x.p95_ms).collect();
+                (
+                    v.iter().copied().reduce(f64::min),
+                    v.iter().copied().reduce(f64::max),
+                )
+            }
+        }
+    };
     let mut header: Vec<String> = ["route", "takes off the server", "p95, 0 slow"]
         .map(String::from)
         .to_vec();
@@ -124,6 +144,7 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
         format!("proxy CPU, {most} slow"),
     ]);
     let mut rows = Vec::new();
+    let mut columns = Vec::new();
     let mut protected = Vec::new();
     let mut disagree = Vec::new();
     let profile = LoadProfile::experiment();
@@ -140,6 +161,15 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
             fmt::or_dash(base, fmt::ms),
         ];
         let mut verdicts = Vec::new();
+        let (min, max) = range(route, 0);
+        let mut cells = vec![Cell {
+            slow: 0,
+            p95: base,
+            min,
+            max,
+            predicted: None,
+            observed: None,
+        }];
         // The price is read at the most slow clients the route measured a
         // p95 at: a proxy its cgroup killed left no peak worth the name.
         let mut priced = 0;
@@ -172,7 +202,17 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
                 predicted.map_or("–", Verdict::name),
                 v.map_or("–", Verdict::name)
             ));
+            let (min, max) = range(route, slow);
+            cells.push(Cell {
+                slow,
+                p95: p,
+                min,
+                max,
+                predicted,
+                observed: v,
+            });
         }
+        columns.push((route.to_string(), cells));
         let at_most = runs(route, priced);
         let at_none = runs(route, 0);
         let per_client = |f: &dyn Fn(&RunRow) -> Option<f64>| {
@@ -222,6 +262,7 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
         },
         protected,
         disagree,
+        columns,
     })
 }
 
@@ -234,6 +275,8 @@ struct Directional {
     protected: Vec<String>,
     /// Where the rule and the observation disagree.
     disagree: Vec<String>,
+    /// The chart's columns: each route's cells, 0 slow first.
+    columns: Vec<(String, Vec<Cell>)>,
 }
 
 /// The section, when a server was measured behind at least
@@ -264,6 +307,34 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
                 d.protected.join(", ")
             }
         ));
+        let columns: Vec<Column<'_>> = d
+            .columns
+            .iter()
+            .map(|(name, cells)| Column {
+                name: name.clone(),
+                cells,
+            })
+            .collect();
+        let who = match direction {
+            Direction::Download => "readers",
+            _ => "uploaders",
+        };
+        let labels = Labels {
+            file: match direction {
+                Direction::Download => FILE.into(),
+                _ => format!("report-proxies-{}.svg", direction.name()),
+            },
+            alt: format!(
+                "p95 of /fast of {} directly and behind each proxy route, by number of slow {who}, \
+                 with the verdicts",
+                d.server
+            ),
+            column: "route",
+            clients: who,
+        };
+        if let Err(e) = verdicts::figure(&columns, &labels, sec) {
+            sec.note(&format!("The chart could not be drawn: {e:#}"));
+        }
         sec.push(Block::Table(d.table));
         if !d.disagree.is_empty() {
             sec.para(&format!(
@@ -377,6 +448,30 @@ mod tests {
             })
             .collect();
         assert_eq!(tables.len(), 2);
+        let figures: Vec<&str> = sec
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Figure(f) => Some(f.file.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(figures, [FILE, "report-proxies-upload.svg"]);
+        let Some(Block::Figure(f)) = sec.blocks.iter().find(|b| matches!(b, Block::Figure(_)))
+        else {
+            panic!("no figure");
+        };
+        assert!(
+            f.data_csv.starts_with("route,slow_clients,p95_ms"),
+            "{}",
+            f.data_csv
+        );
+        assert!(
+            f.data_csv
+                .contains("\nhaproxy,2,5000.000,5000.000,5000.000,blocked,blocked\n"),
+            "{}",
+            f.data_csv
+        );
         let hap = tables[1]
             .rows
             .iter()

@@ -1,9 +1,9 @@
 //! "Which servers block": every server reached directly, side by side, at
 //! each number of slow readers, with its handler model, what the rule
 //! predicts and what was observed (the `servers` preset's chart and
-//! table; the chart is drawn in [`super::charts::servers`]).
+//! table; the chart is drawn in [`super::charts::verdicts`]).
 
-use super::charts;
+use super::charts::verdicts::{self, Column, Labels};
 use super::data::Results;
 use super::doc::{Block, Section, Table};
 use super::fmt;
@@ -18,6 +18,17 @@ const MIN_SERVERS: usize = 3;
 
 pub const ID: &str = "servers";
 pub const TITLE: &str = "7. Which servers block";
+pub const FILE: &str = "report-servers.svg";
+
+/// What chart 7 is.
+fn labels() -> Labels {
+    Labels {
+        file: FILE.into(),
+        alt: "p95 of /fast of every server reached directly, by number of slow readers, with the verdicts".into(),
+        column: "server",
+        clients: "readers",
+    }
+}
 
 /// One server at one number of slow readers, reached directly.
 #[derive(Debug, Clone, PartialEq)]
@@ -171,7 +182,14 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
          **blocked** when the slow readers can occupy every handler and nothing takes the response off \
          it; observed as in the cross-check, against the same server's 0-slow p95.",
     );
-    if let Err(e) = charts::servers::figure(&servers, sec) {
+    let columns: Vec<Column<'_>> = servers
+        .iter()
+        .map(|s| Column {
+            name: s.name.to_string(),
+            cells: &s.cells,
+        })
+        .collect();
+    if let Err(e) = verdicts::figure(&columns, &labels(), sec) {
         sec.note(&format!("The chart could not be drawn: {e:#}"));
     }
     // The handlers and the p95 columns; the verdicts are words.
@@ -252,7 +270,7 @@ mod tests {
         else {
             panic!("no chart");
         };
-        assert_eq!(f.file, charts::servers::FILE);
+        assert_eq!(f.file, FILE);
         assert!(f.svg.starts_with("<svg"));
         let lines: Vec<&str> = f.data_csv.lines().collect();
         assert_eq!(lines.len(), 1 + 3 * 2, "{}", f.data_csv);

@@ -8,7 +8,8 @@
 //! - [`temp_files`]: chart 4, the proxy's temp files over time.
 //! - [`bytes`]: chart 5, where the `/large` bytes are over time.
 //! - [`model`]: the buffer model, observed against predicted `app_send_s`.
-//! - [`servers`]: chart 7, which servers block (the `servers` preset).
+//! - [`verdicts`]: charts 7 and 8, which servers block (the `servers`
+//!   preset) and which proxies protect a blocking app (the `proxies` preset).
 //!
 //! plotters draws text as SVG `<text>` with a generic font family, so the
 //! SVGs need no font files; the browser picks its own sans-serif.
@@ -16,9 +17,9 @@
 pub mod bytes;
 pub mod model;
 pub mod p95;
-pub mod servers;
 pub mod temp_files;
 pub mod timeline;
+pub mod verdicts;
 pub mod write_receive;
 
 use anyhow::{Result, anyhow};

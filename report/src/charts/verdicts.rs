@@ -1,8 +1,10 @@
-//! Chart 7: which servers block. The p95 of `/fast` of every server reached
-//! directly, one column per server, one colour per number of slow readers
-//! (0 is the baseline), on a log axis; each point with slow readers marked
-//! with what was observed (filled: relieved, ring: partial, cross:
-//! blocked), and a square around it where the rule predicted otherwise.
+//! Charts 7 and 8: which servers block, and which proxies protect a
+//! blocking app. The p95 of `/fast` of every column (a server reached
+//! directly, or a route in front of one server), one colour per number of
+//! slow clients (0 is the baseline), on a log axis; each point with slow
+//! clients marked with what was observed (filled: relieved, ring: partial,
+//! cross: blocked), and a square around it where the rule predicted
+//! otherwise.
 
 use anyhow::Result;
 use plotters::prelude::*;
@@ -10,10 +12,24 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{Csv, FONT, INK, Key, cell, decade_label, decades, legend, plot_err, quiet_mesh, svg};
 use crate::doc::{Block, Figure, Section, text};
-use crate::servers::ServerRow;
+use crate::servers::Cell;
 use schema::Verdict;
 
-pub const FILE: &str = "report-servers.svg";
+/// One column: a server (chart 7) or a route (chart 8), and its cells, 0
+/// slow first.
+pub struct Column<'a> {
+    pub name: String,
+    pub cells: &'a [Cell],
+}
+
+/// What tells one chart from the other: its file, its alternative text,
+/// what a column is (the data's first header) and the clients' name.
+pub struct Labels {
+    pub file: String,
+    pub alt: String,
+    pub column: &'static str,
+    pub clients: &'static str,
+}
 
 /// The colour of a number of slow readers: grey for none, then warmer
 /// with more.
@@ -30,8 +46,8 @@ fn slow_color(i: usize, slow: u32) -> RGBColor {
     }
 }
 
-/// Adds the figure of the servers' rows to `s`.
-pub fn figure(servers: &[ServerRow], s: &mut Section) -> Result<()> {
+/// Adds the figure of `servers` (the columns) to `s`.
+pub fn figure(servers: &[Column<'_>], labels: &Labels, s: &mut Section) -> Result<()> {
     let mut slows: Vec<u32> = servers
         .iter()
         .flat_map(|r| r.cells.iter().map(|c| c.slow))
@@ -40,7 +56,7 @@ pub fn figure(servers: &[ServerRow], s: &mut Section) -> Result<()> {
     slows.dedup();
     let svg = draw(servers, &slows)?;
     let mut csv = Csv::new(&[
-        "server",
+        labels.column,
         "slow_clients",
         "p95_ms",
         "p95_min_ms",
@@ -49,7 +65,7 @@ pub fn figure(servers: &[ServerRow], s: &mut Section) -> Result<()> {
         "observed",
     ]);
     for r in servers {
-        for c in &r.cells {
+        for c in r.cells {
             csv.row(&[
                 r.name.to_string(),
                 c.slow.to_string(),
@@ -62,21 +78,22 @@ pub fn figure(servers: &[ServerRow], s: &mut Section) -> Result<()> {
         }
     }
     s.push(Block::Figure(Figure {
-        file: FILE.into(),
+        file: labels.file.clone(),
         svg,
-        alt: "p95 of /fast of every server reached directly, by number of slow readers, with the verdicts".into(),
-        caption: text(
+        alt: labels.alt.clone(),
+        caption: text(&format!(
             "Unit: the condition. Point: the median over its runs of each run's p95 of `/fast`; bar: the \
-             smallest to the largest run's p95. With slow readers, filled: observed relieved, ring: partial, \
-             cross: blocked (against the same server's 0-slow p95); a square: the rule predicted the other \
+             smallest to the largest run's p95. With slow {}, filled: observed relieved, ring: partial, \
+             cross: blocked (against the same {}'s 0-slow p95); a square: the rule predicted the other \
              verdict. Log axis: each gridline is ten times the one below.",
-        ),
+            labels.clients, labels.column
+        )),
         data_csv: csv.finish(),
     }));
     Ok(())
 }
 
-fn draw(servers: &[ServerRow], slows: &[u32]) -> Result<String> {
+fn draw(servers: &[Column<'_>], slows: &[u32]) -> Result<String> {
     let n = servers.len();
     let (lo, hi) = decades(
         servers
@@ -132,7 +149,7 @@ fn draw(servers: &[ServerRow], slows: &[u32]) -> Result<String> {
             .map_err(plot_err)?;
         let m = slows.len() as f64;
         for (i, r) in servers.iter().enumerate() {
-            for c in &r.cells {
+            for c in r.cells {
                 let j = slows.iter().position(|&s| s == c.slow).unwrap_or(0);
                 let x = i as f64 + (j as f64 - (m - 1.0) / 2.0) * 0.7 / m.max(1.0);
                 let color = slow_color(j, c.slow);
@@ -178,7 +195,7 @@ fn draw(servers: &[ServerRow], slows: &[u32]) -> Result<String> {
             root.draw(&PathElement::new(tick.to_vec(), RGBColor(180, 180, 180)))
                 .map_err(plot_err)?;
             let at = (px, py + 6 + 14 * (i % 2) as i32);
-            root.draw(&Text::new(r.name.to_string(), at, label.clone()))
+            root.draw(&Text::new(r.name.clone(), at, label.clone()))
                 .map_err(plot_err)?;
         }
         Ok(())
