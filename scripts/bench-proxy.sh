@@ -12,10 +12,11 @@
 #     concurrent 16 MiB downloads to slow readers (2 MiB/s, SO_RCVBUF 8 KiB);
 #   - the same for the proxies from Debian's packages, each with the config
 #     and command line a run gives it (`slowlab generate proxy-config`),
-#     against the same NGINX: HAProxy and Caddy beside NGINX buffering off,
-#     Caddy with buffer_responses and Varnish (pass) beside NGINX buffering
-#     on (HAProxy has no response buffering). A package `slowlab prepare` could not fetch is
-#     skipped with one line.
+#     against the same NGINX: HAProxy, Caddy and Apache beside NGINX
+#     buffering off, Caddy with buffer_responses, Varnish (pass), Apache
+#     with its raised FlushMaxThreshold and H2O beside NGINX buffering on
+#     (HAProxy has no response buffering, H2O no streaming). A package
+#     `slowlab prepare` could not fetch is skipped with one line.
 #
 # Usage: scripts/bench-proxy.sh
 # Environment: SLOWLAB (binary; default: build release into $CARGO_TARGET_DIR
@@ -36,8 +37,9 @@
 # pingora's HTTP/1 session: the least a proxy built on each costs; /fast
 # only, no slow downloads; not with KEEPALIVE=1). After the rows of every
 # round, a summary per component: the median over the rounds and the
-# range. PACKAGED_OFF (default "haproxy caddy") and PACKAGED_ON (default
-# "caddy-buf varnish"): the packaged proxies' routes measured in each mode;
+# range. PACKAGED_OFF (default "haproxy caddy apache") and PACKAGED_ON
+# (default "caddy-buf varnish apache-buf h2o"): the packaged proxies'
+# routes measured in each mode;
 # empty for none.
 #
 # CPU placement on a 2-core machine: each proxy alone on CPU 1; the origin,
@@ -54,8 +56,8 @@ ROUNDS=${ROUNDS:-2}
 WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 PROXY_LOGS=${PROXY_LOGS:-0}
-PACKAGED_OFF=${PACKAGED_OFF-haproxy caddy}
-PACKAGED_ON=${PACKAGED_ON-caddy-buf varnish}
+PACKAGED_OFF=${PACKAGED_OFF-haproxy caddy apache}
+PACKAGED_ON=${PACKAGED_ON-caddy-buf varnish apache-buf h2o}
 client_connections
 floor_binary bench-proxy
 bench_binaries bench-proxy
@@ -186,8 +188,8 @@ packaged_then_nginx() {
     pids+=("$PID")
     answers_fast "127.0.0.1:$port" 200 ||
         { echo "$(basename "$0" .sh): $route did not start" >&2; cat "$dir.err" >&2; exit 1; }
-    # Varnish's manager forks the child that serves: its CPU and memory
-    # are the child's (stopping the manager stops it).
+    # Varnish's manager and Apache's parent fork the child that serves:
+    # its CPU and memory are the child's (stopping the parent stops it).
     local worker
     worker=$(pgrep -n -P "$PID" || true)
     measure "$route" "${worker:-$PID}" "127.0.0.1:$port"

@@ -56,7 +56,10 @@ pub fn route_rank(route: &RouteName) -> usize {
         Some(Route::HaproxyReqbuf) => 13,
         Some(Route::Varnish) => 14,
         Some(Route::VarnishReqbuf) => 15,
-        None => 16,
+        Some(Route::Apache) => 16,
+        Some(Route::ApacheBuf) => 17,
+        Some(Route::H2o) => 18,
+        None => 19,
     }
 }
 

@@ -47,9 +47,9 @@ pub enum Preset {
     /// (2MiB/s); 3 repetitions.
     Link,
     /// Which proxies protect a blocking app: Gunicorn sync x2 direct and
-    /// behind every proxy route of the lab (NGINX, pingora, Caddy, HAProxy
-    /// and Varnish, each
-    /// buffering and not), at 0, 2 and 8 slow readers, and at 0, 2 and 8
+    /// behind every proxy route of the lab (NGINX, pingora, Caddy, HAProxy,
+    /// Varnish, Apache and H2O, each buffering and not where it can), at
+    /// 0, 2 and 8 slow readers, and at 0, 2 and 8
     /// slow uploaders behind each proxy's request routes; 3 repetitions.
     Proxies,
 }
@@ -394,10 +394,17 @@ mod tests {
             .collect();
         assert_eq!(down.len(), Route::PROXIES.len() * 3);
         // direct, nginx-reqbuf-off/on, pingora-reqbuf-off/on, caddy,
-        // caddy-reqbuf, haproxy, haproxy-reqbuf, varnish, varnish-reqbuf
-        assert_eq!(up.len(), 11 * 3);
+        // caddy-reqbuf, haproxy, haproxy-reqbuf, varnish, varnish-reqbuf,
+        // apache, h2o
+        assert_eq!(up.len(), 13 * 3);
         assert!(c.iter().all(|c| c.server == Server::GunicornSync2));
-        for r in [Route::Caddy, Route::CaddyBuf, Route::Haproxy] {
+        for r in [
+            Route::Caddy,
+            Route::CaddyBuf,
+            Route::Haproxy,
+            Route::ApacheBuf,
+            Route::H2o,
+        ] {
             assert!(down.iter().any(|c| c.route == r && c.slow == 8), "{r}");
         }
         assert!(up.iter().any(|c| c.route == Route::CaddyReqbuf));

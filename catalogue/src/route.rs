@@ -59,6 +59,37 @@ pub enum Route {
     /// request body, up to 32 MiB, read into memory before the backend
     /// request (`vmod_std.vcc`, `cache_req_body`).
     VarnishReqbuf,
+    /// Apache httpd 2.4 (`mpm_event`, `mod_proxy_http`) with its defaults:
+    /// the response goes through the core output filter, which writes
+    /// blocking once more than `FlushMaxThreshold` (65,535 bytes) waits
+    /// for the client (`server/core_filters.c`:376-381, 411;
+    /// `include/http_core.h`:92), so the handler and its upstream
+    /// connection wait for the slow client; a request body with a
+    /// Content-Length streams upstream (`RB_STREAM_CL`) once its first
+    /// 16 KiB are prefetched (`modules/proxy/mod_proxy_http.c`:285,
+    /// 541-544, 611-618). Cited from httpd 2.4.62, the newest tag of the
+    /// 2.4 line in the source the lab read; Debian ships 2.4.71.
+    Apache,
+    /// Apache with `FlushMaxThreshold 32M`: the core output filter sets
+    /// aside up to 32 MiB of a response in memory before it writes
+    /// blocking, so a whole `/large` is taken off the upstream while the
+    /// upstream sends without pause. `mod_proxy_http` still passes a
+    /// flush, which waits for the client, whenever a read from the
+    /// upstream would block (`mod_proxy_http.c`:1688-1700): an upstream
+    /// that pauses mid-response can still be held.
+    ApacheBuf,
+    /// H2O 2.2 with its defaults: its HTTP/1 client keeps reading the
+    /// upstream's response into the socket's input buffer whatever the
+    /// client reads (`on_body` never stops the read,
+    /// `lib/core/proxy.c`:379-397, `lib/common/http1client.c`:115-153 of
+    /// v2.2.5), in memory up to a 32 MB buffer, past it in an unlinked
+    /// temp file mapped into memory (`lib/common/socket.c`:122-124,
+    /// `lib/common/memory.c`:243-270); and it reads a whole request body
+    /// before it handles the request (`lib/http1.c`:163-169, 218-228), up
+    /// to `limit-request-body`, 1 GiB by default (`include/h2o.h`:75).
+    /// H2O 2.2 has no setting that streams either, so this one route
+    /// buffers both directions.
+    H2o,
 }
 
 /// Which reverse proxy a route uses.
@@ -69,6 +100,8 @@ pub enum ProxyKind {
     Caddy,
     Haproxy,
     Varnish,
+    Apache,
+    H2o,
 }
 
 impl ProxyKind {
@@ -80,6 +113,8 @@ impl ProxyKind {
             ProxyKind::Caddy => "Caddy",
             ProxyKind::Haproxy => "HAProxy",
             ProxyKind::Varnish => "Varnish",
+            ProxyKind::Apache => "Apache",
+            ProxyKind::H2o => "H2O",
         }
     }
 
@@ -89,19 +124,34 @@ impl ProxyKind {
     /// (`bufferedBody` reads to the end without `max_buffer_size`), and
     /// Varnish always, in Transient storage, which the proxy's memory cap
     /// may not allow; HAProxy never, one buffer per direction being all it
-    /// has.
+    /// has; Apache within its raised `FlushMaxThreshold`
+    /// ([`ProxyKind::APACHE_FLUSH_MAX`]); H2O always, in memory or, past
+    /// a 32 MB buffer, a mapped temp file.
     pub fn holds(self, body_bytes: u64, capacity: u64) -> bool {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => capacity >= body_bytes,
-            ProxyKind::Caddy | ProxyKind::Varnish => true,
+            ProxyKind::Caddy | ProxyKind::Varnish | ProxyKind::H2o => true,
+            ProxyKind::Apache => body_bytes <= Self::APACHE_FLUSH_MAX,
             ProxyKind::Haproxy => false,
         }
     }
+
+    /// `FlushMaxThreshold` of the `apache-buf` route: how much of a
+    /// response Apache's core output filter sets aside in memory before
+    /// it writes blocking.
+    pub const APACHE_FLUSH_MAX: u64 = 32 << 20;
 
     /// Whether it has a setting that buffers whole responses (HAProxy has
     /// none: its routes pass every response through at the client's pace).
     pub fn buffers_responses(self) -> bool {
         !matches!(self, ProxyKind::Haproxy)
+    }
+
+    /// Whether it has a setting that reads a request body before it
+    /// connects upstream (HAProxy's reads one buffer of it); Apache has
+    /// none that does without an input filter that rewrites the body.
+    pub fn buffers_requests(self) -> bool {
+        !matches!(self, ProxyKind::Apache)
     }
 
     /// What one transfer held whole costs it in memory, for a proxy that
@@ -110,9 +160,17 @@ impl ProxyKind {
     /// which grows it by doubling, so up to twice the body. `None` for
     /// NGINX and pingora (memory buffers, then temp files), HAProxy (it
     /// holds no transfer whole) and Varnish (not modelled, see below).
+    /// Apache sets a response aside in its deferred-write pool, one copy
+    /// of the body (`setaside_remaining_output`, `server/core_filters.c`).
+    /// H2O grows its buffer by doubling (`h2o_buffer_reserve`,
+    /// `lib/common/memory.c`:233-243) while the client drains it from the
+    /// front, so up to the body rounded up to a power of two, in memory
+    /// below 32 MB.
     pub fn memory_per_transfer(self, body_bytes: u64) -> Option<u64> {
         match self {
             ProxyKind::Caddy => Some(body_bytes.saturating_mul(2)),
+            ProxyKind::Apache => Some(body_bytes),
+            ProxyKind::H2o => Some(body_bytes.checked_next_power_of_two().unwrap_or(u64::MAX)),
             // Not modelled: its Transient storage holds the object, yet 8
             // passed 16 MiB responses to 2 MiB/s readers peaked at 67 MiB
             // resident (92 MiB of its cgroup's 96 MiB with page cache) and
@@ -125,13 +183,15 @@ impl ProxyKind {
 
     /// Where it keeps what it buffers: NGINX and pingora in memory
     /// buffers, then temp files up to their cap; Caddy and Varnish all in
-    /// memory; HAProxy one buffer per direction.
+    /// memory; HAProxy one buffer per direction; Apache its output
+    /// filter's memory; H2O memory, then a mapped temp file.
     pub fn store(self) -> &'static str {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => "memory, then temp files",
-            ProxyKind::Caddy => "memory",
+            ProxyKind::Caddy | ProxyKind::Apache => "memory",
             ProxyKind::Haproxy => "one 16 KiB buffer",
             ProxyKind::Varnish => "memory (Transient storage)",
+            ProxyKind::H2o => "memory, then a mapped temp file",
         }
     }
 
@@ -143,12 +203,14 @@ impl ProxyKind {
             ProxyKind::Caddy => Some(Tool::Caddy),
             ProxyKind::Haproxy => Some(Tool::Haproxy),
             ProxyKind::Varnish => Some(Tool::Varnish),
+            ProxyKind::Apache => Some(Tool::Apache),
+            ProxyKind::H2o => Some(Tool::H2o),
         }
     }
 }
 
 impl Route {
-    pub const ALL: [Route; 16] = [
+    pub const ALL: [Route; 19] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -165,6 +227,9 @@ impl Route {
         Route::HaproxyReqbuf,
         Route::Varnish,
         Route::VarnishReqbuf,
+        Route::Apache,
+        Route::ApacheBuf,
+        Route::H2o,
     ];
 
     /// The original's routes and their pingora twins: response buffering
@@ -179,7 +244,7 @@ impl Route {
 
     /// Direct and every proxy route of the response direction, the
     /// lab's own and the packaged proxies' (the `proxies` preset).
-    pub const PROXIES: [Route; 9] = [
+    pub const PROXIES: [Route; 12] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -189,11 +254,14 @@ impl Route {
         Route::CaddyBuf,
         Route::Haproxy,
         Route::Varnish,
+        Route::Apache,
+        Route::ApacheBuf,
+        Route::H2o,
     ];
 
     /// Direct and every proxy route of the request direction: each proxy
     /// with request buffering off and on (the `proxies` preset's uploads).
-    pub const PROXIES_UPLOAD: [Route; 11] = [
+    pub const PROXIES_UPLOAD: [Route; 13] = [
         Route::Direct,
         Route::NginxReqbufOff,
         Route::NginxReqbufOn,
@@ -205,6 +273,8 @@ impl Route {
         Route::HaproxyReqbuf,
         Route::Varnish,
         Route::VarnishReqbuf,
+        Route::Apache,
+        Route::H2o,
     ];
 
     /// The request-direction routes: request buffering on and off behind
@@ -234,6 +304,9 @@ impl Route {
             Route::HaproxyReqbuf => "haproxy-reqbuf",
             Route::Varnish => "varnish",
             Route::VarnishReqbuf => "varnish-reqbuf",
+            Route::Apache => "apache",
+            Route::ApacheBuf => "apache-buf",
+            Route::H2o => "h2o",
         }
     }
 
@@ -256,7 +329,10 @@ impl Route {
             | Route::Haproxy
             | Route::HaproxyReqbuf
             | Route::Varnish
-            | Route::VarnishReqbuf => None,
+            | Route::VarnishReqbuf
+            | Route::Apache
+            | Route::ApacheBuf
+            | Route::H2o => None,
         }
     }
 
@@ -274,6 +350,9 @@ impl Route {
             Route::CaddyBuf => Some((ProxyKind::Caddy, true)),
             Route::Haproxy | Route::HaproxyReqbuf => Some((ProxyKind::Haproxy, false)),
             Route::Varnish | Route::VarnishReqbuf => Some((ProxyKind::Varnish, true)),
+            Route::Apache => Some((ProxyKind::Apache, false)),
+            Route::ApacheBuf => Some((ProxyKind::Apache, true)),
+            Route::H2o => Some((ProxyKind::H2o, true)),
         }
     }
 
@@ -319,6 +398,22 @@ impl Route {
                 RequestBody::REQUEST_MAX_BODY,
                 true,
             )),
+            // Apache streams a body past its first 16 KiB and answers 413
+            // above `LimitRequestBody`, 1 GiB by default
+            // (`include/http_core.h`:70); H2O reads it whole up to its 1
+            // GiB `limit-request-body`.
+            Route::Apache | Route::ApacheBuf => Some(RequestBody {
+                buffering: false,
+                max_body_bytes: RequestBody::GIB_MAX_BODY,
+                buffer_limit: u64::MAX,
+                explicit: false,
+            }),
+            Route::H2o => Some(RequestBody {
+                buffering: true,
+                max_body_bytes: RequestBody::GIB_MAX_BODY,
+                buffer_limit: u64::MAX,
+                explicit: false,
+            }),
         }
     }
 
@@ -415,6 +510,9 @@ impl RequestBody {
     /// request buffer, `tune.bufsize` (16384) less `tune.maxrewrite`
     /// (1024), the defaults of Debian's build.
     pub const HAPROXY_BUFFER: u64 = (16 << 10) - 1024;
+    /// Apache's default `LimitRequestBody` and H2O's default
+    /// `limit-request-body`: 1 GiB.
+    pub const GIB_MAX_BODY: u64 = 1 << 30;
 
     /// A proxy's policy without a body size limit (no 413): buffering or
     /// not, reading at most `buffer_limit` of a body before it connects
@@ -553,6 +651,22 @@ mod tests {
             Route::CaddyBuf.for_direction(Direction::Upload),
             Route::CaddyReqbuf
         );
+        // Apache buffers a response only with its raised threshold, and
+        // within it; H2O buffers every response and request body, in
+        // memory up to the body rounded up to a power of two, so 8 x 16
+        // MiB outgrow 96 MiB.
+        assert!(!Route::Apache.absorbs(1, cap));
+        assert!(Route::ApacheBuf.absorbs(16 << 20, cap));
+        assert!(!Route::ApacheBuf.absorbs((32 << 20) + 1, cap));
+        assert!(!Route::ApacheBuf.absorbs_request(1));
+        assert!(Route::H2o.absorbs(64 << 20, cap));
+        assert!(Route::H2o.absorbs_request(16 << 20));
+        assert!(!Route::H2o.absorbs_request((1 << 30) + 1));
+        assert!(!Route::H2o.outgrows_memory(d, 2, 16 << 20, mem));
+        assert!(Route::H2o.outgrows_memory(d, 8, 16 << 20, mem));
+        assert!(Route::H2o.outgrows_memory(Direction::Upload, 8, 16 << 20, mem));
+        assert!(Route::ApacheBuf.outgrows_memory(d, 8, 16 << 20, mem));
+        assert!(!Route::Apache.outgrows_memory(d, 8, 16 << 20, mem));
     }
 
     #[test]
@@ -591,7 +705,8 @@ mod tests {
                 Route::NginxReqbufOn,
                 Route::PingoraReqbufOn,
                 Route::CaddyReqbuf,
-                Route::VarnishReqbuf
+                Route::VarnishReqbuf,
+                Route::H2o
             ]
         );
         // The response routes' NGINX buffers bodies up to its default 1m.

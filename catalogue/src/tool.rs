@@ -21,6 +21,10 @@ pub enum Tool {
     Haproxy,
     /// Varnish 7.1 (it compiles its VCL with the system's C compiler).
     Varnish,
+    /// Apache httpd 2.4 (`mod_proxy_http`, `mpm_event`).
+    Apache,
+    /// H2O 2.2.
+    H2o,
 }
 
 /// The pinned Gunicorn version of the experiment.
@@ -68,7 +72,7 @@ pub enum Pin {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 10] = [
+    pub const ALL: [Tool; 12] = [
         Tool::Gunicorn,
         Tool::Nginx,
         Tool::Uvicorn,
@@ -79,6 +83,8 @@ impl Tool {
         Tool::Caddy,
         Tool::Haproxy,
         Tool::Varnish,
+        Tool::Apache,
+        Tool::H2o,
     ];
 
     pub fn name(self) -> &'static str {
@@ -93,6 +99,8 @@ impl Tool {
             Tool::Caddy => "caddy",
             Tool::Haproxy => "haproxy",
             Tool::Varnish => "varnish",
+            Tool::Apache => "apache",
+            Tool::H2o => "h2o",
         }
     }
 
@@ -138,6 +146,23 @@ impl Tool {
                 binary: "usr/sbin/varnishd",
                 version_args: &["-V"],
                 libraries: &["libvarnishapi3", "libjemalloc2"],
+            }),
+            // The server and its modules; the configuration package
+            // (`apache2`, with /etc/apache2) is not needed, the lab writes
+            // its own.
+            Tool::Apache => Pin::Debian(DebPin {
+                package: "apache2-bin",
+                version: "2.4.71",
+                binary: "usr/sbin/apache2",
+                version_args: &["-v"],
+                libraries: &["libapr1", "libaprutil1"],
+            }),
+            Tool::H2o => Pin::Debian(DebPin {
+                package: "h2o",
+                version: "2.2.5",
+                binary: "usr/bin/h2o",
+                version_args: &["--version"],
+                libraries: &[],
             }),
             Tool::Uvicorn => py(
                 "uvicorn",

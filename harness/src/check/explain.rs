@@ -323,6 +323,15 @@ fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
         ),
         Some(Cause::Handlers) => match buffering(r.route) {
             None => format!("{}: {put}, or {handlers}", label(r)),
+            Some((kind, _, false))
+                if args.direction != Direction::Download && !kind.buffers_requests() =>
+            {
+                format!(
+                    "{}: {} has no setting that reads a whole request body before it forwards the request, so it passes each one through at the client's pace; {put}, or {handlers}",
+                    label(r),
+                    kind.title()
+                )
+            }
             Some((kind, "buffering", false)) if !kind.buffers_responses() => format!(
                 "{}: {} has no setting that buffers a whole response, so it passes each one through at the client's pace; {put}, or {handlers}",
                 label(r),
@@ -518,6 +527,18 @@ mod tests {
         let nginx = route(Route::NginxOff, "nginx-off", Some(2), "handlers");
         assert_eq!(label(&nginx), "behind NGINX buffering off");
         assert!(super::remedy(&[nginx], &a).contains("turn the proxy's buffering on"));
+        // Apache's response buffering (its raised flush threshold) does
+        // nothing for an upload, and it has no request buffering.
+        let up = args(&["--through", "apache", "--direction", "upload"]);
+        let apache = route(Route::Apache, "apache", Some(2), "handlers");
+        let remedy = super::remedy(&[apache], &up);
+        assert!(
+            remedy.contains("Apache has no setting that reads a whole request body"),
+            "{remedy}"
+        );
+        assert!(!remedy.contains("turn the proxy's"), "{remedy}");
+        let apache = route(Route::Apache, "apache", Some(2), "handlers");
+        assert!(super::remedy(&[apache], &a).contains("turn the proxy's buffering on"));
     }
 
     #[test]

@@ -9,10 +9,12 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod apache;
 mod caddy;
 mod cgroups;
 mod check_cli;
 mod full_disk;
+mod h2o;
 mod haproxy;
 mod link;
 mod model_direct;

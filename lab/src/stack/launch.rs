@@ -353,7 +353,11 @@ impl Launcher {
                     )
                 })?
             }
-            ProxyKind::Caddy | ProxyKind::Haproxy | ProxyKind::Varnish => retry_port(|| {
+            ProxyKind::Caddy
+            | ProxyKind::Haproxy
+            | ProxyKind::Varnish
+            | ProxyKind::Apache
+            | ProxyKind::H2o => retry_port(|| {
                 let addr = SocketAddr::new(at.ip, free_port_at(at)?);
                 let line = packaged::line(
                     &self.tools,

@@ -8,13 +8,18 @@
 //! - [`launch`]: starting a server and a proxy as capped child processes,
 //!   by the catalogue's recipes.
 //! - [`nginx`]: the generated NGINX configuration of the experiment.
+//! - [`packaged`]: the command line of a proxy from Debian's packages,
+//!   its configuration written by [`caddy`], [`haproxy`], [`varnish`],
+//!   [`apache`] or [`h2o`].
 //! - [`policy`]: the cap policy, and the check for missing tools.
 //! - [`run`]: one run: cgroups, stack, sampler, load, stop in data-path
 //!   order; what `reproduce`, `sweep` and `check` share ([`run::start`]
 //!   keeps a stack up for several loads, as `check` does).
 //! - [`load_end`]: how a load ended, and what it measured.
 
+pub mod apache;
 pub mod caddy;
+pub mod h2o;
 pub mod haproxy;
 pub mod launch;
 pub mod load_end;

@@ -1,7 +1,7 @@
 //! The command line of a proxy from Debian's packages (Caddy, HAProxy,
-//! Varnish) on one route: its config written by [`super::caddy`],
-//! [`super::haproxy`] or [`super::varnish`],
-//! its argv and its environment. The launcher starts it from here, and
+//! Varnish, Apache, H2O) on one route: its config written by
+//! [`super::caddy`], [`super::haproxy`], [`super::varnish`],
+//! [`super::apache`] or [`super::h2o`], its argv and its environment. The launcher starts it from here, and
 //! `slowlab generate proxy-config` prints it, so that a benchmark or a
 //! user runs exactly what the lab runs.
 
@@ -9,10 +9,10 @@ use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use catalogue::{ProxyKind, Route, Tool};
 
-use super::{caddy, haproxy, varnish};
+use super::{apache, caddy, h2o, haproxy, varnish};
 use crate::prepare::{Tools, unavailable_error};
 
 /// A program, its arguments and the environment it needs.
@@ -114,6 +114,41 @@ pub fn line(
                 program: v.binary.clone(),
                 args: varnish::args(listen, &instance, &vcl_path, vmods.as_deref()),
                 env: v.env(),
+            }
+        }
+        ProxyKind::Apache => {
+            let a = deb(Tool::Apache)?;
+            let run = scratch.join("apache");
+            fs::create_dir_all(&run)?;
+            // usr/sbin/apache2 -> usr/lib/apache2/modules, in the unpacked
+            // package as under /.
+            let modules = a
+                .binary
+                .parent()
+                .and_then(Path::parent)
+                .map(|usr| usr.join("lib/apache2/modules"))
+                .context("apache2 is not in a usr/sbin directory")?;
+            let conf_path = conf_dir.join("httpd.conf");
+            fs::write(
+                &conf_path,
+                apache::config(listen, upstream, &modules, &run, buffering),
+            )?;
+            Line {
+                program: a.binary.clone(),
+                args: apache::args(&conf_path),
+                env: a.env(),
+            }
+        }
+        ProxyKind::H2o => {
+            let h = deb(Tool::H2o)?;
+            let temp = scratch.join("h2o");
+            fs::create_dir_all(&temp)?;
+            let conf_path = conf_dir.join("h2o.conf");
+            fs::write(&conf_path, h2o::config(listen, upstream, &temp))?;
+            Line {
+                program: h.binary.clone(),
+                args: vec!["-c".into(), conf_path.to_string_lossy().into()],
+                env: h.env(),
             }
         }
         ProxyKind::Haproxy => {

@@ -75,6 +75,11 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         // Varnish: magenta, caching request bodies plum.
         Some(Route::Varnish) => RGBColor(200, 60, 140),
         Some(Route::VarnishReqbuf) => RGBColor(130, 50, 100),
+        // Apache: its default dark red, its raised flush threshold rose;
+        // H2O (buffering both ways) sky blue.
+        Some(Route::Apache) => RGBColor(150, 30, 40),
+        Some(Route::ApacheBuf) => RGBColor(230, 120, 140),
+        Some(Route::H2o) => RGBColor(90, 180, 230),
         None => RGBColor(120, 120, 120),
     }
 }

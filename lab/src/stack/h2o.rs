@@ -1,0 +1,76 @@
+//! The H2O 2.2 configuration of the `h2o` route: one thread
+//! (`num-threads: 1`, as NGINX's one worker), in the foreground, its
+//! error log on standard error, its temp buffers in the run's scratch, and
+//! NGINX's 60 s timeouts (`http1-request-timeout`, `proxy.timeout.io`,
+//! 10 s and 30 s by default, `include/h2o.h`:79-86 of v2.2.5). Run as
+//! root, H2O switches to `user` (`nobody` by default), which could not
+//! write the scratch; `user: root` keeps it the lab's child as it is.
+//! What H2O 2.2 does with a transfer (`Route::H2o` cites the source):
+//! - it reads the upstream's whole response as fast as the upstream sends
+//!   it, whatever the client reads: in memory, or past a 32 MB buffer in
+//!   an unlinked temp file under `temp-buffer-path`, mapped into memory;
+//! - it reads a whole request body before it handles the request, up to
+//!   `limit-request-body` (1 GiB by default).
+//!
+//! So the one route buffers both directions: H2O 2.2 has no setting that
+//! streams either.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// NGINX's default timeouts, in the units H2O takes: seconds for the
+/// request, milliseconds for the upstream's I/O.
+pub const REQUEST_TIMEOUT_S: u32 = 60;
+pub const PROXY_IO_TIMEOUT_MS: u32 = 60_000;
+
+/// Renders the `h2o.conf` of one run: listening on `listen`, proxying to
+/// `upstream`, its temp buffers in `scratch`.
+pub fn config(listen: SocketAddr, upstream: SocketAddr, scratch: &Path) -> String {
+    format!(
+        "user: root
+num-threads: 1
+error-log: /dev/stderr
+temp-buffer-path: \"{scratch}/h2o.b.XXXXXX\"
+http1-request-timeout: {REQUEST_TIMEOUT_S}
+listen:
+  host: \"{host}\"
+  port: {port}
+hosts:
+  default:
+    paths:
+      /:
+        proxy.timeout.io: {PROXY_IO_TIMEOUT_MS}
+        proxy.reverse.url: \"http://{upstream}/\"
+",
+        scratch = scratch.display(),
+        host = listen.ip(),
+        port = listen.port(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_is_pinned() {
+        let c = config(
+            "127.0.0.1:8080".parse().unwrap(),
+            "127.0.0.1:9000".parse().unwrap(),
+            Path::new("/s/h2o"),
+        );
+        assert_eq!(
+            c,
+            "user: root\nnum-threads: 1\nerror-log: /dev/stderr\ntemp-buffer-path: \"/s/h2o/h2o.b.XXXXXX\"\nhttp1-request-timeout: 60\nlisten:\n  host: \"127.0.0.1\"\n  port: 8080\nhosts:\n  default:\n    paths:\n      /:\n        proxy.timeout.io: 60000\n        proxy.reverse.url: \"http://127.0.0.1:9000/\"\n"
+        );
+        let v6 = config(
+            "[::1]:8080".parse().unwrap(),
+            "[::1]:9000".parse().unwrap(),
+            Path::new("/s"),
+        );
+        assert!(
+            v6.contains("host: \"::1\"") && v6.contains("\"http://[::1]:9000/\""),
+            "{v6}"
+        );
+    }
+}
