@@ -59,7 +59,9 @@ pub fn route_rank(route: &RouteName) -> usize {
         Some(Route::Apache) => 16,
         Some(Route::ApacheBuf) => 17,
         Some(Route::H2o) => 18,
-        None => 19,
+        Some(Route::Squid) => 19,
+        Some(Route::SquidBuf) => 20,
+        None => 21,
     }
 }
 

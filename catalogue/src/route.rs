@@ -90,6 +90,19 @@ pub enum Route {
     /// H2O 2.2 has no setting that streams either, so this one route
     /// buffers both directions.
     H2o,
+    /// Squid 5.7 as a reverse proxy (`accel`, nothing cached) with its
+    /// defaults: it reads from the upstream only while it holds less than
+    /// `read_ahead_gap` (16 KB) beyond what the slowest client has taken
+    /// (`src/MemObject.cc`:309-321, `src/http.cc`:1238-1247 and
+    /// 1643-1652, `src/cf.data.pre`:6345-6353 of SQUID_5_7), so the app's
+    /// handler waits for a slow reader; a request body streams through a
+    /// 64 KB pipe (`src/http.cc`:2375-2411, `src/BodyPipe.h`:100), and
+    /// Squid has no setting that reads a whole body first.
+    Squid,
+    /// Squid with `read_ahead_gap 32 MB`: a whole response read off the
+    /// upstream into memory, not bounded by `cache_mem` and never written
+    /// to disk (`cf.data.pre`:4050-4056).
+    SquidBuf,
 }
 
 /// Which reverse proxy a route uses.
@@ -102,6 +115,7 @@ pub enum ProxyKind {
     Varnish,
     Apache,
     H2o,
+    Squid,
 }
 
 impl ProxyKind {
@@ -115,6 +129,7 @@ impl ProxyKind {
             ProxyKind::Varnish => "Varnish",
             ProxyKind::Apache => "Apache",
             ProxyKind::H2o => "H2O",
+            ProxyKind::Squid => "Squid",
         }
     }
 
@@ -126,12 +141,14 @@ impl ProxyKind {
     /// may not allow; HAProxy never, one buffer per direction being all it
     /// has; Apache within its raised `FlushMaxThreshold`
     /// ([`ProxyKind::APACHE_FLUSH_MAX`]); H2O always, in memory or, past
-    /// a 32 MB buffer, a mapped temp file.
+    /// a 32 MB buffer, a mapped temp file; Squid within its raised
+    /// `read_ahead_gap` ([`ProxyKind::SQUID_READ_AHEAD`]).
     pub fn holds(self, body_bytes: u64, capacity: u64) -> bool {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => capacity >= body_bytes,
             ProxyKind::Caddy | ProxyKind::Varnish | ProxyKind::H2o => true,
             ProxyKind::Apache => body_bytes <= Self::APACHE_FLUSH_MAX,
+            ProxyKind::Squid => body_bytes <= Self::SQUID_READ_AHEAD,
             ProxyKind::Haproxy => false,
         }
     }
@@ -141,6 +158,10 @@ impl ProxyKind {
     /// it writes blocking.
     pub const APACHE_FLUSH_MAX: u64 = 32 << 20;
 
+    /// `read_ahead_gap` of the `squid-buf` route: how much of a response
+    /// Squid reads ahead of the slowest client.
+    pub const SQUID_READ_AHEAD: u64 = 32 << 20;
+
     /// Whether it has a setting that buffers whole responses (HAProxy has
     /// none: its routes pass every response through at the client's pace).
     pub fn buffers_responses(self) -> bool {
@@ -149,9 +170,10 @@ impl ProxyKind {
 
     /// Whether it has a setting that reads a request body before it
     /// connects upstream (HAProxy's reads one buffer of it); Apache has
-    /// none that does without an input filter that rewrites the body.
+    /// none that does without an input filter that rewrites the body,
+    /// Squid none at all.
     pub fn buffers_requests(self) -> bool {
-        !matches!(self, ProxyKind::Apache)
+        !matches!(self, ProxyKind::Apache | ProxyKind::Squid)
     }
 
     /// What one transfer held whole costs it in memory, for a proxy that
@@ -169,7 +191,9 @@ impl ProxyKind {
     pub fn memory_per_transfer(self, body_bytes: u64) -> Option<u64> {
         match self {
             ProxyKind::Caddy => Some(body_bytes.saturating_mul(2)),
-            ProxyKind::Apache => Some(body_bytes),
+            // Squid: one copy in 4 KB pages (+16.0-16.7 MiB per slow
+            // reader of 16 MiB measured here, VmRSS).
+            ProxyKind::Apache | ProxyKind::Squid => Some(body_bytes),
             ProxyKind::H2o => Some(body_bytes.checked_next_power_of_two().unwrap_or(u64::MAX)),
             // Not modelled: its Transient storage holds the object, yet 8
             // passed 16 MiB responses to 2 MiB/s readers peaked at 67 MiB
@@ -188,7 +212,7 @@ impl ProxyKind {
     pub fn store(self) -> &'static str {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => "memory, then temp files",
-            ProxyKind::Caddy | ProxyKind::Apache => "memory",
+            ProxyKind::Caddy | ProxyKind::Apache | ProxyKind::Squid => "memory",
             ProxyKind::Haproxy => "one 16 KiB buffer",
             ProxyKind::Varnish => "memory (Transient storage)",
             ProxyKind::H2o => "memory, then a mapped temp file",
@@ -205,12 +229,13 @@ impl ProxyKind {
             ProxyKind::Varnish => Some(Tool::Varnish),
             ProxyKind::Apache => Some(Tool::Apache),
             ProxyKind::H2o => Some(Tool::H2o),
+            ProxyKind::Squid => Some(Tool::Squid),
         }
     }
 }
 
 impl Route {
-    pub const ALL: [Route; 19] = [
+    pub const ALL: [Route; 21] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -230,6 +255,8 @@ impl Route {
         Route::Apache,
         Route::ApacheBuf,
         Route::H2o,
+        Route::Squid,
+        Route::SquidBuf,
     ];
 
     /// The original's routes and their pingora twins: response buffering
@@ -244,7 +271,7 @@ impl Route {
 
     /// Direct and every proxy route of the response direction, the
     /// lab's own and the packaged proxies' (the `proxies` preset).
-    pub const PROXIES: [Route; 12] = [
+    pub const PROXIES: [Route; 14] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -257,11 +284,13 @@ impl Route {
         Route::Apache,
         Route::ApacheBuf,
         Route::H2o,
+        Route::Squid,
+        Route::SquidBuf,
     ];
 
     /// Direct and every proxy route of the request direction: each proxy
     /// with request buffering off and on (the `proxies` preset's uploads).
-    pub const PROXIES_UPLOAD: [Route; 13] = [
+    pub const PROXIES_UPLOAD: [Route; 14] = [
         Route::Direct,
         Route::NginxReqbufOff,
         Route::NginxReqbufOn,
@@ -275,6 +304,7 @@ impl Route {
         Route::VarnishReqbuf,
         Route::Apache,
         Route::H2o,
+        Route::Squid,
     ];
 
     /// The request-direction routes: request buffering on and off behind
@@ -307,6 +337,8 @@ impl Route {
             Route::Apache => "apache",
             Route::ApacheBuf => "apache-buf",
             Route::H2o => "h2o",
+            Route::Squid => "squid",
+            Route::SquidBuf => "squid-buf",
         }
     }
 
@@ -332,7 +364,9 @@ impl Route {
             | Route::VarnishReqbuf
             | Route::Apache
             | Route::ApacheBuf
-            | Route::H2o => None,
+            | Route::H2o
+            | Route::Squid
+            | Route::SquidBuf => None,
         }
     }
 
@@ -353,6 +387,8 @@ impl Route {
             Route::Apache => Some((ProxyKind::Apache, false)),
             Route::ApacheBuf => Some((ProxyKind::Apache, true)),
             Route::H2o => Some((ProxyKind::H2o, true)),
+            Route::Squid => Some((ProxyKind::Squid, false)),
+            Route::SquidBuf => Some((ProxyKind::Squid, true)),
         }
     }
 
@@ -381,12 +417,15 @@ impl Route {
             Route::PingoraOff | Route::PingoraOn => Some(default(false)),
             Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
             Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
-            // Caddy, HAProxy and Varnish set no limit on a request body;
+            // Caddy, HAProxy, Varnish and Squid set no limit on a request body;
             // buffering, HAProxy waits for one buffer of it, Varnish's
             // `cache_req_body` for 32 MiB (a longer one streams).
-            Route::Caddy | Route::CaddyBuf | Route::Haproxy | Route::Varnish => {
-                Some(RequestBody::unlimited(false, u64::MAX, false))
-            }
+            Route::Caddy
+            | Route::CaddyBuf
+            | Route::Haproxy
+            | Route::Varnish
+            | Route::Squid
+            | Route::SquidBuf => Some(RequestBody::unlimited(false, u64::MAX, false)),
             Route::CaddyReqbuf => Some(RequestBody::unlimited(true, u64::MAX, true)),
             Route::HaproxyReqbuf => Some(RequestBody::unlimited(
                 true,
@@ -667,6 +706,14 @@ mod tests {
         assert!(Route::H2o.outgrows_memory(Direction::Upload, 8, 16 << 20, mem));
         assert!(Route::ApacheBuf.outgrows_memory(d, 8, 16 << 20, mem));
         assert!(!Route::Apache.outgrows_memory(d, 8, 16 << 20, mem));
+        // Squid reads ahead a whole response only with its raised gap, in
+        // memory, and streams every body.
+        assert!(!Route::Squid.absorbs(1 << 20, cap));
+        assert!(Route::SquidBuf.absorbs(16 << 20, cap));
+        assert!(!Route::SquidBuf.absorbs((32 << 20) + 1, cap));
+        assert!(!Route::SquidBuf.absorbs_request(1));
+        assert!(!Route::SquidBuf.outgrows_memory(d, 2, 16 << 20, mem));
+        assert!(Route::SquidBuf.outgrows_memory(d, 8, 16 << 20, mem));
     }
 
     #[test]

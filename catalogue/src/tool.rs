@@ -25,6 +25,8 @@ pub enum Tool {
     Apache,
     /// H2O 2.2.
     H2o,
+    /// Squid 5.7, as a reverse proxy (`accel`).
+    Squid,
 }
 
 /// The pinned Gunicorn version of the experiment.
@@ -58,9 +60,9 @@ pub struct DebPin {
     /// The arguments that make it print its version (NGINX `-v`, Caddy
     /// `version`).
     pub version_args: &'static [&'static str],
-    /// The packages of the shared libraries it needs that a minimal
-    /// Debian 12 lacks, unpacked beside it (HAProxy's Lua and OpenTracing
-    /// wrapper), and found through `LD_LIBRARY_PATH`.
+    /// The packages it needs that a minimal Debian 12 lacks, unpacked
+    /// beside it: shared libraries (HAProxy's Lua and OpenTracing wrapper),
+    /// found through `LD_LIBRARY_PATH`, and data (Squid's error pages).
     pub libraries: &'static [&'static str],
 }
 
@@ -72,7 +74,7 @@ pub enum Pin {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 12] = [
+    pub const ALL: [Tool; 13] = [
         Tool::Gunicorn,
         Tool::Nginx,
         Tool::Uvicorn,
@@ -85,6 +87,7 @@ impl Tool {
         Tool::Varnish,
         Tool::Apache,
         Tool::H2o,
+        Tool::Squid,
     ];
 
     pub fn name(self) -> &'static str {
@@ -101,6 +104,7 @@ impl Tool {
             Tool::Varnish => "varnish",
             Tool::Apache => "apache",
             Tool::H2o => "h2o",
+            Tool::Squid => "squid",
         }
     }
 
@@ -163,6 +167,22 @@ impl Tool {
                 binary: "usr/bin/h2o",
                 version_args: &["--version"],
                 libraries: &[],
+            }),
+            // Its error pages and data come with it (`squid-common`, whose
+            // error directory links into `squid-langpack`).
+            Tool::Squid => Pin::Debian(DebPin {
+                package: "squid",
+                version: "5.7",
+                binary: "usr/sbin/squid",
+                version_args: &["-v"],
+                libraries: &[
+                    "squid-common",
+                    "squid-langpack",
+                    "libecap3",
+                    "libltdl7",
+                    "libnetfilter-conntrack3",
+                    "libnfnetlink0",
+                ],
             }),
             Tool::Uvicorn => py(
                 "uvicorn",

@@ -323,7 +323,8 @@ fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
         ),
         Some(Cause::Handlers) => match buffering(r.route) {
             None => format!("{}: {put}, or {handlers}", label(r)),
-            Some((kind, _, false))
+            // Whatever its response buffering: it does nothing for a body.
+            Some((kind, ..))
                 if args.direction != Direction::Download && !kind.buffers_requests() =>
             {
                 format!(
@@ -537,6 +538,9 @@ mod tests {
             "{remedy}"
         );
         assert!(!remedy.contains("turn the proxy's"), "{remedy}");
+        let apache = route(Route::ApacheBuf, "apache-buf", Some(2), "handlers");
+        let remedy = super::remedy(&[apache], &up);
+        assert!(remedy.contains("Apache has no setting"), "{remedy}");
         let apache = route(Route::Apache, "apache", Some(2), "handlers");
         assert!(super::remedy(&[apache], &a).contains("turn the proxy's buffering on"));
     }

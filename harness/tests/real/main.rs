@@ -31,6 +31,7 @@ mod reproduce_quick;
 mod reproduce_sigkill;
 mod reproduce_upload;
 mod sockdiag;
+mod squid;
 mod sweep_cli;
 mod through_cmd;
 mod upload_cli;

@@ -46,7 +46,15 @@ fn a_venv_whose_gunicorn_does_not_run_is_rebuilt() {
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
     // Keep NGINX and the other packaged proxies from being fetched again: the checkout's
     // unpacked copies.
-    for package in ["nginx", "caddy", "haproxy", "varnish", "apache2-bin", "h2o"] {
+    for package in [
+        "nginx",
+        "caddy",
+        "haproxy",
+        "varnish",
+        "apache2-bin",
+        "h2o",
+        "squid",
+    ] {
         let unpacked = support::state_dir().join(package);
         if unpacked.exists() {
             symlink(&unpacked, home.path().join(package)).unwrap();

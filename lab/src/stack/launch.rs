@@ -357,7 +357,8 @@ impl Launcher {
             | ProxyKind::Haproxy
             | ProxyKind::Varnish
             | ProxyKind::Apache
-            | ProxyKind::H2o => retry_port(|| {
+            | ProxyKind::H2o
+            | ProxyKind::Squid => retry_port(|| {
                 let addr = SocketAddr::new(at.ip, free_port_at(at)?);
                 let line = packaged::line(
                     &self.tools,

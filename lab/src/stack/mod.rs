@@ -10,7 +10,7 @@
 //! - [`nginx`]: the generated NGINX configuration of the experiment.
 //! - [`packaged`]: the command line of a proxy from Debian's packages,
 //!   its configuration written by [`caddy`], [`haproxy`], [`varnish`],
-//!   [`apache`] or [`h2o`].
+//!   [`apache`], [`h2o`] or [`squid`].
 //! - [`policy`]: the cap policy, and the check for missing tools.
 //! - [`run`]: one run: cgroups, stack, sampler, load, stop in data-path
 //!   order; what `reproduce`, `sweep` and `check` share ([`run::start`]
@@ -27,6 +27,7 @@ pub mod nginx;
 pub mod packaged;
 pub mod policy;
 pub mod run;
+pub mod squid;
 pub mod varnish;
 
 use catalogue::Server;

@@ -1,7 +1,8 @@
 //! The command line of a proxy from Debian's packages (Caddy, HAProxy,
-//! Varnish, Apache, H2O) on one route: its config written by
+//! Varnish, Apache, H2O, Squid) on one route: its config written by
 //! [`super::caddy`], [`super::haproxy`], [`super::varnish`],
-//! [`super::apache`] or [`super::h2o`], its argv and its environment. The launcher starts it from here, and
+//! [`super::apache`], [`super::h2o`] or [`super::squid`], its argv and
+//! its environment. The launcher starts it from here, and
 //! `slowlab generate proxy-config` prints it, so that a benchmark or a
 //! user runs exactly what the lab runs.
 
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use catalogue::{ProxyKind, Route, Tool};
 
-use super::{apache, caddy, h2o, haproxy, varnish};
+use super::{apache, caddy, h2o, haproxy, squid, varnish};
 use crate::prepare::{Tools, unavailable_error};
 
 /// A program, its arguments and the environment it needs.
@@ -151,6 +152,27 @@ pub fn line(
                 env: h.env(),
             }
         }
+        ProxyKind::Squid => {
+            let q = deb(Tool::Squid)?;
+            // usr/sbin/squid -> the package's tree, or / for the system's.
+            let root = q
+                .binary
+                .ancestors()
+                .nth(3)
+                .context("squid is not in a usr/sbin directory")?
+                .to_path_buf();
+            let state = squid_state(scratch)?;
+            let conf_path = conf_dir.join("squid.conf");
+            fs::write(
+                &conf_path,
+                squid::config(listen, upstream, &root, &state, buffering),
+            )?;
+            Line {
+                program: q.binary.clone(),
+                args: squid::args(&conf_path),
+                env: q.env(),
+            }
+        }
         ProxyKind::Haproxy => {
             let h = deb(Tool::Haproxy)?;
             let conf_path = conf_dir.join("haproxy.cfg");
@@ -167,6 +189,36 @@ pub fn line(
             }
         }
     }))
+}
+
+/// Squid's state directory in `scratch`, owned by the user Squid drops
+/// root to ([`squid::USER`]), which may pass through the directories
+/// above it up to the system's temp directory, where slowlab's scratch
+/// directories are (they get the search bit, 0711: that user may not list
+/// them).
+fn squid_state(scratch: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let passwd = fs::read_to_string("/etc/passwd").context("reading /etc/passwd")?;
+    let (uid, gid) = squid::ids(&passwd, squid::USER).with_context(|| {
+        format!(
+            "Squid drops root to the user {}, which this system does not have",
+            squid::USER
+        )
+    })?;
+    let state = scratch.join("squid");
+    fs::create_dir_all(&state)?;
+    std::os::unix::fs::chown(&state, Some(uid), Some(gid))
+        .with_context(|| format!("giving {} to {}", state.display(), squid::USER))?;
+    let temp = std::env::temp_dir();
+    for dir in state
+        .ancestors()
+        .skip(1)
+        .take_while(|d| d.starts_with(&temp) && *d != temp.as_path())
+    {
+        let mode = fs::metadata(dir)?.permissions().mode();
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o011))?;
+    }
+    Ok(state)
 }
 
 #[cfg(test)]

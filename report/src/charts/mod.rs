@@ -80,6 +80,10 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         Some(Route::Apache) => RGBColor(150, 30, 40),
         Some(Route::ApacheBuf) => RGBColor(230, 120, 140),
         Some(Route::H2o) => RGBColor(90, 180, 230),
+        // Squid: its default olive-grey, reading ahead a whole response
+        // gold.
+        Some(Route::Squid) => RGBColor(110, 110, 70),
+        Some(Route::SquidBuf) => RGBColor(210, 170, 30),
         None => RGBColor(120, 120, 120),
     }
 }
