@@ -216,7 +216,7 @@ mod tests {
     fn proxy_config_takes_packaged_routes_on_loopback_only() {
         assert_eq!(packaged_route("haproxy-reqbuf"), Ok(Route::HaproxyReqbuf));
         assert_eq!(packaged_route("caddy-buf"), Ok(Route::CaddyBuf));
-        for bad in ["nginx-on", "pingora-off", "direct", "squid"] {
+        for bad in ["nginx-on", "pingora-off", "direct", "traefik"] {
             let e = packaged_route(bad).unwrap_err();
             assert!(e.contains("caddy, caddy-buf"), "{e}");
         }

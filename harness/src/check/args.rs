@@ -285,7 +285,7 @@ mod tests {
         }
         assert_eq!(through_arg("pingora-on"), Ok(Route::PingoraOn));
         assert_eq!(through_arg("haproxy-reqbuf"), Ok(Route::HaproxyReqbuf));
-        let unknown = through_arg("squid").unwrap_err();
+        let unknown = through_arg("traefik").unwrap_err();
         assert!(
             unknown.contains("nginx-on") && !unknown.contains("direct,"),
             "{unknown}"
