@@ -166,7 +166,8 @@ impl Tool {
                 version: "2.2.5",
                 binary: "usr/bin/h2o",
                 version_args: &["--version"],
-                libraries: &[],
+                // Optional in Debian: a minimal system may lack it.
+                libraries: &["libyaml-0-2"],
             }),
             // Its error pages and data come with it (`squid-common`, whose
             // error directory links into `squid-langpack`).
