@@ -12,10 +12,11 @@
 #     concurrent 16 MiB downloads to slow readers (2 MiB/s, SO_RCVBUF 8 KiB);
 #   - the same for the proxies from Debian's packages, each with the config
 #     and command line a run gives it (`slowlab generate proxy-config`),
-#     against the same NGINX: HAProxy, Caddy, Apache and Squid beside NGINX
-#     buffering off, Caddy with buffer_responses, Varnish (pass), Apache
-#     with its raised FlushMaxThreshold, H2O and Squid with its raised
-#     read_ahead_gap beside NGINX buffering on
+#     against the same NGINX: HAProxy, Caddy, Apache, Squid and Traffic
+#     Server beside NGINX buffering off, Caddy with buffer_responses,
+#     Varnish (pass), Apache with its raised FlushMaxThreshold, H2O, Squid
+#     with its raised read_ahead_gap and Traffic Server with its raised
+#     water mark beside NGINX buffering on
 #     (HAProxy has no response buffering, H2O no streaming). A package
 #     `slowlab prepare` could not fetch is skipped with one line.
 #
@@ -38,8 +39,9 @@
 # pingora's HTTP/1 session: the least a proxy built on each costs; /fast
 # only, no slow downloads; not with KEEPALIVE=1). After the rows of every
 # round, a summary per component: the median over the rounds and the
-# range. PACKAGED_OFF (default "haproxy caddy apache squid") and
-# PACKAGED_ON (default "caddy-buf varnish apache-buf h2o squid-buf"): the
+# range. PACKAGED_OFF (default "haproxy caddy apache squid ats") and
+# PACKAGED_ON (default "caddy-buf varnish apache-buf h2o squid-buf
+# ats-buf"): the
 # packaged proxies' routes measured in each mode;
 # empty for none.
 #
@@ -57,8 +59,8 @@ ROUNDS=${ROUNDS:-2}
 WRK_CONNS=${WRK_CONNS:-8}
 SLOW_RATE=${SLOW_RATE:-2MiB}
 PROXY_LOGS=${PROXY_LOGS:-0}
-PACKAGED_OFF=${PACKAGED_OFF-haproxy caddy apache squid}
-PACKAGED_ON=${PACKAGED_ON-caddy-buf varnish apache-buf h2o squid-buf}
+PACKAGED_OFF=${PACKAGED_OFF-haproxy caddy apache squid ats}
+PACKAGED_ON=${PACKAGED_ON-caddy-buf varnish apache-buf h2o squid-buf ats-buf}
 client_connections
 floor_binary bench-proxy
 bench_binaries bench-proxy

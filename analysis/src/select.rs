@@ -58,10 +58,14 @@ pub fn route_rank(route: &RouteName) -> usize {
         Some(Route::VarnishReqbuf) => 15,
         Some(Route::Apache) => 16,
         Some(Route::ApacheBuf) => 17,
-        Some(Route::H2o) => 18,
-        Some(Route::Squid) => 19,
-        Some(Route::SquidBuf) => 20,
-        None => 21,
+        Some(Route::ApacheReqbuf) => 18,
+        Some(Route::H2o) => 19,
+        Some(Route::Squid) => 20,
+        Some(Route::SquidBuf) => 21,
+        Some(Route::Ats) => 22,
+        Some(Route::AtsBuf) => 23,
+        Some(Route::AtsReqbuf) => 24,
+        None => 25,
     }
 }
 

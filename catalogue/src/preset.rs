@@ -48,8 +48,8 @@ pub enum Preset {
     Link,
     /// Which proxies protect a blocking app: Gunicorn sync x2 direct and
     /// behind every proxy route of the lab (NGINX, pingora, Caddy, HAProxy,
-    /// Varnish, Apache, H2O and Squid, each buffering and not where it
-    /// can), at
+    /// Varnish, Apache, H2O, Squid and Traffic Server, each buffering and
+    /// not where it can), at
     /// 0, 2 and 8 slow readers, and at 0, 2 and 8
     /// slow uploaders behind each proxy's request routes; 3 repetitions.
     Proxies,
@@ -396,8 +396,8 @@ mod tests {
         assert_eq!(down.len(), Route::PROXIES.len() * 3);
         // direct, nginx-reqbuf-off/on, pingora-reqbuf-off/on, caddy,
         // caddy-reqbuf, haproxy, haproxy-reqbuf, varnish, varnish-reqbuf,
-        // apache, h2o, squid
-        assert_eq!(up.len(), 14 * 3);
+        // apache, apache-reqbuf, h2o, squid, ats, ats-reqbuf
+        assert_eq!(up.len(), 17 * 3);
         assert!(c.iter().all(|c| c.server == Server::GunicornSync2));
         for r in [
             Route::Caddy,

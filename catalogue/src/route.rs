@@ -67,8 +67,10 @@ pub enum Route {
     /// connection wait for the slow client; a request body with a
     /// Content-Length streams upstream (`RB_STREAM_CL`) once its first
     /// 16 KiB are prefetched (`modules/proxy/mod_proxy_http.c`:285,
-    /// 541-544, 611-618). Cited from httpd 2.4.62, the newest tag of the
-    /// 2.4 line in the source the lab read; Debian ships 2.4.71.
+    /// 541-544, 611-618), without limit: `LimitRequestBody` does not apply
+    /// to a reverse-proxied request (`modules/http/http_filters.c`:
+    /// 365-375). Cited from httpd 2.4.62, the newest tag of the 2.4 line
+    /// in the source the lab read; Debian ships 2.4.71.
     Apache,
     /// Apache with `FlushMaxThreshold 32M`: the core output filter sets
     /// aside up to 32 MiB of a response in memory before it writes
@@ -78,6 +80,15 @@ pub enum Route {
     /// upstream would block (`mod_proxy_http.c`:1688-1700): an upstream
     /// that pauses mid-response can still be held.
     ApacheBuf,
+    /// Apache with an input filter on the request body (`SetInputFilter
+    /// BUFFER`, `mod_buffer`, which changes nothing): with a filter in the
+    /// way `mod_proxy_http` cannot trust the Content-Length and spools the
+    /// whole body before it connects upstream (`RB_SPOOL_CL`,
+    /// `mod_proxy_http.c`:619-628, 649-654; "This spooling can also occur
+    /// if ... the server is configured to filter incoming request bodies",
+    /// `docs/manual/mod/mod_proxy.xml`:417-442): 16 KiB in memory, the
+    /// rest in a temp file under `TMPDIR` (`proxy_util.c`:4942-5060).
+    ApacheReqbuf,
     /// H2O 2.2 with its defaults: its HTTP/1 client keeps reading the
     /// upstream's response into the socket's input buffer whatever the
     /// client reads (`on_body` never stops the read,
@@ -103,6 +114,23 @@ pub enum Route {
     /// upstream into memory, not bounded by `cache_mem` and never written
     /// to disk (`cf.data.pre`:4050-4056).
     SquidBuf,
+    /// Apache Traffic Server 9.2 as a reverse proxy (nothing cached) with
+    /// its defaults: its tunnel reads from the origin while less than
+    /// `default_buffer_water_mark` (32,768 bytes) waits for the client
+    /// (`doc/admin-guide/files/records.config.en.rst`:1237-1243,
+    /// `proxy/http/HttpSM.cc`:6589, `iocore/eventsystem/I_IOBuffer.h`:
+    /// 1077-1079 of 9.2.9), so a slow reader holds the app's handler; a
+    /// request body streams to the origin.
+    Ats,
+    /// Traffic Server with `default_buffer_water_mark` 32 MiB: a whole
+    /// response read ahead of the client into memory.
+    AtsBuf,
+    /// Traffic Server with `request_buffer_enabled` and `post_copy_size`
+    /// 32 MiB: "no outbound connection is made until the entire POST
+    /// request has been buffered" (records.config.en.rst:1250-1256,
+    /// `HttpTransact.cc`:1559-1562, `HttpSM.cc`:947-986), in memory; a
+    /// longer body fails.
+    AtsReqbuf,
 }
 
 /// Which reverse proxy a route uses.
@@ -116,6 +144,7 @@ pub enum ProxyKind {
     Apache,
     H2o,
     Squid,
+    Trafficserver,
 }
 
 impl ProxyKind {
@@ -130,6 +159,7 @@ impl ProxyKind {
             ProxyKind::Apache => "Apache",
             ProxyKind::H2o => "H2O",
             ProxyKind::Squid => "Squid",
+            ProxyKind::Trafficserver => "Traffic Server",
         }
     }
 
@@ -142,13 +172,15 @@ impl ProxyKind {
     /// has; Apache within its raised `FlushMaxThreshold`
     /// ([`ProxyKind::APACHE_FLUSH_MAX`]); H2O always, in memory or, past
     /// a 32 MB buffer, a mapped temp file; Squid within its raised
-    /// `read_ahead_gap` ([`ProxyKind::SQUID_READ_AHEAD`]).
+    /// `read_ahead_gap` ([`ProxyKind::SQUID_READ_AHEAD`]); Traffic Server
+    /// within its raised water mark ([`ProxyKind::ATS_WATER_MARK`]).
     pub fn holds(self, body_bytes: u64, capacity: u64) -> bool {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => capacity >= body_bytes,
             ProxyKind::Caddy | ProxyKind::Varnish | ProxyKind::H2o => true,
             ProxyKind::Apache => body_bytes <= Self::APACHE_FLUSH_MAX,
             ProxyKind::Squid => body_bytes <= Self::SQUID_READ_AHEAD,
+            ProxyKind::Trafficserver => body_bytes <= Self::ATS_WATER_MARK,
             ProxyKind::Haproxy => false,
         }
     }
@@ -162,6 +194,10 @@ impl ProxyKind {
     /// Squid reads ahead of the slowest client.
     pub const SQUID_READ_AHEAD: u64 = 32 << 20;
 
+    /// `default_buffer_water_mark` of the `ats-buf` route: how much of a
+    /// response Traffic Server reads ahead of the client.
+    pub const ATS_WATER_MARK: u64 = 32 << 20;
+
     /// Whether it has a setting that buffers whole responses (HAProxy has
     /// none: its routes pass every response through at the client's pace).
     pub fn buffers_responses(self) -> bool {
@@ -169,11 +205,10 @@ impl ProxyKind {
     }
 
     /// Whether it has a setting that reads a request body before it
-    /// connects upstream (HAProxy's reads one buffer of it); Apache has
-    /// none that does without an input filter that rewrites the body,
-    /// Squid none at all.
+    /// connects upstream (HAProxy's reads one buffer of it); Squid has
+    /// none.
     pub fn buffers_requests(self) -> bool {
-        !matches!(self, ProxyKind::Apache | ProxyKind::Squid)
+        !matches!(self, ProxyKind::Squid)
     }
 
     /// What one transfer held whole costs it in memory, for a proxy that
@@ -193,7 +228,7 @@ impl ProxyKind {
             ProxyKind::Caddy => Some(body_bytes.saturating_mul(2)),
             // Squid: one copy in 4 KB pages (+16.0-16.7 MiB per slow
             // reader of 16 MiB measured here, VmRSS).
-            ProxyKind::Apache | ProxyKind::Squid => Some(body_bytes),
+            ProxyKind::Apache | ProxyKind::Squid | ProxyKind::Trafficserver => Some(body_bytes),
             ProxyKind::H2o => Some(body_bytes.checked_next_power_of_two().unwrap_or(u64::MAX)),
             // Not modelled: its Transient storage holds the object, yet 8
             // passed 16 MiB responses to 2 MiB/s readers peaked at 67 MiB
@@ -212,7 +247,9 @@ impl ProxyKind {
     pub fn store(self) -> &'static str {
         match self {
             ProxyKind::Nginx | ProxyKind::Pingora => "memory, then temp files",
-            ProxyKind::Caddy | ProxyKind::Apache | ProxyKind::Squid => "memory",
+            ProxyKind::Caddy | ProxyKind::Apache | ProxyKind::Squid | ProxyKind::Trafficserver => {
+                "memory"
+            }
             ProxyKind::Haproxy => "one 16 KiB buffer",
             ProxyKind::Varnish => "memory (Transient storage)",
             ProxyKind::H2o => "memory, then a mapped temp file",
@@ -230,12 +267,13 @@ impl ProxyKind {
             ProxyKind::Apache => Some(Tool::Apache),
             ProxyKind::H2o => Some(Tool::H2o),
             ProxyKind::Squid => Some(Tool::Squid),
+            ProxyKind::Trafficserver => Some(Tool::Trafficserver),
         }
     }
 }
 
 impl Route {
-    pub const ALL: [Route; 21] = [
+    pub const ALL: [Route; 25] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -254,9 +292,13 @@ impl Route {
         Route::VarnishReqbuf,
         Route::Apache,
         Route::ApacheBuf,
+        Route::ApacheReqbuf,
         Route::H2o,
         Route::Squid,
         Route::SquidBuf,
+        Route::Ats,
+        Route::AtsBuf,
+        Route::AtsReqbuf,
     ];
 
     /// The original's routes and their pingora twins: response buffering
@@ -271,7 +313,7 @@ impl Route {
 
     /// Direct and every proxy route of the response direction, the
     /// lab's own and the packaged proxies' (the `proxies` preset).
-    pub const PROXIES: [Route; 14] = [
+    pub const PROXIES: [Route; 16] = [
         Route::Direct,
         Route::NginxOff,
         Route::NginxOn,
@@ -286,11 +328,13 @@ impl Route {
         Route::H2o,
         Route::Squid,
         Route::SquidBuf,
+        Route::Ats,
+        Route::AtsBuf,
     ];
 
     /// Direct and every proxy route of the request direction: each proxy
     /// with request buffering off and on (the `proxies` preset's uploads).
-    pub const PROXIES_UPLOAD: [Route; 14] = [
+    pub const PROXIES_UPLOAD: [Route; 17] = [
         Route::Direct,
         Route::NginxReqbufOff,
         Route::NginxReqbufOn,
@@ -303,8 +347,11 @@ impl Route {
         Route::Varnish,
         Route::VarnishReqbuf,
         Route::Apache,
+        Route::ApacheReqbuf,
         Route::H2o,
         Route::Squid,
+        Route::Ats,
+        Route::AtsReqbuf,
     ];
 
     /// The request-direction routes: request buffering on and off behind
@@ -336,9 +383,13 @@ impl Route {
             Route::VarnishReqbuf => "varnish-reqbuf",
             Route::Apache => "apache",
             Route::ApacheBuf => "apache-buf",
+            Route::ApacheReqbuf => "apache-reqbuf",
             Route::H2o => "h2o",
             Route::Squid => "squid",
             Route::SquidBuf => "squid-buf",
+            Route::Ats => "ats",
+            Route::AtsBuf => "ats-buf",
+            Route::AtsReqbuf => "ats-reqbuf",
         }
     }
 
@@ -364,9 +415,13 @@ impl Route {
             | Route::VarnishReqbuf
             | Route::Apache
             | Route::ApacheBuf
+            | Route::ApacheReqbuf
             | Route::H2o
             | Route::Squid
-            | Route::SquidBuf => None,
+            | Route::SquidBuf
+            | Route::Ats
+            | Route::AtsBuf
+            | Route::AtsReqbuf => None,
         }
     }
 
@@ -384,11 +439,13 @@ impl Route {
             Route::CaddyBuf => Some((ProxyKind::Caddy, true)),
             Route::Haproxy | Route::HaproxyReqbuf => Some((ProxyKind::Haproxy, false)),
             Route::Varnish | Route::VarnishReqbuf => Some((ProxyKind::Varnish, true)),
-            Route::Apache => Some((ProxyKind::Apache, false)),
+            Route::Apache | Route::ApacheReqbuf => Some((ProxyKind::Apache, false)),
             Route::ApacheBuf => Some((ProxyKind::Apache, true)),
             Route::H2o => Some((ProxyKind::H2o, true)),
             Route::Squid => Some((ProxyKind::Squid, false)),
             Route::SquidBuf => Some((ProxyKind::Squid, true)),
+            Route::Ats | Route::AtsReqbuf => Some((ProxyKind::Trafficserver, false)),
+            Route::AtsBuf => Some((ProxyKind::Trafficserver, true)),
         }
     }
 
@@ -417,7 +474,8 @@ impl Route {
             Route::PingoraOff | Route::PingoraOn => Some(default(false)),
             Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
             Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
-            // Caddy, HAProxy, Varnish and Squid set no limit on a request body;
+            // Caddy, HAProxy, Varnish, Squid and Traffic Server set no
+            // limit on a request body;
             // buffering, HAProxy waits for one buffer of it, Varnish's
             // `cache_req_body` for 32 MiB (a longer one streams).
             Route::Caddy
@@ -425,7 +483,9 @@ impl Route {
             | Route::Haproxy
             | Route::Varnish
             | Route::Squid
-            | Route::SquidBuf => Some(RequestBody::unlimited(false, u64::MAX, false)),
+            | Route::SquidBuf
+            | Route::Ats
+            | Route::AtsBuf => Some(RequestBody::unlimited(false, u64::MAX, false)),
             Route::CaddyReqbuf => Some(RequestBody::unlimited(true, u64::MAX, true)),
             Route::HaproxyReqbuf => Some(RequestBody::unlimited(
                 true,
@@ -437,15 +497,20 @@ impl Route {
                 RequestBody::REQUEST_MAX_BODY,
                 true,
             )),
-            // Apache streams a body past its first 16 KiB and answers 413
-            // above `LimitRequestBody`, 1 GiB by default
-            // (`include/http_core.h`:70); H2O reads it whole up to its 1
-            // GiB `limit-request-body`.
-            Route::Apache | Route::ApacheBuf => Some(RequestBody {
-                buffering: false,
-                max_body_bytes: RequestBody::GIB_MAX_BODY,
+            // Apache sets no limit on a proxied body: it streams one past
+            // its first 16 KiB, or spools it whole to a temp file; H2O
+            // reads it whole up to its 1 GiB `limit-request-body`.
+            Route::Apache | Route::ApacheBuf => {
+                Some(RequestBody::unlimited(false, u64::MAX, false))
+            }
+            Route::ApacheReqbuf => Some(RequestBody::unlimited(true, u64::MAX, true)),
+            // Traffic Server fails a body beyond `post_copy_size` when it
+            // buffers.
+            Route::AtsReqbuf => Some(RequestBody {
+                buffering: true,
+                max_body_bytes: RequestBody::REQUEST_MAX_BODY,
                 buffer_limit: u64::MAX,
-                explicit: false,
+                explicit: true,
             }),
             Route::H2o => Some(RequestBody {
                 buffering: true,
@@ -482,6 +547,8 @@ impl Route {
             (_, Route::PingoraOn) => Route::PingoraReqbufOn,
             (_, Route::PingoraOff) => Route::PingoraReqbufOff,
             (_, Route::CaddyBuf) => Route::CaddyReqbuf,
+            (_, Route::AtsBuf) => Route::AtsReqbuf,
+            (_, Route::ApacheBuf) => Route::ApacheReqbuf,
             (_, r) => r,
         }
     }
@@ -549,8 +616,7 @@ impl RequestBody {
     /// request buffer, `tune.bufsize` (16384) less `tune.maxrewrite`
     /// (1024), the defaults of Debian's build.
     pub const HAPROXY_BUFFER: u64 = (16 << 10) - 1024;
-    /// Apache's default `LimitRequestBody` and H2O's default
-    /// `limit-request-body`: 1 GiB.
+    /// H2O's default `limit-request-body`: 1 GiB.
     pub const GIB_MAX_BODY: u64 = 1 << 30;
 
     /// A proxy's policy without a body size limit (no 413): buffering or
@@ -698,6 +764,12 @@ mod tests {
         assert!(Route::ApacheBuf.absorbs(16 << 20, cap));
         assert!(!Route::ApacheBuf.absorbs((32 << 20) + 1, cap));
         assert!(!Route::ApacheBuf.absorbs_request(1));
+        assert!(Route::ApacheReqbuf.absorbs_request(1 << 40));
+        assert!(!Route::ApacheReqbuf.absorbs(1, cap));
+        assert_eq!(
+            Route::ApacheBuf.for_direction(Direction::Upload),
+            Route::ApacheReqbuf
+        );
         assert!(Route::H2o.absorbs(64 << 20, cap));
         assert!(Route::H2o.absorbs_request(16 << 20));
         assert!(!Route::H2o.absorbs_request((1 << 30) + 1));
@@ -714,6 +786,17 @@ mod tests {
         assert!(!Route::SquidBuf.absorbs_request(1));
         assert!(!Route::SquidBuf.outgrows_memory(d, 2, 16 << 20, mem));
         assert!(Route::SquidBuf.outgrows_memory(d, 8, 16 << 20, mem));
+        // Traffic Server: a whole response within its raised water mark; a
+        // whole body within post_copy_size with request buffering.
+        assert!(!Route::Ats.absorbs(1 << 20, cap));
+        assert!(Route::AtsBuf.absorbs(16 << 20, cap));
+        assert!(Route::AtsReqbuf.absorbs_request(16 << 20));
+        assert!(!Route::AtsReqbuf.absorbs_request((32 << 20) + 1));
+        assert!(!Route::AtsBuf.absorbs_request(1));
+        assert_eq!(
+            Route::AtsBuf.for_direction(Direction::Upload),
+            Route::AtsReqbuf
+        );
     }
 
     #[test]
@@ -753,7 +836,9 @@ mod tests {
                 Route::PingoraReqbufOn,
                 Route::CaddyReqbuf,
                 Route::VarnishReqbuf,
-                Route::H2o
+                Route::ApacheReqbuf,
+                Route::H2o,
+                Route::AtsReqbuf
             ]
         );
         // The response routes' NGINX buffers bodies up to its default 1m.
@@ -770,7 +855,9 @@ mod tests {
             [
                 Route::CaddyReqbuf,
                 Route::HaproxyReqbuf,
-                Route::VarnishReqbuf
+                Route::VarnishReqbuf,
+                Route::ApacheReqbuf,
+                Route::AtsReqbuf
             ]
         );
         for r in Route::REQUEST {

@@ -27,6 +27,8 @@ pub enum Tool {
     H2o,
     /// Squid 5.7, as a reverse proxy (`accel`).
     Squid,
+    /// Apache Traffic Server 9.2.
+    Trafficserver,
 }
 
 /// The pinned Gunicorn version of the experiment.
@@ -74,7 +76,7 @@ pub enum Pin {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 13] = [
+    pub const ALL: [Tool; 14] = [
         Tool::Gunicorn,
         Tool::Nginx,
         Tool::Uvicorn,
@@ -88,6 +90,7 @@ impl Tool {
         Tool::Apache,
         Tool::H2o,
         Tool::Squid,
+        Tool::Trafficserver,
     ];
 
     pub fn name(self) -> &'static str {
@@ -105,6 +108,7 @@ impl Tool {
             Tool::Apache => "apache",
             Tool::H2o => "h2o",
             Tool::Squid => "squid",
+            Tool::Trafficserver => "trafficserver",
         }
     }
 
@@ -184,6 +188,15 @@ impl Tool {
                     "libnetfilter-conntrack3",
                     "libnfnetlink0",
                 ],
+            }),
+            // Debian's 9.2.5+ds-0+deb12u4 reports the upstream release its
+            // security fixes come from.
+            Tool::Trafficserver => Pin::Debian(DebPin {
+                package: "trafficserver",
+                version: "9.2.9",
+                binary: "usr/bin/traffic_server",
+                version_args: &["--version"],
+                libraries: &["libhwloc15", "libmaxminddb0", "libpcre3", "libyaml-cpp0.7"],
             }),
             Tool::Uvicorn => py(
                 "uvicorn",

@@ -48,7 +48,8 @@ pub enum What {
     Reference,
     /// The config the lab writes for a route of a proxy from Debian's
     /// packages (caddy, caddy-buf, caddy-reqbuf, haproxy, haproxy-reqbuf,
-    /// varnish, varnish-reqbuf, apache, apache-buf, h2o, squid, squid-buf),
+    /// varnish, varnish-reqbuf, apache, apache-buf, h2o, squid, squid-buf,
+    /// ats, ats-buf, ats-reqbuf, apache-reqbuf),
     /// written into --dir, and the shell line that starts it as a run does
     /// (its environment, one process), on stdout: `slowlab generate
     /// proxy-config --route haproxy --listen 127.0.0.1:8080 --upstream

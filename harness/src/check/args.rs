@@ -100,11 +100,12 @@ pub struct CheckArgs {
     /// Also check behind these proxy routes (comma-separated, or the flag
     /// repeated), each started by slowlab with the experiment's config:
     /// nginx-off, nginx-on, pingora-off, pingora-on, caddy, caddy-buf,
-    /// haproxy, varnish, apache, apache-buf, h2o, squid, squid-buf, or a
-    /// request-direction
+    /// haproxy, varnish, apache, apache-buf, h2o, squid, squid-buf, ats,
+    /// ats-buf, or a request-direction
     /// route (haproxy-reqbuf and varnish-reqbuf among them);
     /// with --direction upload or headers a route's buffering is request
-    /// buffering (nginx-on is nginx-reqbuf-on, caddy-buf is caddy-reqbuf).
+    /// buffering (nginx-on is nginx-reqbuf-on, caddy-buf is caddy-reqbuf,
+    /// ats-buf is ats-reqbuf).
     #[arg(long, value_delimiter = ',', value_name = "ROUTE", value_parser = through_arg)]
     pub through: Vec<Route>,
     /// Also check behind your own proxy with your own config: a shell

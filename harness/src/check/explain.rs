@@ -528,21 +528,21 @@ mod tests {
         let nginx = route(Route::NginxOff, "nginx-off", Some(2), "handlers");
         assert_eq!(label(&nginx), "behind NGINX buffering off");
         assert!(super::remedy(&[nginx], &a).contains("turn the proxy's buffering on"));
-        // Apache's response buffering (its raised flush threshold) does
+        // Squid's response buffering (its raised read-ahead gap) does
         // nothing for an upload, and it has no request buffering.
-        let up = args(&["--through", "apache", "--direction", "upload"]);
-        let apache = route(Route::Apache, "apache", Some(2), "handlers");
-        let remedy = super::remedy(&[apache], &up);
+        let up = args(&["--through", "squid", "--direction", "upload"]);
+        let squid = route(Route::Squid, "squid", Some(2), "handlers");
+        let remedy = super::remedy(&[squid], &up);
         assert!(
-            remedy.contains("Apache has no setting that reads a whole request body"),
+            remedy.contains("Squid has no setting that reads a whole request body"),
             "{remedy}"
         );
         assert!(!remedy.contains("turn the proxy's"), "{remedy}");
-        let apache = route(Route::ApacheBuf, "apache-buf", Some(2), "handlers");
-        let remedy = super::remedy(&[apache], &up);
-        assert!(remedy.contains("Apache has no setting"), "{remedy}");
-        let apache = route(Route::Apache, "apache", Some(2), "handlers");
-        assert!(super::remedy(&[apache], &a).contains("turn the proxy's buffering on"));
+        let squid = route(Route::SquidBuf, "squid-buf", Some(2), "handlers");
+        let remedy = super::remedy(&[squid], &up);
+        assert!(remedy.contains("Squid has no setting"), "{remedy}");
+        let squid = route(Route::Squid, "squid", Some(2), "handlers");
+        assert!(super::remedy(&[squid], &a).contains("turn the proxy's buffering on"));
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! `mod_proxy_http`. By default its output filter writes blocking once
 //! 64 KiB wait for the client, so two slow readers hold both workers
 //! behind it; with `FlushMaxThreshold 32M` (`apache-buf`) it sets the
-//! response aside and the workers go free. A request body streams on
-//! both: two slow uploaders hold the workers. Scaled down as the check
-//! tests are.
+//! response aside and the workers go free. A request body streams: two
+//! slow uploaders hold the workers, unless a filter on request bodies
+//! (`apache-reqbuf`) makes it spool each whole body to a temp file first.
+//! Scaled down as the check tests are.
 
 use serde_json::Value;
 
@@ -43,13 +44,21 @@ fn apache_holds_slow_readers_on_the_workers_unless_it_sets_responses_aside() {
 }
 
 #[test]
-fn apache_streams_upload_bodies() {
+fn apache_streams_upload_bodies_unless_a_filter_makes_it_spool_them() {
     // 16 MiB at 8 MiB/s: each upload outlasts a level.
     let (o, v) = check_through(
-        "apache",
+        "apache,apache-reqbuf",
         &["--direction", "upload", "--upload-rate", "8MiB"],
     );
     let r = route(&v, "apache");
     assert_eq!(r["denied_from"], 2, "{r}\n{}", o.stderr);
     assert_eq!(r["levels"][2]["cause"], "handlers", "{r}");
+    let spooled = route(&v, "apache-reqbuf");
+    assert_eq!(
+        spooled["denied_from"],
+        Value::Null,
+        "{spooled}\n{}",
+        o.stderr
+    );
+    assert_eq!(spooled["held_up_to"], 2, "{spooled}\n{}", o.stderr);
 }

@@ -34,6 +34,7 @@ mod sockdiag;
 mod squid;
 mod sweep_cli;
 mod through_cmd;
+mod trafficserver;
 mod upload_cli;
 mod varnish;
 mod wsgi_identity;

@@ -134,7 +134,7 @@ fn check(
 ) -> Result<DebPackage> {
     let args = pin.version_args.join(" ");
     let library_path = (!pin.libraries.is_empty() && root != Path::new("/"))
-        .then(|| library_dirs(root))
+        .then(|| library_dirs(root, pin.package))
         .flatten();
     let out = Command::new(binary)
         .args(pin.version_args)
@@ -164,17 +164,29 @@ fn check(
 }
 
 /// The unpacked libraries' directories under `root` (`usr/lib/<triplet>`,
-/// `usr/lib`), joined as `LD_LIBRARY_PATH` wants them.
-fn library_dirs(root: &Path) -> Option<PathBuf> {
+/// `lib/<triplet>`, as libpcre3 has it, `usr/lib`, and the package's own
+/// `usr/lib/<package>`, which Traffic Server's RUNPATH names under `/`),
+/// joined as `LD_LIBRARY_PATH` wants them.
+fn library_dirs(root: &Path, package: &str) -> Option<PathBuf> {
     let lib = root.join("usr/lib");
-    let mut dirs: Vec<PathBuf> = fs::read_dir(&lib)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.to_string_lossy().ends_with("-linux-gnu"))
-        .collect();
-    dirs.sort();
-    dirs.push(lib);
+    let triplets = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && p.to_string_lossy().ends_with("-linux-gnu"))
+            .collect();
+        v.sort();
+        v
+    };
+    let mut dirs = triplets(&lib);
+    dirs.extend(triplets(&root.join("lib")));
+    dirs.push(lib.clone());
+    let own = lib.join(package);
+    if own.is_dir() {
+        dirs.push(own);
+    }
     std::env::join_paths(dirs).ok().map(PathBuf::from)
 }
 

@@ -16,8 +16,11 @@
 //! - `apache-buf` raises `FlushMaxThreshold` to 32 MiB: up to that much
 //!   of a response is set aside in memory, and the upstream is read on;
 //! - a request body with a Content-Length streams upstream once its
-//!   first 16 KiB are read, on both routes: Apache has no setting that
-//!   reads a whole body first without an input filter that rewrites it.
+//!   first 16 KiB are read; `apache-reqbuf` puts `mod_buffer`'s input
+//!   filter, which changes nothing, in its way (`SetInputFilter BUFFER`),
+//!   and `mod_proxy_http`, no longer trusting the length, spools the whole
+//!   body to a temp file under `TMPDIR` before it connects upstream; the
+//!   child that serves, `www-data`, must be able to write there.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -29,21 +32,29 @@ pub const TIMEOUT_S: u32 = 60;
 
 /// Renders the `httpd.conf` of one run: listening on `listen`, proxying
 /// to `upstream`, the modules from `modules`, its runtime files in
-/// `scratch`, the output filter's threshold raised when `buffering`.
+/// `scratch`, the output filter's threshold raised when `buffering`, a
+/// filter on request bodies when `buffer_requests`.
 pub fn config(
     listen: SocketAddr,
     upstream: SocketAddr,
     modules: &Path,
     scratch: &Path,
     buffering: bool,
+    buffer_requests: bool,
 ) -> String {
     let module =
         |name: &str, file: &str| format!("LoadModule {name} \"{}/{file}\"\n", modules.display());
-    let flush = if buffering {
-        format!("FlushMaxThreshold {}\n", ProxyKind::APACHE_FLUSH_MAX)
-    } else {
-        String::new()
-    };
+    let mut tuning = String::new();
+    if buffering {
+        tuning.push_str(&format!(
+            "FlushMaxThreshold {}\n",
+            ProxyKind::APACHE_FLUSH_MAX
+        ));
+    }
+    if buffer_requests {
+        tuning.push_str(&module("buffer_module", "mod_buffer.so"));
+        tuning.push_str("SetInputFilter BUFFER\n");
+    }
     format!(
         "ServerRoot \"{scratch}\"
 DefaultRuntimeDir \"{scratch}\"
@@ -59,7 +70,7 @@ ServerLimit 1
 ThreadsPerChild 25
 MaxRequestWorkers 25
 Timeout {TIMEOUT_S}
-{flush}ProxyPass \"/\" \"http://{upstream}/\"
+{tuning}ProxyPass \"/\" \"http://{upstream}/\"
 ",
         scratch = scratch.display(),
         mpm = module("mpm_event_module", "mod_mpm_event.so"),
@@ -91,6 +102,7 @@ mod tests {
             Path::new("/m"),
             Path::new("/s/apache"),
             false,
+            false,
         );
         assert_eq!(
             c,
@@ -102,12 +114,25 @@ mod tests {
             Path::new("/m"),
             Path::new("/s"),
             true,
+            false,
         );
         assert!(
             buffered.contains(
                 "Timeout 60\nFlushMaxThreshold 33554432\nProxyPass \"/\" \"http://[::1]:9000/\"\n"
             ) && buffered.contains("Listen [::1]:8080\n"),
             "{buffered}"
+        );
+        let spooling = config(
+            "127.0.0.1:8080".parse().unwrap(),
+            "127.0.0.1:9000".parse().unwrap(),
+            Path::new("/m"),
+            Path::new("/s"),
+            false,
+            true,
+        );
+        assert!(
+            spooling.contains("Timeout 60\nLoadModule buffer_module \"/m/mod_buffer.so\"\nSetInputFilter BUFFER\nProxyPass"),
+            "{spooling}"
         );
         assert_eq!(
             args(Path::new("/l/httpd.conf")).join(" "),

@@ -358,7 +358,8 @@ impl Launcher {
             | ProxyKind::Varnish
             | ProxyKind::Apache
             | ProxyKind::H2o
-            | ProxyKind::Squid => retry_port(|| {
+            | ProxyKind::Squid
+            | ProxyKind::Trafficserver => retry_port(|| {
                 let addr = SocketAddr::new(at.ip, free_port_at(at)?);
                 let line = packaged::line(
                     &self.tools,

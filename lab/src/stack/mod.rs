@@ -10,7 +10,7 @@
 //! - [`nginx`]: the generated NGINX configuration of the experiment.
 //! - [`packaged`]: the command line of a proxy from Debian's packages,
 //!   its configuration written by [`caddy`], [`haproxy`], [`varnish`],
-//!   [`apache`], [`h2o`] or [`squid`].
+//!   [`apache`], [`h2o`], [`squid`] or [`trafficserver`].
 //! - [`policy`]: the cap policy, and the check for missing tools.
 //! - [`run`]: one run: cgroups, stack, sampler, load, stop in data-path
 //!   order; what `reproduce`, `sweep` and `check` share ([`run::start`]
@@ -28,6 +28,7 @@ pub mod packaged;
 pub mod policy;
 pub mod run;
 pub mod squid;
+pub mod trafficserver;
 pub mod varnish;
 
 use catalogue::Server;

@@ -1,8 +1,8 @@
 //! The command line of a proxy from Debian's packages (Caddy, HAProxy,
-//! Varnish, Apache, H2O, Squid) on one route: its config written by
-//! [`super::caddy`], [`super::haproxy`], [`super::varnish`],
-//! [`super::apache`], [`super::h2o`] or [`super::squid`], its argv and
-//! its environment. The launcher starts it from here, and
+//! Varnish, Apache, H2O, Squid, Traffic Server) on one route: its config
+//! written by [`super::caddy`], [`super::haproxy`], [`super::varnish`],
+//! [`super::apache`], [`super::h2o`], [`super::squid`] or
+//! [`super::trafficserver`], its argv and its environment. The launcher starts it from here, and
 //! `slowlab generate proxy-config` prints it, so that a benchmark or a
 //! user runs exactly what the lab runs.
 
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use catalogue::{ProxyKind, Route, Tool};
 
-use super::{apache, caddy, h2o, haproxy, squid, varnish};
+use super::{apache, caddy, h2o, haproxy, squid, trafficserver, varnish};
 use crate::prepare::{Tools, unavailable_error};
 
 /// A program, its arguments and the environment it needs.
@@ -129,15 +129,20 @@ pub fn line(
                 .and_then(Path::parent)
                 .map(|usr| usr.join("lib/apache2/modules"))
                 .context("apache2 is not in a usr/sbin directory")?;
+            // Where it spools request bodies: its child, www-data, writes
+            // there.
+            let tmp = reachable(scratch, "apache-tmp", None, 0o1777)?;
             let conf_path = conf_dir.join("httpd.conf");
             fs::write(
                 &conf_path,
-                apache::config(listen, upstream, &modules, &run, buffering),
+                apache::config(listen, upstream, &modules, &run, buffering, request),
             )?;
+            let mut env = a.env();
+            env.push(("TMPDIR".into(), tmp.to_string_lossy().into()));
             Line {
                 program: a.binary.clone(),
                 args: apache::args(&conf_path),
-                env: a.env(),
+                env,
             }
         }
         ProxyKind::H2o => {
@@ -161,7 +166,14 @@ pub fn line(
                 .nth(3)
                 .context("squid is not in a usr/sbin directory")?
                 .to_path_buf();
-            let state = squid_state(scratch)?;
+            let passwd = fs::read_to_string("/etc/passwd").context("reading /etc/passwd")?;
+            let owner = squid::ids(&passwd, squid::USER).with_context(|| {
+                format!(
+                    "Squid drops root to the user {}, which this system does not have",
+                    squid::USER
+                )
+            })?;
+            let state = reachable(scratch, "squid", Some(owner), 0o755)?;
             let conf_path = conf_dir.join("squid.conf");
             fs::write(
                 &conf_path,
@@ -171,6 +183,33 @@ pub fn line(
                 program: q.binary.clone(),
                 args: squid::args(&conf_path),
                 env: q.env(),
+            }
+        }
+        ProxyKind::Trafficserver => {
+            let t = deb(Tool::Trafficserver)?;
+            // usr/bin/traffic_server -> the package's tree, or /.
+            let root = t
+                .binary
+                .ancestors()
+                .nth(3)
+                .context("traffic_server is not in a usr/bin directory")?
+                .to_path_buf();
+            let state = scratch.join("trafficserver");
+            fs::create_dir_all(&state)?;
+            for (name, text) in trafficserver::files(listen, upstream, &root, buffering, request) {
+                fs::write(conf_dir.join(name), text)?;
+            }
+            let runroot = conf_dir.join("runroot.yaml");
+            fs::write(
+                &runroot,
+                trafficserver::runroot(&root, &std::path::absolute(conf_dir)?, &state),
+            )?;
+            let mut env = t.env();
+            env.push(("TS_RUNROOT".into(), runroot.to_string_lossy().into()));
+            Line {
+                program: t.binary.clone(),
+                args: Vec::new(),
+                env,
             }
         }
         ProxyKind::Haproxy => {
@@ -191,34 +230,31 @@ pub fn line(
     }))
 }
 
-/// Squid's state directory in `scratch`, owned by the user Squid drops
-/// root to ([`squid::USER`]), which may pass through the directories
-/// above it up to the system's temp directory, where slowlab's scratch
-/// directories are (they get the search bit, 0711: that user may not list
-/// them).
-fn squid_state(scratch: &Path) -> Result<PathBuf> {
+/// A directory `name` in `scratch` for a proxy that drops root
+/// (Squid's state, owned by its user; Apache's temp files, mode 1777):
+/// with `mode`, owned by `owner` when given, and reachable by any user
+/// through the directories above it up to the system's temp directory,
+/// where slowlab's scratch directories are (they get the search bit,
+/// 0711: other users may not list them).
+fn reachable(scratch: &Path, name: &str, owner: Option<(u32, u32)>, mode: u32) -> Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let passwd = fs::read_to_string("/etc/passwd").context("reading /etc/passwd")?;
-    let (uid, gid) = squid::ids(&passwd, squid::USER).with_context(|| {
-        format!(
-            "Squid drops root to the user {}, which this system does not have",
-            squid::USER
-        )
-    })?;
-    let state = scratch.join("squid");
-    fs::create_dir_all(&state)?;
-    std::os::unix::fs::chown(&state, Some(uid), Some(gid))
-        .with_context(|| format!("giving {} to {}", state.display(), squid::USER))?;
+    let dir = scratch.join(name);
+    fs::create_dir_all(&dir)?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+            .with_context(|| format!("giving {} to uid {uid}", dir.display()))?;
+    }
+    fs::set_permissions(&dir, fs::Permissions::from_mode(mode))?;
     let temp = std::env::temp_dir();
-    for dir in state
+    for above in dir
         .ancestors()
         .skip(1)
         .take_while(|d| d.starts_with(&temp) && *d != temp.as_path())
     {
-        let mode = fs::metadata(dir)?.permissions().mode();
-        fs::set_permissions(dir, fs::Permissions::from_mode(mode | 0o011))?;
+        let m = fs::metadata(above)?.permissions().mode();
+        fs::set_permissions(above, fs::Permissions::from_mode(m | 0o011))?;
     }
-    Ok(state)
+    Ok(dir)
 }
 
 #[cfg(test)]

@@ -75,15 +75,22 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         // Varnish: magenta, caching request bodies plum.
         Some(Route::Varnish) => RGBColor(200, 60, 140),
         Some(Route::VarnishReqbuf) => RGBColor(130, 50, 100),
-        // Apache: its default dark red, its raised flush threshold rose;
+        // Apache: its default dark red, its raised flush threshold rose,
+        // spooling request bodies dark brown;
         // H2O (buffering both ways) sky blue.
         Some(Route::Apache) => RGBColor(150, 30, 40),
         Some(Route::ApacheBuf) => RGBColor(230, 120, 140),
+        Some(Route::ApacheReqbuf) => RGBColor(120, 60, 20),
         Some(Route::H2o) => RGBColor(90, 180, 230),
         // Squid: its default olive-grey, reading ahead a whole response
         // gold.
         Some(Route::Squid) => RGBColor(110, 110, 70),
         Some(Route::SquidBuf) => RGBColor(210, 170, 30),
+        // Traffic Server: its default slate blue, reading ahead a whole
+        // response cyan, buffering request bodies dark green.
+        Some(Route::Ats) => RGBColor(80, 90, 160),
+        Some(Route::AtsBuf) => RGBColor(0, 190, 190),
+        Some(Route::AtsReqbuf) => RGBColor(40, 120, 90),
         None => RGBColor(120, 120, 120),
     }
 }
