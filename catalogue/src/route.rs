@@ -256,6 +256,25 @@ impl ProxyKind {
         }
     }
 
+    /// What one request body read whole costs it in memory: Apache spools
+    /// it to a temp file past its first 16 KiB; the others hold it as
+    /// they hold a response ([`Self::memory_per_transfer`]).
+    pub fn memory_per_request(self, body_bytes: u64) -> Option<u64> {
+        match self {
+            ProxyKind::Apache => None,
+            _ => self.memory_per_transfer(body_bytes),
+        }
+    }
+
+    /// Where it keeps a request body it reads whole: Apache spools one to
+    /// a temp file past its first 16 KiB; the others as [`Self::store`].
+    pub fn request_store(self) -> &'static str {
+        match self {
+            ProxyKind::Apache => "memory, then temp files",
+            _ => self.store(),
+        }
+    }
+
     /// The external program it needs, if any.
     pub fn needs(self) -> Option<Tool> {
         match self {
@@ -568,14 +587,14 @@ impl Route {
         let Some((kind, on)) = self.proxy() else {
             return false;
         };
-        let held = match direction {
-            Direction::Download => on,
-            Direction::Upload => self.absorbs_request(body_bytes),
-            Direction::Headers => false,
+        let memory = match direction {
+            Direction::Download if on => kind.memory_per_transfer(body_bytes),
+            Direction::Upload if self.absorbs_request(body_bytes) => {
+                kind.memory_per_request(body_bytes)
+            }
+            _ => None,
         };
-        held && kind
-            .memory_per_transfer(body_bytes)
-            .is_some_and(|m| m.saturating_mul(u64::from(slow)) > memory_cap)
+        memory.is_some_and(|m| m.saturating_mul(u64::from(slow)) > memory_cap)
     }
 
     /// Whether the route parks a whole `/large` response of `body_bytes`
@@ -766,6 +785,8 @@ mod tests {
         assert!(!Route::ApacheBuf.absorbs_request(1));
         assert!(Route::ApacheReqbuf.absorbs_request(1 << 40));
         assert!(!Route::ApacheReqbuf.absorbs(1, cap));
+        // ... to a temp file, so 8 of them do not outgrow its memory.
+        assert!(!Route::ApacheReqbuf.outgrows_memory(Direction::Upload, 8, 16 << 20, mem));
         assert_eq!(
             Route::ApacheBuf.for_direction(Direction::Upload),
             Route::ApacheReqbuf

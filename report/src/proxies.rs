@@ -80,9 +80,14 @@ fn takes_off(route: &RouteName, direction: Direction) -> String {
             "nothing: no setting buffers a response".into()
         }
         Direction::Download => "nothing: buffering off".into(),
-        _ if known.absorbs_request(upload) => format!("the whole body, in {}", kind.store()),
+        _ if known.absorbs_request(upload) => {
+            format!("the whole body, in {}", kind.request_store())
+        }
         _ if known.request_body().is_some_and(|b| b.buffering) => {
-            format!("at most {} of the body; the rest streams", kind.store())
+            format!(
+                "at most {} of the body; the rest streams",
+                kind.request_store()
+            )
         }
         _ => "nothing: the body streams".into(),
     }

@@ -129,9 +129,9 @@ pub fn line(
                 .and_then(Path::parent)
                 .map(|usr| usr.join("lib/apache2/modules"))
                 .context("apache2 is not in a usr/sbin directory")?;
-            // Where it spools request bodies: its child, www-data, writes
-            // there.
-            let tmp = reachable(scratch, "apache-tmp", None, 0o1777)?;
+            // Where it spools request bodies: the proxy's temp directory,
+            // whose size a run samples; its child, www-data, writes there.
+            let tmp = reachable(scratch, "proxy-temp", None, 0o1777)?;
             let conf_path = conf_dir.join("httpd.conf");
             fs::write(
                 &conf_path,
@@ -147,7 +147,9 @@ pub fn line(
         }
         ProxyKind::H2o => {
             let h = deb(Tool::H2o)?;
-            let temp = scratch.join("h2o");
+            // Its temp buffers (unlinked as soon as made) in the proxy's
+            // temp directory.
+            let temp = scratch.join("proxy-temp");
             fs::create_dir_all(&temp)?;
             let conf_path = conf_dir.join("h2o.conf");
             fs::write(&conf_path, h2o::config(listen, upstream, &temp))?;
