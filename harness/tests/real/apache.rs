@@ -12,53 +12,28 @@
 use serde_json::Value;
 
 use super::check_cli::route;
-use super::packaged;
+use super::packaged::{self, denied_by_handlers, held};
 use crate::support;
 
 fn check_through(routes: &str, extra: &[&str]) -> (support::child::Outcome, Value) {
-    packaged::require("Apache", "apache2-bin", "usr/sbin/apache2");
-    let (o, v, dir) = packaged::check_through(routes, extra);
-    let first = routes.split(',').next().unwrap();
-    let conf = std::fs::read_to_string(dir.path().join(first).join("httpd.conf"))
-        .expect("the httpd.conf is kept beside the levels");
-    assert!(conf.contains("ServerLimit 1\n"), "{conf}");
-    (o, v)
+    let apache = ("Apache", "apache2-bin", "usr/sbin/apache2");
+    packaged::check_kept(apache, routes, extra, ("httpd.conf", "ServerLimit 1\n"))
 }
 
 #[test]
 fn apache_holds_slow_readers_on_the_workers_unless_it_sets_responses_aside() {
     let (o, v) = check_through("apache,apache-buf", &[]);
-    let r = route(&v, "apache");
-    assert_eq!(r["denied_from"], 2, "{r}\n{}", o.stderr);
-    assert_eq!(r["levels"][2]["cause"], "handlers", "{r}");
-    let answer = r["answer"].as_str().unwrap();
+    denied_by_handlers(&v, &o, "apache");
+    let answer = route(&v, "apache")["answer"].as_str().unwrap().to_string();
     assert!(answer.starts_with("behind Apache"), "{answer}");
-    let buffered = route(&v, "apache-buf");
-    assert_eq!(
-        buffered["denied_from"],
-        Value::Null,
-        "{buffered}\n{}",
-        o.stderr
-    );
-    assert_eq!(buffered["held_up_to"], 2, "{buffered}\n{}", o.stderr);
+    held(&v, &o, "apache-buf");
 }
 
 #[test]
 fn apache_streams_upload_bodies_unless_a_filter_makes_it_spool_them() {
     // 16 MiB at 8 MiB/s: each upload outlasts a level.
-    let (o, v) = check_through(
-        "apache,apache-reqbuf",
-        &["--direction", "upload", "--upload-rate", "8MiB"],
-    );
-    let r = route(&v, "apache");
-    assert_eq!(r["denied_from"], 2, "{r}\n{}", o.stderr);
-    assert_eq!(r["levels"][2]["cause"], "handlers", "{r}");
-    let spooled = route(&v, "apache-reqbuf");
-    assert_eq!(
-        spooled["denied_from"],
-        Value::Null,
-        "{spooled}\n{}",
-        o.stderr
-    );
-    assert_eq!(spooled["held_up_to"], 2, "{spooled}\n{}", o.stderr);
+    let upload = ["--direction", "upload", "--upload-rate", "8MiB"];
+    let (o, v) = check_through("apache,apache-reqbuf", &upload);
+    denied_by_handlers(&v, &o, "apache");
+    held(&v, &o, "apache-reqbuf");
 }

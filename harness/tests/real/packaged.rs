@@ -49,3 +49,35 @@ pub(crate) fn check_through(
     let v = json(&o);
     (o, v, dir)
 }
+
+/// [`check_through`] behind a packaged proxy's `routes` (one line if
+/// `binary` of `package` is not there, as [`require`]), holding the first
+/// route's config `file`, kept beside its levels, to contain `pinned`.
+pub(crate) fn check_kept(
+    (title, package, binary): (&str, &str, &str),
+    routes: &str,
+    extra: &[&str],
+    (file, pinned): (&str, &str),
+) -> (support::child::Outcome, Value) {
+    require(title, package, binary);
+    let (o, v, dir) = check_through(routes, extra);
+    let first = routes.split(',').next().unwrap();
+    let text = std::fs::read_to_string(dir.path().join(first).join(file))
+        .unwrap_or_else(|e| panic!("{file} is not kept beside the levels: {e}"));
+    assert!(text.contains(pinned), "{file}: {text}");
+    (o, v)
+}
+
+/// `route` was denied from 2, the slow clients holding the handlers.
+pub(crate) fn denied_by_handlers(v: &Value, o: &support::child::Outcome, route: &str) {
+    let r = super::check_cli::route(v, route);
+    assert_eq!(r["denied_from"], 2, "{r}\n{}", o.stderr);
+    assert_eq!(r["levels"][2]["cause"], "handlers", "{r}");
+}
+
+/// `route` was never denied and held up to 2.
+pub(crate) fn held(v: &Value, o: &support::child::Outcome, route: &str) {
+    let r = super::check_cli::route(v, route);
+    assert_eq!(r["denied_from"], Value::Null, "{r}\n{}", o.stderr);
+    assert_eq!(r["held_up_to"], 2, "{r}\n{}", o.stderr);
+}

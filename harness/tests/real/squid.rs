@@ -9,52 +9,30 @@
 
 use serde_json::Value;
 
-use super::check_cli::route;
-use super::packaged;
+use super::packaged::{self, denied_by_handlers, held};
 use crate::support;
 
 fn check_through(routes: &str, extra: &[&str]) -> (support::child::Outcome, Value) {
-    packaged::require("Squid", "squid", "usr/sbin/squid");
-    let (o, v, dir) = packaged::check_through(routes, extra);
-    let first = routes.split(',').next().unwrap();
-    let conf = std::fs::read_to_string(dir.path().join(first).join("squid.conf"))
-        .expect("the squid.conf is kept beside the levels");
-    assert!(conf.contains("cache deny all\n"), "{conf}");
-    (o, v)
+    let squid = ("Squid", "squid", "usr/sbin/squid");
+    packaged::check_kept(squid, routes, extra, ("squid.conf", "cache deny all\n"))
 }
 
 #[test]
 fn squid_reads_a_whole_response_ahead_only_with_its_gap_raised() {
     let (o, v) = check_through("squid,squid-buf", &[]);
-    let r = route(&v, "squid");
-    assert_eq!(r["denied_from"], 2, "{r}\n{}", o.stderr);
-    assert_eq!(r["levels"][2]["cause"], "handlers", "{r}");
-    let buffered = route(&v, "squid-buf");
-    assert_eq!(
-        buffered["denied_from"],
-        Value::Null,
-        "{buffered}\n{}",
-        o.stderr
-    );
-    assert_eq!(buffered["held_up_to"], 2, "{buffered}\n{}", o.stderr);
+    denied_by_handlers(&v, &o, "squid");
+    held(&v, &o, "squid-buf");
 }
 
 #[test]
 fn squid_streams_upload_bodies() {
     // 16 MiB at 8 MiB/s: each upload outlasts a level.
-    let (o, v) = check_through(
-        "squid-buf",
-        &["--direction", "upload", "--upload-rate", "8MiB"],
-    );
-    let r = route(&v, "squid-buf");
-    assert_eq!(r["denied_from"], 2, "{r}\n{}", o.stderr);
-    assert_eq!(r["levels"][2]["cause"], "handlers", "{r}");
+    let upload = ["--direction", "upload", "--upload-rate", "8MiB"];
+    let (o, v) = check_through("squid-buf", &upload);
+    denied_by_handlers(&v, &o, "squid-buf");
+    let remedy = v["remedy"].as_str().unwrap();
     assert!(
-        v["remedy"]
-            .as_str()
-            .unwrap()
-            .contains("Squid has no setting that reads a whole request body"),
-        "{}",
-        v["remedy"]
+        remedy.contains("Squid has no setting that reads a whole request body"),
+        "{remedy}"
     );
 }

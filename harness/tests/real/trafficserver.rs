@@ -9,55 +9,27 @@
 
 use serde_json::Value;
 
-use super::check_cli::route;
-use super::packaged;
+use super::packaged::{self, denied_by_handlers, held};
 use crate::support;
 
 fn check_through(routes: &str, extra: &[&str]) -> (support::child::Outcome, Value) {
-    packaged::require("Traffic Server", "trafficserver", "usr/bin/traffic_server");
-    let (o, v, dir) = packaged::check_through(routes, extra);
-    let first = routes.split(',').next().unwrap();
-    let records = std::fs::read_to_string(dir.path().join(first).join("records.config"))
-        .expect("the records.config is kept beside the levels");
-    assert!(
-        records.contains("proxy.config.http.cache.http INT 0\n"),
-        "{records}"
-    );
-    (o, v)
+    let ats = ("Traffic Server", "trafficserver", "usr/bin/traffic_server");
+    let pinned = ("records.config", "proxy.config.http.cache.http INT 0\n");
+    packaged::check_kept(ats, routes, extra, pinned)
 }
 
 #[test]
 fn traffic_server_reads_a_whole_response_ahead_only_with_its_water_mark_raised() {
     let (o, v) = check_through("ats,ats-buf", &[]);
-    let r = route(&v, "ats");
-    assert_eq!(r["denied_from"], 2, "{r}\n{}", o.stderr);
-    assert_eq!(r["levels"][2]["cause"], "handlers", "{r}");
-    let buffered = route(&v, "ats-buf");
-    assert_eq!(
-        buffered["denied_from"],
-        Value::Null,
-        "{buffered}\n{}",
-        o.stderr
-    );
-    assert_eq!(buffered["held_up_to"], 2, "{buffered}\n{}", o.stderr);
+    denied_by_handlers(&v, &o, "ats");
+    held(&v, &o, "ats-buf");
 }
 
 #[test]
 fn traffic_server_streams_upload_bodies_unless_it_buffers_them() {
     // 16 MiB at 8 MiB/s: each upload outlasts a level.
-    let (o, v) = check_through(
-        "ats,ats-reqbuf",
-        &["--direction", "upload", "--upload-rate", "8MiB"],
-    );
-    let streaming = route(&v, "ats");
-    assert_eq!(streaming["denied_from"], 2, "{streaming}\n{}", o.stderr);
-    assert_eq!(streaming["levels"][2]["cause"], "handlers", "{streaming}");
-    let buffered = route(&v, "ats-reqbuf");
-    assert_eq!(
-        buffered["denied_from"],
-        Value::Null,
-        "{buffered}\n{}",
-        o.stderr
-    );
-    assert_eq!(buffered["held_up_to"], 2, "{buffered}\n{}", o.stderr);
+    let upload = ["--direction", "upload", "--upload-rate", "8MiB"];
+    let (o, v) = check_through("ats,ats-reqbuf", &upload);
+    denied_by_handlers(&v, &o, "ats");
+    held(&v, &o, "ats-reqbuf");
 }
