@@ -27,8 +27,7 @@ use std::path::Path;
 
 use catalogue::ProxyKind;
 
-/// NGINX's default timeouts, in seconds, which the Apache routes take.
-pub const TIMEOUT_S: u32 = 60;
+use super::NGINX_TIMEOUT_S;
 
 /// Renders the `httpd.conf` of one run: listening on `listen`, proxying
 /// to `upstream`, the modules from `modules`, its runtime files in
@@ -69,7 +68,7 @@ StartServers 1
 ServerLimit 1
 ThreadsPerChild 25
 MaxRequestWorkers 25
-Timeout {TIMEOUT_S}
+Timeout {NGINX_TIMEOUT_S}
 {tuning}ProxyPass \"/\" \"http://{upstream}/\"
 ",
         scratch = scratch.display(),

@@ -18,10 +18,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-/// NGINX's default timeouts, in the units H2O takes: seconds for the
-/// request, milliseconds for the upstream's I/O.
-pub const REQUEST_TIMEOUT_S: u32 = 60;
-pub const PROXY_IO_TIMEOUT_MS: u32 = 60_000;
+use super::NGINX_TIMEOUT_S;
 
 /// Renders the `h2o.conf` of one run: listening on `listen`, proxying to
 /// `upstream`, its temp buffers in `scratch`.
@@ -31,7 +28,7 @@ pub fn config(listen: SocketAddr, upstream: SocketAddr, scratch: &Path) -> Strin
 num-threads: 1
 error-log: /dev/stderr
 temp-buffer-path: \"{scratch}/h2o.b.XXXXXX\"
-http1-request-timeout: {REQUEST_TIMEOUT_S}
+http1-request-timeout: {NGINX_TIMEOUT_S}
 listen:
   host: \"{host}\"
   port: {port}
@@ -39,12 +36,14 @@ hosts:
   default:
     paths:
       /:
-        proxy.timeout.io: {PROXY_IO_TIMEOUT_MS}
+        proxy.timeout.io: {io_ms}
         proxy.reverse.url: \"http://{upstream}/\"
 ",
         scratch = scratch.display(),
         host = listen.ip(),
         port = listen.port(),
+        // seconds for the request, milliseconds for the upstream's I/O
+        io_ms = NGINX_TIMEOUT_S * 1000,
     )
 }
 

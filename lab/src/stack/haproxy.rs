@@ -20,8 +20,7 @@
 
 use std::net::SocketAddr;
 
-/// NGINX's default timeouts, which the HAProxy routes take over.
-pub const TIMEOUT: &str = "60s";
+use super::NGINX_TIMEOUT_S;
 
 /// Renders the `haproxy.cfg` of one run: listening on `listen`, proxying
 /// to `upstream`, waiting for request bodies as asked.
@@ -37,10 +36,10 @@ pub fn config(listen: SocketAddr, upstream: SocketAddr, buffer_requests: bool) -
 
 defaults
 \tmode http
-\ttimeout connect {TIMEOUT}
-\ttimeout client {TIMEOUT}
-\ttimeout server {TIMEOUT}
-\ttimeout http-request {TIMEOUT}
+\ttimeout connect {NGINX_TIMEOUT_S}s
+\ttimeout client {NGINX_TIMEOUT_S}s
+\ttimeout server {NGINX_TIMEOUT_S}s
+\ttimeout http-request {NGINX_TIMEOUT_S}s
 {buffer}
 frontend slowlab
 \tbind {listen}

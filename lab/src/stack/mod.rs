@@ -33,6 +33,12 @@ pub mod varnish;
 
 use catalogue::Server;
 
+/// NGINX's default timeouts (`client_header_timeout`, `send_timeout`,
+/// `proxy_connect_timeout`, `proxy_read_timeout`), in seconds: every
+/// packaged proxy's config takes them where it has a counterpart, so that
+/// each proxy gives a slow client the same time.
+pub const NGINX_TIMEOUT_S: u32 = 60;
+
 /// A user's own server, started from a shell command line
 /// (`slowlab check --server-cmd`): slowlab picks a free loopback port and
 /// puts it where the line says `{port}`, and the address where it says

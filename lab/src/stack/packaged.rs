@@ -121,14 +121,8 @@ pub fn line(
             let a = deb(Tool::Apache)?;
             let run = scratch.join("apache");
             fs::create_dir_all(&run)?;
-            // usr/sbin/apache2 -> usr/lib/apache2/modules, in the unpacked
-            // package as under /.
-            let modules = a
-                .binary
-                .parent()
-                .and_then(Path::parent)
-                .map(|usr| usr.join("lib/apache2/modules"))
-                .context("apache2 is not in a usr/sbin directory")?;
+            // In the unpacked package as under /.
+            let modules = a.root.join("usr/lib/apache2/modules");
             // Where it spools request bodies: the proxy's temp directory,
             // whose size a run samples; its child, www-data, writes there.
             let tmp = reachable(scratch, "proxy-temp", None, 0o1777)?;
@@ -161,13 +155,7 @@ pub fn line(
         }
         ProxyKind::Squid => {
             let q = deb(Tool::Squid)?;
-            // usr/sbin/squid -> the package's tree, or / for the system's.
-            let root = q
-                .binary
-                .ancestors()
-                .nth(3)
-                .context("squid is not in a usr/sbin directory")?
-                .to_path_buf();
+            let root = &q.root;
             let passwd = fs::read_to_string("/etc/passwd").context("reading /etc/passwd")?;
             let owner = squid::ids(&passwd, squid::USER).with_context(|| {
                 format!(
@@ -179,7 +167,7 @@ pub fn line(
             let conf_path = conf_dir.join("squid.conf");
             fs::write(
                 &conf_path,
-                squid::config(listen, upstream, &root, &state, buffering),
+                squid::config(listen, upstream, root, &state, buffering),
             )?;
             Line {
                 program: q.binary.clone(),
@@ -189,22 +177,16 @@ pub fn line(
         }
         ProxyKind::Trafficserver => {
             let t = deb(Tool::Trafficserver)?;
-            // usr/bin/traffic_server -> the package's tree, or /.
-            let root = t
-                .binary
-                .ancestors()
-                .nth(3)
-                .context("traffic_server is not in a usr/bin directory")?
-                .to_path_buf();
+            let root = &t.root;
             let state = scratch.join("trafficserver");
             fs::create_dir_all(&state)?;
-            for (name, text) in trafficserver::files(listen, upstream, &root, buffering, request) {
+            for (name, text) in trafficserver::files(listen, upstream, root, buffering, request) {
                 fs::write(conf_dir.join(name), text)?;
             }
             let runroot = conf_dir.join("runroot.yaml");
             fs::write(
                 &runroot,
-                trafficserver::runroot(&root, &std::path::absolute(conf_dir)?, &state),
+                trafficserver::runroot(root, &std::path::absolute(conf_dir)?, &state),
             )?;
             let mut env = t.env();
             env.push(("TS_RUNROOT".into(), runroot.to_string_lossy().into()));

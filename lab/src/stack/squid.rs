@@ -30,15 +30,14 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use super::NGINX_TIMEOUT_S;
+
 /// `read_ahead_gap` of `squid-buf`: twice the experiment's 16 MiB
 /// response, as NGINX's temp-file cap.
 pub const READ_AHEAD_GAP: u64 = 32 << 20;
 
 /// The user Squid drops root to.
 pub const USER: &str = "proxy";
-
-/// NGINX's default timeouts, which the Squid routes take.
-pub const TIMEOUT: &str = "60 seconds";
 
 /// Renders the `squid.conf` of one run: listening on `listen`, its parent
 /// `upstream`, the package's tree at `root` (`/` for the system's), its
@@ -71,7 +70,7 @@ pub fn config(
         "server_idle_pconn_timeout",
     ]
     .iter()
-    .map(|t| format!("{t} {TIMEOUT}\n"))
+    .map(|t| format!("{t} {NGINX_TIMEOUT_S} seconds\n"))
     .collect();
     format!(
         "http_port {listen} accel defaultsite={listen} no-vhost

@@ -28,12 +28,11 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
+use super::NGINX_TIMEOUT_S;
+
 /// `default_buffer_water_mark` of `ats-buf` and `post_copy_size` of
 /// `ats-reqbuf`: 32 MiB.
 pub const BUFFER: u64 = 32 << 20;
-
-/// NGINX's default timeouts, in seconds.
-pub const TIMEOUT_S: u32 = 60;
 
 /// The config files of one run, by name, all written into the config
 /// directory: listening on `listen`, mapping every path to `upstream`,
@@ -58,8 +57,8 @@ CONFIG proxy.config.admin.user_id STRING #-1
 CONFIG proxy.config.crash_log_helper STRING /bin/true
 CONFIG proxy.config.diags.logfile.filename STRING stderr
 CONFIG proxy.config.log.logging_enabled INT 0
-CONFIG proxy.config.http.transaction_no_activity_timeout_in INT {TIMEOUT_S}
-CONFIG proxy.config.http.transaction_no_activity_timeout_out INT {TIMEOUT_S}
+CONFIG proxy.config.http.transaction_no_activity_timeout_in INT {NGINX_TIMEOUT_S}
+CONFIG proxy.config.http.transaction_no_activity_timeout_out INT {NGINX_TIMEOUT_S}
 CONFIG proxy.config.body_factory.template_sets_dir STRING {root}/etc/trafficserver/body_factory
 ",
         port = listen.port(),
