@@ -36,37 +36,13 @@ impl Cond {
     }
 }
 
-/// The position of a route: direct, then buffering off, then on, then the
-/// request-direction routes in the same order; unknown routes last.
+/// The position of a route: its place in the catalogue's `Route::ALL`,
+/// which is the display order; unknown routes last.
 pub fn route_rank(route: &RouteName) -> usize {
-    match route.known() {
-        Some(Route::Direct) => 0,
-        Some(Route::NginxOff) => 1,
-        Some(Route::PingoraOff) => 2,
-        Some(Route::NginxOn) => 3,
-        Some(Route::PingoraOn) => 4,
-        Some(Route::NginxReqbufOff) => 5,
-        Some(Route::PingoraReqbufOff) => 6,
-        Some(Route::NginxReqbufOn) => 7,
-        Some(Route::PingoraReqbufOn) => 8,
-        Some(Route::Caddy) => 9,
-        Some(Route::CaddyBuf) => 10,
-        Some(Route::CaddyReqbuf) => 11,
-        Some(Route::Haproxy) => 12,
-        Some(Route::HaproxyReqbuf) => 13,
-        Some(Route::Varnish) => 14,
-        Some(Route::VarnishReqbuf) => 15,
-        Some(Route::Apache) => 16,
-        Some(Route::ApacheBuf) => 17,
-        Some(Route::ApacheReqbuf) => 18,
-        Some(Route::H2o) => 19,
-        Some(Route::Squid) => 20,
-        Some(Route::SquidBuf) => 21,
-        Some(Route::Ats) => 22,
-        Some(Route::AtsBuf) => 23,
-        Some(Route::AtsReqbuf) => 24,
-        None => 25,
-    }
+    route
+        .known()
+        .and_then(|k| Route::ALL.iter().position(|r| *r == k))
+        .unwrap_or(Route::ALL.len())
 }
 
 /// Routes in display order.

@@ -713,7 +713,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__load)
-            opts="-h -V --target --slow --slow-rate --rcvbuf --read-chunk --large-path --reader --loop-lag --slow-upload --upload-path --upload-bytes --upload-rate --sndbuf --slow-headers --header-interval --upload-ok --fast-bind --slow-bind --fast-rate --fast-duration --fast-start --fast-path --timeout --out --label --json --allow-remote --verify --realtime --spin --end-with-fast --help --version"
+            opts="-h -V --target --slow --slow-rate --rcvbuf --read-chunk --large-path --reader --loop-lag --slow-upload --upload-path --upload-bytes --upload-rate --sndbuf --slow-headers --header-interval --upload-ok --fast-bind --slow-bind --fast-rate --fast-duration --fast-start --fast-settle --fast-path --timeout --out --label --json --allow-remote --verify --realtime --spin --end-with-fast --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -800,6 +800,10 @@ _slowlab() {
                     return 0
                     ;;
                 --fast-start)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fast-settle)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -11,7 +11,9 @@ use common::bounds::{MAX_DURATION, MAX_SLOW_READERS, duration_in, f64_in, int_in
 use common::units::format_duration;
 
 use crate::bind::BindArgs;
-use crate::config::{LoadConfig, MAX_FAST_RATE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg};
+use crate::config::{
+    LoadConfig, MAX_FAST_RATE, MAX_FAST_SETTLE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg,
+};
 use crate::output;
 use crate::runner::run_load;
 use crate::summary::Summary;
@@ -44,6 +46,15 @@ pub struct LoadArgs {
     /// (0s to 1day).
     #[arg(long, default_value = "250ms", value_parser = duration_in(Duration::ZERO, MAX_DURATION))]
     pub fast_start: Duration,
+    /// Start the /fast schedule only once the slow readers have settled:
+    /// every reader has its response's first byte (or has ended), or none
+    /// got one for this long; never later than --timeout after the start.
+    /// A server that takes its readers one by one (an event loop writing
+    /// the first chunk of each) is measured once it holds them all, not
+    /// during the connect burst the tester made. summary.json says when the
+    /// schedule began and why. 0s: at --fast-start (0s to 1min).
+    #[arg(long, default_value = "0s", value_parser = duration_in(Duration::ZERO, MAX_FAST_SETTLE))]
+    pub fast_settle: Duration,
     /// Path of the fast requests.
     #[arg(long, default_value = "/fast")]
     pub fast_path: String,
@@ -101,6 +112,7 @@ impl LoadArgs {
             fast_rate,
             fast_duration,
             fast_start,
+            fast_settle,
             fast_path,
             timeout,
             out,
@@ -131,6 +143,8 @@ impl LoadArgs {
             format_duration(*fast_duration).into(),
             "--fast-start".into(),
             format_duration(*fast_start).into(),
+            "--fast-settle".into(),
+            format_duration(*fast_settle).into(),
             "--fast-path".into(),
             fast_path.into(),
             "--timeout".into(),
@@ -285,6 +299,7 @@ mod tests {
             ("--fast-rate", "8", "nan"),
             ("--fast-duration", "24h", "99999999999999s"),
             ("--fast-start", "24h", "25h"),
+            ("--fast-settle", "1min", "61s"),
             ("--timeout", "1ms", "0s"),
             ("--timeout", "24h", "25h"),
             ("--spin", "1s", "2s"),
@@ -401,6 +416,7 @@ mod tests {
             fast_rate: 7.25,
             fast_duration: Duration::from_millis(3250),
             fast_start: Duration::from_micros(1500),
+            fast_settle: Duration::from_millis(300),
             fast_path: "/quick".into(),
             timeout: Duration::from_secs(90),
             out: Some(PathBuf::from("/tmp/a dir/load")),

@@ -46,6 +46,8 @@ pub const MAX_FAST_RATE: f64 = 10_000.0;
 pub const MAX_FAST_REQUESTS: u64 = 1_000_000;
 /// The longest `--spin`: it busy-waits before every request.
 pub const MAX_SPIN: Duration = Duration::from_secs(1);
+/// The longest quiet window `--fast-settle` takes.
+pub const MAX_FAST_SETTLE: Duration = Duration::from_secs(60);
 pub use common::bounds::MAX_SLOW_RATE;
 /// The largest `--rcvbuf`: Linux clamps it to `net.core.rmem_max` anyway,
 /// and `setsockopt` takes an `int`.
@@ -98,6 +100,9 @@ pub struct LoadConfig {
     pub fast_rate: f64,
     pub fast_duration: Duration,
     pub fast_start: Duration,
+    /// `--fast-settle`: the quiet window that ends the wait for the slow
+    /// readers' first bytes; zero starts the schedule at `fast_start`.
+    pub fast_settle: Duration,
     /// Full request path of the fast requests (base path included).
     pub fast_path: String,
     /// The local addresses the `/fast` sockets and each slow client are
@@ -169,6 +174,7 @@ impl LoadConfig {
             fast_rate: args.fast_rate,
             fast_duration: args.fast_duration,
             fast_start: args.fast_start,
+            fast_settle: args.fast_settle,
             timeout: args.timeout,
             verify: args.verify,
             upload,

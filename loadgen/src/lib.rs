@@ -10,6 +10,8 @@
 //! - [`target`]: the `--target` URL and the loopback-only policy.
 //! - [`runner`]: one run: setup, t0, slow readers, scheduler, sampling.
 //! - [`schedule`]: the scheduler thread that starts `/fast` requests on time.
+//! - [`settle`]: `--fast-settle`, when the schedule begins: once the slow
+//!   readers have their first bytes.
 //! - [`latency`]: kernel settings that make a thread wake on time.
 //! - [`fast`]: one `/fast` request after its connect has started.
 //! - [`engine`]: the event loops every slow client runs on.
@@ -117,6 +119,7 @@ pub mod record;
 pub mod response;
 pub mod runner;
 pub mod schedule;
+pub mod settle;
 pub mod slow;
 pub mod slowloris;
 pub mod streamreader;

@@ -12,6 +12,8 @@ fn report() -> Report {
         ],
         t0_unix_s: 1_700_000_000.5,
         elapsed_s: 9.2,
+        fast_began_s: 0.25,
+        settled: crate::settle::Settled::Start,
         fast: vec![
             FastRecord {
                 seq: 0,

@@ -15,6 +15,7 @@ use crate::latency::Tuning;
 use crate::net;
 use crate::record::{FastRecord, LargeRecord, ProgressRow, SlowHeaderRecord, UploadRecord};
 use crate::schedule::Scheduler;
+use crate::settle::{self, Settle, Settled};
 use crate::slow::{Gauge, SlowContext, SlowReader};
 use crate::slowloris::{self, HeadersContext};
 use crate::sys::{self, CpuTime, HostInfo};
@@ -32,6 +33,10 @@ pub struct Report {
     pub t0_unix_s: f64,
     /// From t0 until every request and download had ended.
     pub elapsed_s: f64,
+    /// When the `/fast` schedule began, from t0: `--fast-start`, later by
+    /// the wait for the slow readers (`--fast-settle`), and why then.
+    pub fast_began_s: f64,
+    pub settled: Settled,
     pub fast: Vec<FastRecord>,
     pub large: Vec<LargeRecord>,
     pub progress: Vec<ProgressRow>,
@@ -98,8 +103,15 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         .map(|i| slowloris::spawn_slow_headers(&engine, i, headers_ctx.clone()))
         .collect();
     let end_with_fast = config.end_with_fast;
+    let settle = (!config.fast_settle.is_zero()).then(|| {
+        Settle::new(
+            config.fast_start,
+            config.fast_settle,
+            config.fast_start.max(config.timeout),
+        )
+    });
 
-    let (elapsed_s, t0_unix_s, scheduler, fast, large, progress, uploads, slow_headers) =
+    let (elapsed_s, t0_unix_s, began, scheduler, fast, large, progress, uploads, slow_headers) =
         runtime.block_on(async move {
             let t0 = Instant::now();
             let t0_unix_s = SystemTime::now()
@@ -115,9 +127,15 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             for h in &slowloris {
                 h.start(t0);
             }
-            scheduler.start(t0);
+            let watched = gauges.clone();
             let sampler = (!gauges.is_empty())
                 .then(|| tokio::spawn(sample(t0, gauges, config.reading.reader)));
+            let began = match settle.filter(|_| !watched.is_empty()) {
+                Some(rule) => settle::wait(t0, &watched, rule).await,
+                None => (Duration::ZERO, Settled::Start),
+            };
+            drop(watched);
+            scheduler.start(t0, began.0);
             let (tuning, fast) = scheduler.records().await?;
             // `--end-with-fast`: the run is over with its last /fast
             // request; transfers still running are cut. So they are when
@@ -155,6 +173,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
             anyhow::Ok((
                 elapsed_s,
                 t0_unix_s,
+                began,
                 tuning,
                 fast,
                 large,
@@ -168,6 +187,8 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         labels: config.labels.clone(),
         t0_unix_s,
         elapsed_s,
+        fast_began_s: (config.fast_start + began.0).as_secs_f64(),
+        settled: began.1,
         fast,
         large,
         progress,

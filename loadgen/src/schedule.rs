@@ -33,8 +33,9 @@ use crate::record::FastRecord;
 pub struct Scheduler {
     /// When each request is due, from t0 (a record of one cut in flight).
     offsets: Vec<Duration>,
-    go: mpsc::Sender<Instant>,
-    launched: oneshot::Receiver<(Tuning, Vec<JoinHandle<FastRecord>>)>,
+    go: mpsc::Sender<(Instant, Duration)>,
+    /// The thread's tuning, the schedule's shift and every request's task.
+    launched: oneshot::Receiver<(Tuning, Duration, Vec<JoinHandle<FastRecord>>)>,
     thread: thread::JoinHandle<()>,
 }
 
@@ -48,7 +49,7 @@ impl Scheduler {
         runtime: Handle,
         timing: TimingOptions,
     ) -> anyhow::Result<Scheduler> {
-        let (go, go_rx) = mpsc::channel::<Instant>();
+        let (go, go_rx) = mpsc::channel::<(Instant, Duration)>();
         let (done, launched) = oneshot::channel();
         let kept = offsets.clone();
         let thread = thread::Builder::new()
@@ -60,9 +61,11 @@ impl Scheduler {
                 tracing::debug!(?tuning, "scheduler thread tuned");
                 let mut handles = Vec::with_capacity(offsets.len());
                 // A closed channel means the run was abandoned before t0.
-                let Ok(t0) = go_rx.recv() else { return };
+                let Ok((t0, shift)) = go_rx.recv() else {
+                    return;
+                };
                 for (seq, offset) in offsets.iter().enumerate() {
-                    let scheduled = t0 + *offset;
+                    let scheduled = t0 + shift + *offset;
                     // Ctrl-C or SIGTERM: no request is started after it;
                     // those started keep their records.
                     if stopped_before(scheduled) {
@@ -73,7 +76,7 @@ impl Scheduler {
                     handles.push(runtime.spawn(fast::complete(launch, ctx.clone())));
                 }
                 // The receiver is gone only if the run was abandoned.
-                let _ = done.send((tuning, handles));
+                let _ = done.send((tuning, shift, handles));
             })
             .context("starting the scheduler thread")?;
         Ok(Scheduler {
@@ -84,16 +87,17 @@ impl Scheduler {
         })
     }
 
-    /// Lets the schedule run from `t0`.
-    pub fn start(&self, t0: Instant) {
+    /// Lets the schedule run from `t0`, every request `shift` later than
+    /// its offset (the wait for the slow readers, `--fast-settle`).
+    pub fn start(&self, t0: Instant, shift: Duration) {
         // The thread only stops listening after it has received t0.
-        let _ = self.go.send(t0);
+        let _ = self.go.send((t0, shift));
     }
 
     /// Waits for every request's record, in schedule order, and tells how
     /// the thread was tuned.
     pub async fn records(self) -> anyhow::Result<(Tuning, Vec<FastRecord>)> {
-        let (tuning, handles) = self
+        let (tuning, shift, handles) = self
             .launched
             .await
             .context("the scheduler thread stopped early")?;
@@ -106,7 +110,7 @@ impl Scheduler {
                 r = &mut h => r.context("a /fast request task failed")?,
                 () = stop_requested() => {
                     h.abort();
-                    cut(&self.offsets, seq)
+                    cut(&self.offsets, shift, seq)
                 }
             };
             records.push(record);
@@ -121,8 +125,8 @@ impl Scheduler {
 
 /// The record of request `seq`, cut in flight by a stop: its start and
 /// connect are not known here, so it starts as scheduled.
-fn cut(offsets: &[Duration], seq: usize) -> FastRecord {
-    let at = offsets.get(seq).map_or(0.0, Duration::as_secs_f64);
+fn cut(offsets: &[Duration], shift: Duration, seq: usize) -> FastRecord {
+    let at = offsets.get(seq).map_or(0.0, |o| (shift + *o).as_secs_f64());
     FastRecord {
         seq,
         scheduled_s: at,

@@ -19,6 +19,7 @@ use crate::error::ErrorKind;
 use crate::latency::Tuning;
 use crate::record::{SlowHeaderRecord, UploadRecord};
 use crate::runner::Report;
+use crate::settle::Settled;
 use crate::slowloris::HeadersEnd;
 use crate::sys::HostInfo;
 
@@ -52,6 +53,11 @@ pub struct FastSummary {
     pub errors: BTreeMap<ErrorKind, usize>,
     pub latency_ms: Percentiles,
     pub schedule_lag_ms: Lag,
+    /// When the schedule began, from t0 (`--fast-start`, later by the
+    /// wait for the slow readers' first bytes under `--fast-settle`).
+    pub began_s: f64,
+    /// Why then: `start`, `first_bytes`, `quiet`, `timeout`, `stopped`.
+    pub settled: Settled,
 }
 
 /// Nearest-rank percentiles; `None` (JSON null) without any values.
@@ -232,6 +238,8 @@ impl Summary {
                     p99: nearest_rank(&lags, 99.0).map(ms3),
                     max: nearest_rank(&lags, 100.0).map(ms3),
                 },
+                began_s: s6(report.fast_began_s),
+                settled: report.settled,
             },
             slow: SlowSummary {
                 clients: report.large.len(),

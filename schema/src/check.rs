@@ -182,6 +182,20 @@ pub struct CheckRow {
     /// accepted with the request unread.
     #[serde(default)]
     pub waiting_requests: Option<u64>,
+    /// The server's CPU over its busiest second of the level, in cores
+    /// (an event loop is out of CPU at one core).
+    #[serde(default, serialize_with = "cell::d4")]
+    pub app_cpu_peak_cores: Option<f64>,
+    /// When the level's fast calls began, in seconds from its start: the
+    /// wait for every slow download's first byte (`slowlab load
+    /// --fast-settle`), at least 0.25 s. Empty in files before the column.
+    #[serde(default, serialize_with = "cell::d3")]
+    pub fast_began_s: Option<f64>,
+    /// Why then: `first_bytes` (every slow download had its first byte),
+    /// `quiet` (none got one for 0.25 s: the rest wait for a handler),
+    /// `timeout`, `start` (no slow downloads), `stopped`.
+    #[serde(default)]
+    pub fast_settled: String,
 }
 
 #[cfg(test)]

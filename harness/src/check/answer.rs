@@ -143,6 +143,9 @@ impl Level<'_> {
             listen_overflows: e.listen_overflows,
             first_byte_p50_ms: e.first_byte_p50_ms,
             repetition: Some(self.repetition),
+            app_cpu_peak_cores: e.app_cpu_peak_cores,
+            fast_began_s: Some(f.fast_began_s),
+            fast_settled: f.settled.clone().unwrap_or_default(),
         }
     }
 }
@@ -289,6 +292,9 @@ fn json_object(
                         "server_fd_limit": x.server_fd_limit,
                         "listen_overflows": x.listen_overflows,
                         "first_byte_p50_ms": x.first_byte_p50_ms,
+                        "app_cpu_peak_cores": x.app_cpu_peak_cores,
+                        "fast_began_s": x.fast_began_s,
+                        "fast_settled": x.fast_settled,
                         "level_s": x.level_s,
                         "dir": x.dir,
                     })

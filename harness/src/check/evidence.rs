@@ -46,6 +46,38 @@ pub const FD_LIMIT_SHARE: f64 = 0.95;
 /// this late (or later) waited for the server's handlers.
 pub const QUEUED_FIRST_BYTE_MS: f64 = 1000.0;
 
+/// What the catalogue says of the server's handlers (`--server NAME`);
+/// nothing is known of a `--server-cmd` or a `--target`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Handlers {
+    #[default]
+    Unknown,
+    /// It writes at most this many responses at once (sync workers,
+    /// threads, greenlets).
+    AtMost(u32),
+    /// No fixed limit: one task per connection on an event loop.
+    Unbounded,
+}
+
+impl Handlers {
+    /// Of the catalogue's server (`Server::handlers`: `None` is no limit).
+    pub fn of(server: catalogue::Server) -> Handlers {
+        server
+            .handlers()
+            .map_or(Handlers::Unbounded, Handlers::AtMost)
+    }
+
+    /// Whether `slow` clients cannot hold them all: the server has more
+    /// handlers than that, or no limit.
+    pub fn outnumber(self, slow: u32) -> bool {
+        match self {
+            Handlers::Unknown => false,
+            Handlers::AtMost(n) => n > slow,
+            Handlers::Unbounded => true,
+        }
+    }
+}
+
 /// Everything a level showed besides its fast path; `None` where it could
 /// not be measured.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,6 +94,12 @@ pub struct Evidence {
     pub host_steal_share: Option<f64>,
     pub schedule_lag_p99_ms: Option<f64>,
     pub app_cpu_cores: Option<f64>,
+    /// The app's CPU over its busiest second of the level: an event loop
+    /// (one thread) that spends a second at a whole core is out of CPU
+    /// whatever the level's average or the host's idle cores say.
+    pub app_cpu_peak_cores: Option<f64>,
+    /// What the catalogue says of the server's handlers.
+    pub handlers: Handlers,
     /// The app's CPU cap in cores, when it is capped.
     pub app_cpu_cap: Option<f64>,
     /// Share of the level the app's cgroup spent throttled.
@@ -271,6 +309,17 @@ pub fn cause(e: &Evidence, direction: Direction, buffering: bool, slow: u32) -> 
     }
     if let Some(proxy) = proxy_ran_out(e) {
         return proxy;
+    }
+    // The catalogue says the slow clients cannot hold all the server's
+    // handlers (an event loop has no limit): full sockets and requests
+    // that waited are then the loop's being busy, not handlers held. The
+    // loop is one thread: a busy second at a whole core is its CPU.
+    if e.handlers.outnumber(slow) {
+        return if e.app_cpu_peak_cores.is_some_and(|c| c >= CPU_CAP_SHARE) {
+            Cause::Cpu
+        } else {
+            Cause::Unknown
+        };
     }
     match direction {
         Direction::Download => {
@@ -517,5 +566,55 @@ mod tests {
             Cause::Handlers
         );
         assert_eq!(cause(&uploads, Direction::Upload, false, 9), Cause::Unknown);
+    }
+
+    #[test]
+    fn a_server_with_more_handlers_than_slow_clients_is_never_denied_for_handlers() {
+        // Uvicorn at 497 readers, as measured before the wait for the
+        // readers' first bytes: full sockets, requests unread while the
+        // loop was busy, 0.41 cores on average.
+        let busy_loop = Evidence {
+            held_sockets: Some(497),
+            waiting_requests: Some(31),
+            app_cpu_cores: Some(0.41),
+            app_cpu_peak_cores: Some(0.97),
+            ..quiet()
+        };
+        let unknown = cause(&busy_loop, Direction::Download, false, 497);
+        assert_eq!(unknown, Cause::Handlers, "a --server-cmd: nothing known");
+        let uvicorn = Evidence {
+            handlers: Handlers::Unbounded,
+            ..busy_loop.clone()
+        };
+        assert_eq!(cause(&uvicorn, Direction::Download, false, 497), Cause::Cpu);
+        let calm = Evidence {
+            app_cpu_peak_cores: Some(0.3),
+            ..uvicorn.clone()
+        };
+        assert_eq!(
+            cause(&calm, Direction::Download, false, 497),
+            Cause::Unknown
+        );
+        assert_eq!(cause(&calm, Direction::Upload, false, 497), Cause::Unknown);
+        // gevent's 2 x 1000 greenlets outnumber 497 readers, not 2,048.
+        let gevent = Evidence {
+            handlers: Handlers::AtMost(2000),
+            ..busy_loop.clone()
+        };
+        assert_eq!(cause(&gevent, Direction::Download, false, 497), Cause::Cpu);
+        assert_eq!(
+            cause(&gevent, Direction::Download, false, 2048),
+            Cause::Handlers
+        );
+        // Sync x2 with 2 readers: all its handlers can be held.
+        let sync2 = Evidence {
+            handlers: Handlers::of(catalogue::Server::GunicornSync2),
+            ..busy_loop
+        };
+        assert_eq!(
+            cause(&sync2, Direction::Download, false, 2),
+            Cause::Handlers
+        );
+        assert!(Handlers::of(catalogue::Server::Uvicorn).outnumber(100_000));
     }
 }

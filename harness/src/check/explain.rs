@@ -12,7 +12,7 @@ use schema::{CheckRow, Direction};
 
 use super::CheckArgs;
 use super::answer::{RouteResult, client, clients, ms};
-use super::evidence::{Cause, TESTER_CPU_SHARE};
+use super::evidence::{Cause, Handlers, TESTER_CPU_SHARE};
 use super::search::Settled;
 
 /// The route's proxy, what its name's buffering is (request buffering on
@@ -36,11 +36,22 @@ fn label(r: &RouteResult) -> String {
         return r.label.clone();
     };
     let proxy = kind.title();
-    if what == "buffering" && !kind.buffers_responses() {
+    let base = if what == "buffering" && !kind.buffers_responses() {
         // No switch to name: it has no response buffering.
-        return format!("behind {proxy}");
+        format!("behind {proxy}")
+    } else {
+        format!("behind {proxy} {what} {}", if on { "on" } else { "off" })
+    };
+    // Uploads through a response route: say what the proxy does with the
+    // request bodies, which is what the level measured.
+    if what == "buffering" && r.direction == Direction::Upload {
+        let request = match r.route.request_body() {
+            Some(b) if b.buffering => "request buffering on by default",
+            _ => "no request buffering",
+        };
+        return format!("{base} ({request})");
     }
-    format!("behind {proxy} {what} {}", if on { "on" } else { "off" })
+    base
 }
 
 /// `direct: denied from 4 (3 of 3 runs)`, `behind NGINX buffering on: held
@@ -187,11 +198,17 @@ fn why(r: &RouteResult, x: &CheckRow, args: &CheckArgs) -> String {
             args.fast_path
         ),
         "cpu" => format!(
-            " The server ran out of CPU: it used {cpu}{} with {n} {who} (resource samples {dir}).",
+            " The server ran out of CPU: it used {cpu}{}{} with {n} {who} (resource samples {dir}).",
             match (args.caps.and_then(|c| c.app), x.host_idle_cores) {
                 (Some(c), _) => format!(" of its {} cores", c.cpu_cores),
                 (None, Some(idle)) => format!(", the host {idle:.2} cores idle"),
                 (None, None) => String::new(),
+            },
+            match x.app_cpu_peak_cores {
+                Some(p) if args.caps.and_then(|c| c.app).is_none() => format!(
+                    ", and {p:.2} cores over its busiest second: an event loop is one thread, out of CPU at one core whatever the host has idle"
+                ),
+                _ => String::new(),
             }
         ),
         "memory" => format!(
@@ -213,11 +230,45 @@ fn why(r: &RouteResult, x: &CheckRow, args: &CheckArgs) -> String {
             x.listen_overflows.unwrap_or(0)
         ),
         _ => format!(
-            " Nothing the lab measures explains it: the server's CPU {cpu}, {} sockets held, first bytes after {} ms; see {}/.",
+            "{} Nothing the lab measures explains it: the server's CPU {cpu} ({} cores over its busiest second), {} sockets held, first bytes after {} ms; see {}/.",
+            not_handlers(args, n),
+            x.app_cpu_peak_cores
+                .map_or("-".into(), |p| format!("{p:.2}")),
             x.held_sockets.map_or("-".into(), |h| h.to_string()),
             ms(x.first_byte_p50_ms),
             x.dir
         ),
+    }
+}
+
+/// When a level's fast calls waited for its slow downloads' first bytes
+/// (`slowlab load --fast-settle`) noticeably, the clause that says so.
+fn began(x: &CheckRow) -> String {
+    match x.fast_began_s {
+        Some(b) if b >= 0.5 && x.fast_settled == "first_bytes" => format!(
+            " (its calls began {b:.1} s into the level, once every slow download had its first byte: the readers all connect at once, and the server took that long to answer them all)"
+        ),
+        Some(b) if b >= 0.5 && x.fast_settled == "timeout" => format!(
+            " (its calls began {b:.1} s into the level, at the timeout, with slow downloads still getting their first bytes)"
+        ),
+        _ => String::new(),
+    }
+}
+
+/// For a lab server whose handlers `n` slow clients cannot all hold, the
+/// sentence that says so (the catalogue's handlers); else nothing.
+fn not_handlers(args: &CheckArgs, n: u32) -> String {
+    let Some(server) = args.server else {
+        return String::new();
+    };
+    match Handlers::of(server) {
+        Handlers::Unbounded => {
+            format!(" Not held handlers: {server} has no handler limit (one task per connection).")
+        }
+        Handlers::AtMost(h) if h > n => {
+            format!(" Not held handlers: {server} has {h} handlers, more than {n}.")
+        }
+        _ => String::new(),
     }
 }
 
@@ -254,15 +305,16 @@ pub fn words(r: &RouteResult, args: &CheckArgs) -> String {
                 x.p95_x_baseline.unwrap_or(0.0)
             )
         };
-        s += &format!(" With {} {who} {how}.", x.slow_readers);
+        s += &format!(" With {} {who} {how}{}.", x.slow_readers, began(x));
         s += &why(r, x, args);
     } else if let Some(x) = r.settled.held_up_to.and_then(|h| r.held_row_at(h)) {
         s += &format!(
-            " With {} {who} the p95 of {} was {} ms against {:.3} ms with none.",
+            " With {} {who} the p95 of {} was {} ms against {:.3} ms with none{}.",
             x.slow_readers,
             args.fast_path,
             ms(x.p95_ms),
-            r.baseline_ms
+            r.baseline_ms,
+            began(x)
         );
     }
     if let Some(x) = o.inconclusive_from.and_then(|n| r.row_at(n)) {
@@ -352,7 +404,7 @@ fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
             label(r)
         ),
         Some(Cause::Cpu) => format!(
-            "{}: more CPU for the server (its cap, or fewer processes beside it); a buffering proxy does not make CPU",
+            "{}: more CPU for the server (its cap, more worker processes for an event loop, or fewer processes beside it); a buffering proxy does not make CPU",
             label(r)
         ),
         Some(Cause::Memory) => format!(
@@ -434,6 +486,14 @@ mod tests {
             "--large-path",
             "/large",
         ];
+        Cmd::try_parse_from(argv.iter().chain(words))
+            .expect("arguments parse")
+            .args
+    }
+
+    /// A check of the lab's server `name`.
+    fn server_args(name: &str, words: &[&str]) -> CheckArgs {
+        let argv = ["check", "--server", name];
         Cmd::try_parse_from(argv.iter().chain(words))
             .expect("arguments parse")
             .args
@@ -543,6 +603,62 @@ mod tests {
         assert!(remedy.contains("Squid has no setting"), "{remedy}");
         let squid = route(Route::Squid, "squid", Some(2), "handlers");
         assert!(super::remedy(&[squid], &a).contains("turn the proxy's buffering on"));
+        // An upload's route names what the proxy does with request bodies.
+        let mut squid = route(Route::SquidBuf, "squid-buf", Some(2), "handlers");
+        assert_eq!(label(&squid), "behind Squid buffering on");
+        squid.direction = Direction::Upload;
+        assert_eq!(
+            label(&squid),
+            "behind Squid buffering on (no request buffering)"
+        );
+        let mut nginx = route(Route::NginxOn, "nginx-on", None, "");
+        nginx.direction = Direction::Upload;
+        assert_eq!(
+            label(&nginx),
+            "behind NGINX buffering on (request buffering on by default)"
+        );
+        let mut explicit = route(Route::NginxReqbufOff, "nginx-reqbuf-off", None, "");
+        explicit.direction = Direction::Upload;
+        assert_eq!(label(&explicit), "behind NGINX request buffering off");
+    }
+
+    #[test]
+    fn an_event_loop_is_not_told_its_handlers_were_held() {
+        let a = server_args("uvicorn", &["--max-slow", "1024"]);
+        let mut r = route(Route::Direct, "direct", Some(512), "unknown");
+        r.rows[1].app_cpu_peak_cores = Some(0.3);
+        let w = words(&r, &a);
+        assert!(
+            w.contains("Not held handlers: uvicorn has no handler limit"),
+            "{w}"
+        );
+        assert!(w.contains("0.30 cores over its busiest second"), "{w}");
+        let mut r = route(Route::Direct, "direct", Some(512), "cpu");
+        r.rows[1].app_cpu_peak_cores = Some(0.98);
+        let w = words(&r, &a);
+        assert!(w.contains("0.98 cores over its busiest second"), "{w}");
+        assert!(w.contains("an event loop is one thread"), "{w}");
+        // Sync workers: nothing to say, their handlers can be held.
+        let a = server_args("gunicorn-sync2", &[]);
+        let w = words(&route(Route::Direct, "direct", Some(2), "unknown"), &a);
+        assert!(!w.contains("Not held handlers"), "{w}");
+    }
+
+    #[test]
+    fn fast_calls_that_waited_for_the_readers_first_bytes_say_so() {
+        let a = server_args("uvicorn", &["--max-slow", "1024"]);
+        let mut r = route(Route::Direct, "direct", None, "");
+        r.rows[0].fast_began_s = Some(1.909);
+        r.rows[0].fast_settled = "first_bytes".into();
+        let w = words(&r, &a);
+        assert!(
+            w.contains(
+                "its calls began 1.9 s into the level, once every slow download had its first byte"
+            ),
+            "{w}"
+        );
+        r.rows[0].fast_began_s = Some(0.25);
+        assert!(!words(&r, &a).contains("its calls began"));
     }
 
     #[test]

@@ -56,10 +56,18 @@ pub struct Plan {
     /// proxy that ran out of CPU or memory decided the level, not the
     /// server behind it.
     pub proxy_caps: Option<lab::cgroup::Caps>,
+    /// What the catalogue says of the server's handlers (`--server`).
+    pub handlers: super::evidence::Handlers,
 }
 
 /// Delay between the slow readers' start and the first fast request, so
-/// that the readers hold their handlers before it.
+/// that the readers hold their handlers before it; and the quiet window of
+/// the wait for their first bytes (`slowlab load --fast-settle`): the
+/// fast calls begin once every reader has its first byte, or none got one
+/// for this long. All the readers of a level connect at once, and a server
+/// that takes them one by one (an event loop) is busy with that burst for
+/// a second or more at hundreds of readers; the level is about the readers
+/// it then holds, not about the tester's connect storm.
 pub const FAST_START: Duration = Duration::from_millis(250);
 
 impl Plan {
@@ -105,6 +113,7 @@ impl Plan {
             fast_rate: self.fast_rate,
             fast_duration,
             fast_start: FAST_START,
+            fast_settle: FAST_START,
             fast_path: self.fast_path.clone(),
             timeout: self.timeout,
             out: Some(out.to_path_buf()),
@@ -144,11 +153,13 @@ impl Plan {
         }
     }
 
-    /// How long a load may run before it is stopped: its slow clients are
-    /// cut when its fast calls end (`--end-with-fast`), the last of which
-    /// ends within `--timeout`; the rest is the process's start and files.
+    /// How long a load may run before it is stopped: its fast calls begin
+    /// within `--timeout` (the wait for the readers' first bytes), its slow
+    /// clients are cut when they end (`--end-with-fast`), the last of
+    /// which ends within `--timeout`; the rest is the process's start and
+    /// files.
     fn limit(&self) -> Duration {
-        FAST_START + self.level_duration + self.timeout * 2 + Duration::from_secs(30)
+        FAST_START + self.level_duration + self.timeout * 3 + Duration::from_secs(30)
     }
 }
 
@@ -178,6 +189,12 @@ pub struct Figures {
     pub statuses: BTreeMap<u16, u64>,
     /// The load's directory.
     pub dir: PathBuf,
+    /// When the fast calls began, from the load's start and as a unix time,
+    /// and why then (`summary.json`'s `fast.settled`: `first_bytes` once
+    /// every slow reader had its first byte, `quiet`, ...).
+    pub fast_began_s: f64,
+    pub fast_began_unix_s: f64,
+    pub settled: Option<String>,
 }
 
 impl Figures {
@@ -206,6 +223,7 @@ pub struct Usage {
 /// The parts of `summary.json` the check reads.
 #[derive(Debug, Deserialize)]
 struct Summary {
+    t0_unix_s: f64,
     fast: FastPart,
     slow: SlowPart,
     uploads: UploadPart,
@@ -234,6 +252,10 @@ struct FastPart {
     latency_ms: Latency,
     #[serde(default)]
     schedule_lag_ms: Option<Lag>,
+    #[serde(default)]
+    began_s: f64,
+    #[serde(default)]
+    settled: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -292,7 +314,10 @@ pub fn measure(
         )
     })?;
     let read = read(plan.direction, &out)?;
-    let app = usage(&measured.samples, "app");
+    // The server's CPU and sockets count from the fast calls' start: the
+    // readers' connect burst before it is the tester's (see `FAST_START`).
+    let window = window_from(&measured.samples, read.fast_began_unix_s);
+    let app = usage(&window, "app");
     let host_cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let load_s = measured.load_s.max(1e-3);
     let rows = |component: &'static str| {
@@ -303,7 +328,7 @@ pub fn measure(
             .filter(move |r| r.component == component)
     };
     let app_rows = || rows("app");
-    let proxy = usage(&measured.samples, "proxy");
+    let proxy = usage(&window, "proxy");
     let evidence = Evidence {
         host_cores,
         loadgen_cpu_cores: usage(&measured.samples, "loadgen").cpu_cores,
@@ -315,8 +340,10 @@ pub fn measure(
             .map(|ms| ms / 1000.0 / (load_s * host_cores)),
         schedule_lag_p99_ms: read.evidence.schedule_lag_p99_ms,
         app_cpu_cores: app.cpu_cores,
+        app_cpu_peak_cores: peak_cpu(&window, "app", PEAK_WINDOW_S),
+        handlers: plan.handlers,
         app_cpu_cap: plan.app_caps.map(|c| c.cpu_cores),
-        app_throttled_share: throttled(&measured.samples, "app"),
+        app_throttled_share: throttled(&window, "app"),
         app_memory_peak_bytes: app_rows()
             .map(|r| r.memory_bytes.unwrap_or(r.rss_bytes))
             .max(),
@@ -324,13 +351,13 @@ pub fn measure(
         server_fds: app_rows().map(|r| r.fds).max(),
         server_fd_limit: app_rows().filter_map(|r| r.fd_limit).min(),
         listen_overflows: overflows,
-        held_sockets: held_sockets(&measured.samples),
-        waiting_requests: waiting_requests(&measured.samples),
+        held_sockets: held_sockets(&window),
+        waiting_requests: waiting_requests(&window),
         server_connections: app_rows().map(|r| r.sockets).max(),
         first_byte_p50_ms: first_byte_p50(&out),
         proxy_cpu_cores: proxy.cpu_cores,
         proxy_cpu_cap: plan.proxy_caps.map(|c| c.cpu_cores),
-        proxy_throttled_share: throttled(&measured.samples, "proxy"),
+        proxy_throttled_share: throttled(&window, "proxy"),
         proxy_memory_peak_bytes: rows("proxy").map(|r| r.rss_bytes).max(),
         proxy_memory_cap: plan.proxy_caps.map(|c| c.memory_bytes),
     };
@@ -343,6 +370,63 @@ pub fn measure(
         dir: dir.to_path_buf(),
         ..read
     })
+}
+
+/// The samples of `samples` from `from_s` (unix seconds) on; of the
+/// resources also the one just before, so that a rate over the window has
+/// its start.
+fn window_from(samples: &Samples, from_s: f64) -> Samples {
+    let from = |rows: &[f64]| {
+        let first = rows.partition_point(|t| *t < from_s);
+        rows.get(first.saturating_sub(1)).copied().unwrap_or(from_s)
+    };
+    let mut times: Vec<f64> = samples.resources.iter().map(|r| r.t_unix_s).collect();
+    times.sort_by(f64::total_cmp);
+    let resources_from = from(&times);
+    Samples {
+        resources: samples
+            .resources
+            .iter()
+            .filter(|r| r.t_unix_s >= resources_from)
+            .cloned()
+            .collect(),
+        sockets: samples
+            .sockets
+            .iter()
+            .filter(|r| r.t_unix_s >= from_s)
+            .cloned()
+            .collect(),
+        qdiscs: samples.qdiscs.clone(),
+    }
+}
+
+/// The span over which the busiest stretch of a level's CPU is taken.
+const PEAK_WINDOW_S: f64 = 1.0;
+
+/// The most cores `component` used over any `span` seconds of its samples
+/// (from each sample to the first at least `span` later); the whole when
+/// the samples span less.
+fn peak_cpu(samples: &Samples, component: &str, span: f64) -> Option<f64> {
+    let rows: Vec<(f64, u64)> = samples
+        .resources
+        .iter()
+        .filter(|r| r.component == component)
+        .filter_map(|r| Some((r.t_unix_s, r.cpu_ns?)))
+        .collect();
+    let rate = |a: &(f64, u64), b: &(f64, u64)| {
+        (b.0 > a.0).then(|| b.1.saturating_sub(a.1) as f64 / 1e9 / (b.0 - a.0))
+    };
+    let (first, last) = (rows.first()?, rows.last()?);
+    if last.0 - first.0 < span {
+        return rate(first, last);
+    }
+    rows.iter()
+        .enumerate()
+        .filter_map(|(i, a)| {
+            let b = rows[i..].iter().find(|b| b.0 - a.0 >= span)?;
+            rate(a, b)
+        })
+        .reduce(f64::max)
 }
 
 /// The share of the load `component`'s cgroup spent throttled.
@@ -465,6 +549,9 @@ fn read(direction: Direction, out: &Path) -> Result<Figures> {
         slow_ok,
         slow_failed,
         rcvbuf_granted: s.slow.rcvbuf_granted_bytes,
+        fast_began_s: s.fast.began_s,
+        fast_began_unix_s: s.t0_unix_s + s.fast.began_s,
+        settled: s.fast.settled,
         evidence: Evidence {
             schedule_lag_p99_ms: s.fast.schedule_lag_ms.and_then(|l| l.p99),
             ..Evidence::default()
@@ -530,6 +617,7 @@ mod tests {
             app_caps: None,
             loadgen_caps: None,
             proxy_caps: None,
+            handlers: Default::default(),
         }
     }
 
@@ -599,6 +687,51 @@ mod tests {
             args(Direction::Upload, link).upload.upload_rate.bytes(),
             max
         );
+    }
+
+    fn cpu_at(t: f64, cpu_s: f64) -> lab::sample::ResourceSample {
+        lab::sample::ResourceSample {
+            t_unix_s: t,
+            component: "app".into(),
+            cpu_ns: Some((cpu_s * 1e9) as u64),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_busy_second_is_seen_though_the_levels_average_is_low() {
+        // An event loop at a whole core for 1 s of a 5 s level: 0.2 on
+        // average, 1.0 at its peak.
+        let mut resources = Vec::new();
+        let mut cpu = 0.0;
+        for i in 0..=50 {
+            let t = 100.0 + f64::from(i) * 0.1;
+            resources.push(cpu_at(t, cpu));
+            cpu += if (10..20).contains(&i) { 0.1 } else { 0.0 };
+        }
+        let samples = Samples {
+            resources,
+            ..Samples::default()
+        };
+        let mean = usage(&samples, "app").cpu_cores.unwrap();
+        assert!((mean - 0.2).abs() < 1e-6, "{mean}");
+        let peak = peak_cpu(&samples, "app", PEAK_WINDOW_S).unwrap();
+        assert!((peak - 1.0).abs() < 1e-6, "{peak}");
+        assert_eq!(peak_cpu(&samples, "proxy", PEAK_WINDOW_S), None);
+        // Shorter than the span: the whole.
+        let short = Samples {
+            resources: samples.resources[10..15].to_vec(),
+            ..Samples::default()
+        };
+        let whole = peak_cpu(&short, "app", PEAK_WINDOW_S).unwrap();
+        assert!((whole - 1.0).abs() < 1e-6, "{whole}");
+        // From the fast calls' start on, with the sample before it: the
+        // burst at 101-102 s is left out from 102.05 s.
+        let after = window_from(&samples, 102.05);
+        assert_eq!(after.resources.first().map(|r| r.t_unix_s), Some(102.0));
+        let late = usage(&after, "app").cpu_cores.unwrap();
+        assert!(late.abs() < 1e-6, "{late}");
+        assert_eq!(window_from(&samples, 0.0).resources.len(), 51);
     }
 
     /// A `summary.json` in `dir` as `slowlab load` writes it (the parts the

@@ -386,6 +386,10 @@ pub fn run(args: CheckArgs) -> Result<()> {
         app_caps: caps.app,
         loadgen_caps: caps.loadgen,
         proxy_caps: caps.proxy,
+        handlers: match &app {
+            App::Server(s) => evidence::Handlers::of(*s),
+            App::Command(_) | App::Running { .. } => evidence::Handlers::Unknown,
+        },
     };
     let mut csv = Appender::<CheckRow>::new(out.join(CHECK_CSV));
     let mut routes = Vec::new();

@@ -214,6 +214,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
         fast_rate: p.fast_rate,
         fast_duration: p.fast_duration,
         fast_start: p.fast_start,
+        fast_settle: Duration::ZERO,
         fast_path: "/fast".into(),
         timeout: p.timeout,
         out: Some(dir.join("load")),

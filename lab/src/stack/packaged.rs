@@ -104,13 +104,16 @@ pub fn line(
             let vcl_path = conf_dir.join("default.vcl");
             fs::write(&vcl_path, varnish::vcl(upstream, request))?;
             // An unpacked package's VMODs (std) are not where varnishd
-            // looks for them by default.
-            let vmods = v
-                .library_path
-                .as_ref()
-                .and_then(|p| std::env::split_paths(p).next())
-                .map(|lib| lib.join("varnish/vmods"))
-                .filter(|d| d.is_dir());
+            // looks for them by default: in its tree's
+            // usr/lib/<triplet>/varnish/vmods.
+            let vmods = (v.root != Path::new("/"))
+                .then(|| fs::read_dir(v.root.join("usr/lib")).ok())
+                .flatten()
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path().join("varnish/vmods"))
+                .find(|d| d.is_dir());
             Line {
                 program: v.binary.clone(),
                 args: varnish::args(listen, &instance, &vcl_path, vmods.as_deref()),

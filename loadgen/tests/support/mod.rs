@@ -50,6 +50,8 @@ pub enum Reply {
     Reset(Vec<u8>),
     /// Never answers; holds the connection for this long.
     Silent(Duration),
+    /// Waits this long, then writes these bytes and closes.
+    After(Duration, Vec<u8>),
 }
 
 /// What a scripted server answers to a request path.
@@ -94,6 +96,10 @@ fn serve(mut conn: TcpStream, script: &Script, path: &str) {
             let _ = socket2::SockRef::from(&conn).set_linger(Some(Duration::ZERO));
         }
         Reply::Silent(d) => thread::sleep(d),
+        Reply::After(d, b) => {
+            thread::sleep(d);
+            let _ = conn.write_all(&b);
+        }
     }
 }
 
