@@ -56,13 +56,15 @@ pub fn predict_in(
 ) -> Verdict {
     let saturated = server.handlers().is_some_and(|h| h <= slow);
     // A proxy that holds the transfers in memory beyond the experiment's
-    // cap is killed by its cgroup, and takes every request with it.
+    // cap is killed by its cgroup, and takes every request with it, unless
+    // it starts again at once (Varnish's child): then the slow transfers
+    // fail, and `/fast` goes on.
     let killed = route.outgrows_memory(
         direction,
         slow,
         body_bytes,
         catalogue::ProxyBuffers::EXPERIMENT_PROXY_MEMORY,
-    );
+    ) && !route.proxy().is_some_and(|(k, _)| k.restarts_when_killed());
     if saturated && !absorbs_in(direction, server, route, body_bytes, proxy_capacity)
         || shut_out(direction, server, route, slow, body_bytes, proxy_capacity)
         || killed
@@ -452,6 +454,13 @@ mod tests {
             Verdict::Blocked
         );
         assert_eq!(p(Server::GunicornSync2, Route::Haproxy), Verdict::Blocked);
+        // Varnish outgrows it too, but its manager starts a new child: the
+        // slow downloads fail, `/fast` goes on (3 of 3 runs).
+        assert!(Route::Varnish.outgrows_memory(Direction::Download, 8, MIB16, 96 << 20));
+        assert_eq!(
+            predict(Server::GunicornSync2, Route::Varnish, 8, MIB16, cap),
+            Verdict::Relieved
+        );
     }
 
     #[test]

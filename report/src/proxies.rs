@@ -151,6 +151,7 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
     let mut rows = Vec::new();
     let mut columns = Vec::new();
     let mut protected = Vec::new();
+    let mut lost = Vec::new();
     let mut disagree = Vec::new();
     let profile = LoadProfile::experiment();
     let body = match direction {
@@ -248,7 +249,37 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
             median_of(&at_most, |x| x.proxy_cpu_cores),
             |c| format!("{c:.3} cores"),
         )));
-        if proxied && !verdicts.is_empty() && verdicts.iter().all(|v| *v == Some(Verdict::Relieved))
+        // The slow transfers themselves failed (a proxy killed under them
+        // fails them, whatever `/fast` saw).
+        let failed_at: Vec<u32> = slows
+            .iter()
+            .copied()
+            .filter(|&s| s > 0 && runs(route, s).iter().any(|x| transfers_failed(r, x)))
+            .collect();
+        if proxied && !failed_at.is_empty() {
+            let outgrown = failed_at.iter().any(|&s| {
+                route.known().is_some_and(|k| {
+                    k.outgrows_memory(direction, s, body, ProxyBuffers::EXPERIMENT_PROXY_MEMORY)
+                })
+            });
+            lost.push(format!(
+                "{route} at {}{}",
+                failed_at
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if outgrown {
+                    " (its memory outgrows its cap)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if proxied
+            && failed_at.is_empty()
+            && !verdicts.is_empty()
+            && verdicts.iter().all(|v| *v == Some(Verdict::Relieved))
         {
             protected.push(route.to_string());
         }
@@ -266,9 +297,19 @@ fn table(r: &Results, direction: Direction) -> Option<Directional> {
             numeric,
         },
         protected,
+        lost,
         disagree,
         columns,
     })
+}
+
+/// Whether a slow download or upload of run `x` failed: downloads from its
+/// `runs.csv` counts, uploads from `uploads.csv`.
+fn transfers_failed(r: &Results, x: &RunRow) -> bool {
+    x.large_ok < x.large_responses
+        || r.uploads
+            .iter()
+            .any(|u| u.run_id == x.run_id && u.error.as_deref().is_some_and(|e| !e.is_empty()))
 }
 
 /// One direction's table and what its words say of it.
@@ -276,8 +317,11 @@ struct Directional {
     server: ServerName,
     most: u32,
     table: Table,
-    /// The proxy routes observed relieved at every number of slow clients.
+    /// The proxy routes observed relieved at every number of slow clients,
+    /// their slow transfers whole.
     protected: Vec<String>,
+    /// The proxy routes whose slow transfers failed, and at how many.
+    lost: Vec<String>,
     /// Where the rule and the observation disagree.
     disagree: Vec<String>,
     /// The chart's columns: each route's cells, 0 slow first.
@@ -303,13 +347,25 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
              failed requests counting as blocked. The price of the relief, at {} slow (or the most \
              slow clients the route measured a p95 at): the proxy's resident memory and temp files \
              at their peak, less their peak with no slow client, per slow client, and its CPU over \
-             the run (medians over the runs). Protected at every number measured: {}.",
+             the run (medians over the runs). Protected at every number measured, the slow \
+             transfers whole: {}.{}",
             d.server,
             d.most,
             if d.protected.is_empty() {
                 "none".to_string()
             } else {
                 d.protected.join(", ")
+            },
+            if d.lost.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " The slow transfers themselves failed behind {} (the runs' \
+                     large-responses.csv and uploads.csv): a proxy its cgroup killed fails \
+                     them, and Varnish's manager starts a new child at once, so `/fast` goes \
+                     on through it.",
+                    d.lost.join("; ")
+                )
             }
         ));
         let columns: Vec<Column<'_>> = d
@@ -430,7 +486,29 @@ mod tests {
         assert_eq!(t.rows[0][6], "–");
         let text = format!("{:?}", sec.blocks);
         assert!(
-            text.contains("Protected at every number measured: nginx-on, caddy-buf."),
+            text.contains(
+                "Protected at every number measured, the slow transfers whole: nginx-on, caddy-buf."
+            ),
+            "{text}"
+        );
+        // A proxy killed under its slow downloads (Varnish's child: `/fast`
+        // goes on) is relieved for `/fast`, but protects no one.
+        let mut lost = r.clone();
+        lost.runs.extend([
+            run(Route::Varnish, down, 0, 2.0, 10),
+            RunRow {
+                large_responses: 2,
+                large_ok: 0,
+                ..run(Route::Varnish, down, 2, 3.0, 40)
+            },
+        ]);
+        let text = format!("{:?}", build(&lost).blocks);
+        assert!(
+            text.contains("the slow transfers whole: nginx-on, caddy-buf."),
+            "{text}"
+        );
+        assert!(
+            text.contains("The slow transfers themselves failed behind varnish at 2 ("),
             "{text}"
         );
         // Uploads get their own table.
