@@ -10,7 +10,15 @@
 //!   it, whatever the client reads: in memory, or past a 32 MB buffer in
 //!   an unlinked temp file under `temp-buffer-path`, mapped into memory;
 //! - it reads a whole request body before it handles the request, up to
-//!   `limit-request-body` (1 GiB by default).
+//!   `limit-request-body` (1 GiB by default), in the buffer that holds
+//!   the head too: a 16 MiB body and its head grow it to 32 MiB, past
+//!   which it moves to a temp file.
+//!
+//! `temp-buffer-path` is a directory: H2O appends its own file template
+//! (`/h2o.b.XXXXXX`, `src/main.c`:1296-1308, `lib/common/socket.c`:122-124).
+//! Given a template instead, every `mkstemp` failed, and each 16 MiB
+//! upload was reset after its last byte, unanswered (the `proxies`
+//! example's run 080; "failed to create temporary file", `memory.c`:247-253).
 //!
 //! So the one route buffers both directions: H2O 2.2 has no setting that
 //! streams either.
@@ -27,7 +35,7 @@ pub fn config(listen: SocketAddr, upstream: SocketAddr, scratch: &Path) -> Strin
         "user: root
 num-threads: 1
 error-log: /dev/stderr
-temp-buffer-path: \"{scratch}/h2o.b.XXXXXX\"
+temp-buffer-path: \"{scratch}\"
 http1-request-timeout: {NGINX_TIMEOUT_S}
 listen:
   host: \"{host}\"
@@ -60,7 +68,7 @@ mod tests {
         );
         assert_eq!(
             c,
-            "user: root\nnum-threads: 1\nerror-log: /dev/stderr\ntemp-buffer-path: \"/s/h2o/h2o.b.XXXXXX\"\nhttp1-request-timeout: 60\nlisten:\n  host: \"127.0.0.1\"\n  port: 8080\nhosts:\n  default:\n    paths:\n      /:\n        proxy.timeout.io: 60000\n        proxy.reverse.url: \"http://127.0.0.1:9000/\"\n"
+            "user: root\nnum-threads: 1\nerror-log: /dev/stderr\ntemp-buffer-path: \"/s/h2o\"\nhttp1-request-timeout: 60\nlisten:\n  host: \"127.0.0.1\"\n  port: 8080\nhosts:\n  default:\n    paths:\n      /:\n        proxy.timeout.io: 60000\n        proxy.reverse.url: \"http://127.0.0.1:9000/\"\n"
         );
         let v6 = config(
             "[::1]:8080".parse().unwrap(),
