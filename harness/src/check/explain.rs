@@ -258,17 +258,16 @@ fn began(x: &CheckRow) -> String {
 /// For a lab server whose handlers `n` slow clients cannot all hold, the
 /// sentence that says so (the catalogue's handlers); else nothing.
 fn not_handlers(args: &CheckArgs, n: u32) -> String {
-    let Some(server) = args.server else {
+    let Some(server) = args.server.filter(|s| Handlers::of(*s).outnumber(n)) else {
         return String::new();
     };
     match Handlers::of(server) {
-        Handlers::Unbounded => {
-            format!(" Not held handlers: {server} has no handler limit (one task per connection).")
-        }
-        Handlers::AtMost(h) if h > n => {
+        Handlers::AtMost(h) => {
             format!(" Not held handlers: {server} has {h} handlers, more than {n}.")
         }
-        _ => String::new(),
+        _ => {
+            format!(" Not held handlers: {server} has no handler limit (one task per connection).")
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::evidence::Evidence;
 use super::search::Judge;
-use lab::sample::Samples;
+use lab::sample::{ResourceSample, Samples};
 use lab::stack::run::{LoadCommand, Stack};
 use schema::{Direction, LevelVerdict};
 
@@ -407,26 +407,28 @@ const PEAK_WINDOW_S: f64 = 1.0;
 /// (from each sample to the first at least `span` later); the whole when
 /// the samples span less.
 fn peak_cpu(samples: &Samples, component: &str, span: f64) -> Option<f64> {
-    let rows: Vec<(f64, u64)> = samples
+    let rows: Vec<&ResourceSample> = samples
         .resources
         .iter()
-        .filter(|r| r.component == component)
-        .filter_map(|r| Some((r.t_unix_s, r.cpu_ns?)))
+        .filter(|r| r.component == component && r.cpu_ns.is_some())
         .collect();
-    let rate = |a: &(f64, u64), b: &(f64, u64)| {
-        (b.0 > a.0).then(|| b.1.saturating_sub(a.1) as f64 / 1e9 / (b.0 - a.0))
-    };
     let (first, last) = (rows.first()?, rows.last()?);
-    if last.0 - first.0 < span {
-        return rate(first, last);
+    if last.t_unix_s - first.t_unix_s < span {
+        return cores_between(first, last);
     }
     rows.iter()
         .enumerate()
         .filter_map(|(i, a)| {
-            let b = rows[i..].iter().find(|b| b.0 - a.0 >= span)?;
-            rate(a, b)
+            let b = rows[i..].iter().find(|b| b.t_unix_s - a.t_unix_s >= span)?;
+            cores_between(a, b)
         })
         .reduce(f64::max)
+}
+
+/// The cores a component used from sample `a` to the later sample `b`.
+fn cores_between(a: &ResourceSample, b: &ResourceSample) -> Option<f64> {
+    let ns = b.cpu_ns?.saturating_sub(a.cpu_ns?);
+    (b.t_unix_s > a.t_unix_s).then(|| ns as f64 / 1e9 / (b.t_unix_s - a.t_unix_s))
 }
 
 /// The share of the load `component`'s cgroup spent throttled.
@@ -568,12 +570,7 @@ fn usage(samples: &Samples, component: &str) -> Usage {
         .filter(|r| r.component == component)
         .collect();
     let cpu = match (rows.first(), rows.last()) {
-        (Some(a), Some(b)) if b.t_unix_s > a.t_unix_s => match (a.cpu_ns, b.cpu_ns) {
-            (Some(x), Some(y)) => {
-                Some(y.saturating_sub(x) as f64 / 1e9 / (b.t_unix_s - a.t_unix_s))
-            }
-            _ => None,
-        },
+        (Some(a), Some(b)) => cores_between(a, b),
         _ => None,
     };
     let memory = rows
