@@ -13,6 +13,7 @@
 //! - [`loopback`]: the loopback-only rule for addresses.
 //! - [`accept`]: `accept4`, the accept loops' await on a registered
 //!   listener, and what they do when an accept fails (`serve` and `proxy`).
+//! - [`tls`]: the lab's certificates, made fresh for each run.
 
 pub mod accept;
 pub mod bounds;
@@ -21,4 +22,5 @@ pub mod loopback;
 pub mod pattern;
 pub mod signals;
 pub mod stats;
+pub mod tls;
 pub mod units;
