@@ -713,7 +713,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__load)
-            opts="-h -V --target --slow --slow-rate --rcvbuf --read-chunk --large-path --reader --loop-lag --slow-upload --upload-path --upload-bytes --upload-rate --sndbuf --slow-headers --header-interval --upload-ok --fast-bind --slow-bind --fast-rate --fast-duration --fast-start --fast-settle --fast-path --timeout --out --label --json --allow-remote --verify --realtime --spin --end-with-fast --help --version"
+            opts="-h -V --target --slow --slow-rate --rcvbuf --read-chunk --large-path --reader --loop-lag --slow-upload --upload-path --upload-bytes --upload-rate --sndbuf --slow-headers --header-interval --upload-ok --fast-bind --slow-bind --http2 --h2-window --h2-conn-window --streams-per-conn --tls-ca --tls-insecure --fast-rate --fast-duration --fast-start --fast-settle --fast-path --timeout --out --label --json --allow-remote --verify --realtime --spin --end-with-fast --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -788,6 +788,22 @@ _slowlab() {
                     return 0
                     ;;
                 --slow-bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --h2-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --h2-conn-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --streams-per-conn)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-ca)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

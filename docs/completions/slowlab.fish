@@ -80,7 +80,7 @@ complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l worker-connect
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l allow-remote -d 'Allow --listen and --upstream addresses outside 127.0.0.0/8 and ::1'
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -s h -l help -d 'Print help'
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -s V -l version -d 'Print version'
-complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l target -d 'Base URL of the server, e.g. http://127.0.0.1:8000' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l target -d 'Base URL of the server, e.g. http://127.0.0.1:8000, or https://127.0.0.1:8443 for TLS (with --tls-ca or --tls-insecure)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l slow -d 'Number of slow readers of the large path (0 to 25000)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l slow-rate -d 'Read rate of each slow reader, bytes per second (1 to 10GiB)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l rcvbuf -d 'SO_RCVBUF requested for slow readers before connect (0 to 1GiB; 0 leaves it to the kernel, autotuned up to tcp_rmem max)' -r
@@ -99,6 +99,10 @@ complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l header-interval
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l upload-ok -d 'The answers that make an upload ok once all its bytes are sent: statuses and classes, comma-separated (`2xx`, `200,201`, `2xx,303`). An answer that is the lab\'s JSON (`{"bytes": N, "pattern_ok": B}`) is checked too' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l fast-bind -d 'Bind every /fast socket (load: the /fast client; sweep-load: its sessions) to this local address before connect (loopback, or the lab\'s range inside a lab namespace, unless --allow-remote). The harness sets it in its namespaces, so that /fast takes the unshaped veth pair' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l slow-bind -d 'Bind slow client i (the i-th slow reader, uploader and slowloris client, counted from 0) to this address plus i, so that each sits behind its own per-client link (loopback, or the lab\'s range inside a lab namespace, unless --allow-remote; every address up to the last client\'s is checked). The harness sets it with --link ...,per=client' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l h2-window -d '--http2: each stream\'s flow-control window, the SETTINGS_INITIAL_WINDOW_SIZE the load sends; a slow reader refills it at --slow-rate (1 to 2147483647)' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l h2-conn-window -d '--http2: the connection\'s flow-control window, shared by its streams (65535 to 2147483647)' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l streams-per-conn -d '--http2: slow downloads carried by one connection; --slow counts downloads, so --slow 8 --streams-per-conn 8 is one connection of 8 streams (1 to 1000)' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l tls-ca -d 'An https:// target\'s certificate is verified against the certificate authorities in this PEM file (the lab\'s runs make one per run)' -r -F
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l fast-rate -d '/fast requests per second (0 to 10000; at most 1000000 requests in all)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l fast-duration -d 'How long /fast requests are sent (0s to 1day)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l fast-start -d 'Delay between the slow readers\' start and the first /fast request (0s to 1day)' -r
@@ -111,6 +115,8 @@ complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l verify -d 'How 
 pattern\t'Every byte against the pattern (block size from `X-Slowlab-Block`, else 64 KiB)'
 length\t'Only the length against `Content-Length`'"
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l spin -d 'Wake this long before each /fast start and busy-wait the rest, so a late timer wake-up (idle VM CPUs) cannot delay it. Costs that much CPU per request; under a CPU quota use it with --realtime (0s to 1s)' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l http2 -d 'Speak HTTP/2 (slow readers and /fast): ALPN h2 to an https:// target, prior-knowledge h2c to an http:// one. A target that does not speak it is refused with one line before the run'
+complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l tls-insecure -d 'An https:// target\'s certificate is not verified at all (a self-signed test server\'s)'
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l json -d 'Print the summary as one JSON object'
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l allow-remote -d 'Allow targets outside 127.0.0.0/8 and ::1'
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l realtime -d 'Run the thread that starts /fast requests as SCHED_FIFO (needs root, and cpu.rt_runtime_us in a cgroup v1 child); falls back to the default tuning otherwise. summary.json says which took effect'

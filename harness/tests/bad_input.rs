@@ -117,7 +117,11 @@ fn load_values_that_cannot_work_are_bad_input() {
         (load(&["--slow-rate", "0"]), "--slow-rate"),
         (load(&["--timeout", "0s"]), "--timeout"),
         (vec!["load", "--target", "garbage"], "garbage"),
-        (vec!["load", "--target", "https://127.0.0.1:1"], "http://"),
+        (vec!["load", "--target", "ftp://127.0.0.1:1"], "http://"),
+        (
+            vec!["load", "--target", "https://127.0.0.1:1"],
+            "--tls-ca FILE",
+        ),
         (
             vec!["load", "--target", "http://192.0.2.1:80"],
             "--allow-remote",

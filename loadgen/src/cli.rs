@@ -14,6 +14,7 @@ use crate::bind::BindArgs;
 use crate::config::{
     LoadConfig, MAX_FAST_RATE, MAX_FAST_SETTLE, MAX_SPIN, SlowReaderArgs, VerifyMode, label_arg,
 };
+use crate::edge::EdgeArgs;
 use crate::output;
 use crate::runner::run_load;
 use crate::summary::Summary;
@@ -23,7 +24,8 @@ use crate::upload_args::UploadArgs;
 /// Open slow readers of /large and an open-loop /fast client against a target.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct LoadArgs {
-    /// Base URL of the server, e.g. http://127.0.0.1:8000.
+    /// Base URL of the server, e.g. http://127.0.0.1:8000, or
+    /// https://127.0.0.1:8443 for TLS (with --tls-ca or --tls-insecure).
     #[arg(long)]
     pub target: String,
     /// Number of slow readers of the large path (0 to 25000).
@@ -35,6 +37,8 @@ pub struct LoadArgs {
     pub upload: UploadArgs,
     #[command(flatten)]
     pub bind: BindArgs,
+    #[command(flatten)]
+    pub edge: EdgeArgs,
     /// /fast requests per second (0 to 10000; at most 1000000 requests in
     /// all).
     #[arg(long, default_value_t = 8.0, value_parser = f64_in(0.0, MAX_FAST_RATE))]
@@ -109,6 +113,7 @@ impl LoadArgs {
             slow_reader,
             upload,
             bind,
+            edge,
             fast_rate,
             fast_duration,
             fast_start,
@@ -136,6 +141,7 @@ impl LoadArgs {
         a.extend(slow_reader.to_args());
         a.extend(upload.to_args());
         a.extend(bind.to_args());
+        a.extend(edge.to_args());
         a.extend([
             "--fast-rate".into(),
             fast_rate.to_string().into(),
@@ -317,6 +323,12 @@ mod tests {
             ("--slow-headers", "25000", "25001"),
             ("--header-interval", "1ms", "0s"),
             ("--header-interval", "24h", "25h"),
+            ("--h2-window", "1", "0"),
+            ("--h2-window", "2147483647", "2147483648"),
+            ("--h2-conn-window", "65535", "65534"),
+            ("--h2-conn-window", "2147483647", "2147483648"),
+            ("--streams-per-conn", "1", "0"),
+            ("--streams-per-conn", "1000", "1001"),
         ] {
             assert!(try_parse(&[flag, ok]).is_ok(), "{flag} {ok}");
             // `--flag=-1`, so that clap does not take `-1` for a flag.
@@ -348,7 +360,25 @@ mod tests {
     #[test]
     fn values_that_parse_but_cannot_work_are_bad_input() {
         for (extra, needle) in [
-            (&["--target", "https://127.0.0.1:1"][..], "http://"),
+            (&["--target", "ftp://127.0.0.1:1"][..], "http://"),
+            (&["--target", "https://127.0.0.1:1"][..], "--tls-ca FILE"),
+            (&["--tls-insecure"][..], "need an https:// target"),
+            (&["--h2-window", "1MiB"][..], "need --http2"),
+            (&["--streams-per-conn", "2"][..], "need --http2"),
+            (&["--http2", "--slow-upload", "1"][..], "HTTP/1.1 only"),
+            (
+                &["--http2", "--reader", "streamreader"][..],
+                "--reader streamreader",
+            ),
+            (
+                &[
+                    "--target",
+                    "https://127.0.0.1:1",
+                    "--tls-ca",
+                    "/nonexistent/ca.pem",
+                ][..],
+                "not a PEM file",
+            ),
             (&["--target", "garbage"][..], "not a usable URL"),
             (&["--target", "http://192.0.2.1:80"][..], "--allow-remote"),
             (&["--label", "seq=1"][..], "clash"),
@@ -412,6 +442,14 @@ mod tests {
             bind: BindArgs {
                 fast_bind: Some("127.0.0.2".parse().unwrap()),
                 slow_bind: Some("127.0.0.10".parse().unwrap()),
+            },
+            edge: EdgeArgs {
+                http2: true,
+                h2_window: Size(1 << 20),
+                h2_conn_window: Size(16 << 20),
+                streams_per_conn: 8,
+                tls_ca: Some(PathBuf::from("/tmp/a dir/ca.pem")),
+                tls_insecure: false,
             },
             fast_rate: 7.25,
             fast_duration: Duration::from_millis(3250),

@@ -119,6 +119,8 @@ pub struct LoadConfig {
     /// Cut the slow clients when the last `/fast` request has ended
     /// (`--end-with-fast`).
     pub end_with_fast: bool,
+    /// TLS and HTTP/2 (`crate::edge`): cleartext HTTP/1.1 by default.
+    pub edge: crate::edge::Edge,
 }
 
 impl LoadConfig {
@@ -164,6 +166,16 @@ impl LoadConfig {
         let up = &args.upload;
         let clients = args.slow.max(up.slow_upload).max(up.slow_headers);
         let binds = args.bind.check(&target, args.allow_remote, clients)?;
+        let edge = args
+            .edge
+            .check(&target, up.slow_upload > 0 || up.slow_headers > 0)?;
+        if (edge.http2.is_some() || edge.tls.is_some())
+            && reading.reader == ReaderModel::Streamreader
+        {
+            bail!(
+                "--reader streamreader models asyncio over a cleartext TCP socket; over TLS or HTTP/2 the slow readers are strict (over HTTP/2 the stream's window is the buffer: --h2-window)"
+            );
+        }
         Ok(LoadConfig {
             binds,
             large_path: target.path(&reader.large_path),
@@ -184,6 +196,7 @@ impl LoadConfig {
             },
             labels,
             end_with_fast: args.end_with_fast,
+            edge,
         })
     }
 

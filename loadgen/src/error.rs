@@ -61,6 +61,11 @@ pub enum ErrorKind {
     /// transfer.
     #[error("cut")]
     Cut,
+    /// The TLS handshake failed (a certificate not trusted, no common
+    /// protocol), or the server did not choose HTTP/2 in ALPN when the
+    /// load asked for it.
+    #[error("tls")]
+    Tls,
 }
 
 /// Where an I/O error happened, for the errors that fit no named kind: a
@@ -74,7 +79,7 @@ pub enum Phase {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Timeout,
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectFailed,
@@ -87,6 +92,7 @@ impl ErrorKind {
         ErrorKind::FdExhausted,
         ErrorKind::PortsExhausted,
         ErrorKind::Cut,
+        ErrorKind::Tls,
     ];
 
     /// The kind's name: the `error` column of `load`'s files and the keys
@@ -105,6 +111,7 @@ impl ErrorKind {
             ErrorKind::FdExhausted => "fd_exhausted",
             ErrorKind::PortsExhausted => "ports_exhausted",
             ErrorKind::Cut => "cut",
+            ErrorKind::Tls => "tls",
         }
     }
 
@@ -158,7 +165,8 @@ impl ErrorKind {
             | ErrorKind::VerifyFailed
             | ErrorKind::Io
             | ErrorKind::FdExhausted
-            | ErrorKind::Cut => SweepColumn::Other,
+            | ErrorKind::Cut
+            | ErrorKind::Tls => SweepColumn::Other,
         }
     }
 }
@@ -343,6 +351,7 @@ mod tests {
             (K::FdExhausted, "fd_exhausted", "err_other"),
             (K::PortsExhausted, "connect_failed", "err_ports_exhausted"),
             (K::Cut, "cut", "err_other"),
+            (K::Tls, "tls", "err_other"),
         ];
         assert_eq!(table.map(|r| r.0), ErrorKind::ALL, "every kind, in order");
         for (kind, load, sweep) in table {
@@ -368,7 +377,7 @@ mod tests {
         // And the book's results files document exactly these.
         let readme = include_str!("../../book/src/reference/results-files.md");
         let load_names = "`timeout`, `connect_refused`, `connect_failed`, `reset`, \
-                          `short_body`, `bad_status`, `malformed`, `io`, `fd_exhausted` |";
+                          `short_body`, `bad_status`, `malformed`, `io`, `fd_exhausted`, `tls` |";
         assert!(readme.contains(load_names), "requests.csv `error`");
         assert!(
             readme.contains("| as in `requests.csv`, plus `verify_failed` and `cut` |"),

@@ -108,6 +108,8 @@ mod tests {
             status: Some(200),
             bytes: 12,
             error: None,
+            tls_ms: None,
+            protocol: crate::edge::Protocol::Http1,
         }
     }
 

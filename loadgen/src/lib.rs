@@ -16,6 +16,11 @@
 //! - [`fast`]: one `/fast` request after its connect has started.
 //! - [`engine`]: the event loops every slow client runs on.
 //! - [`slow`]: one slow reader: `SO_RCVBUF`, paced reads.
+//! - [`edge`]: TLS (`https://` targets) and HTTP/2 (`--http2`): the flags
+//!   and the checked [`edge::Edge`] every client gets; [`edgeread`]: the
+//!   slow readers over TLS or HTTP/2 (a flow-control window refilled at
+//!   the paced rate, many streams on one connection), on a runtime of
+//!   their own; [`h2conn`]: one HTTP/2 client connection.
 //! - [`streamreader`]: the `--reader streamreader` model: asyncio's
 //!   `StreamReader` and its transport over the reader's socket.
 //! - [`upload`], [`slowloris`]: slow uploaders and slowloris clients (the
@@ -106,15 +111,19 @@ pub mod bind;
 pub mod chunked;
 pub mod cli;
 pub mod config;
+pub mod edge;
+pub mod edgeread;
 pub mod engine;
 pub mod error;
 pub mod fast;
 pub mod fds;
+pub mod h2conn;
 pub mod hgrm;
 pub mod latency;
 pub mod net;
 pub mod output;
 pub mod pacing;
+pub mod probe;
 pub mod record;
 pub mod response;
 pub mod runner;

@@ -26,6 +26,8 @@ fn report() -> Report {
                 status: Some(200),
                 bytes: 12,
                 error: None,
+                tls_ms: None,
+                protocol: crate::edge::Protocol::Http1,
             },
             FastRecord {
                 seq: 1,
@@ -38,6 +40,8 @@ fn report() -> Report {
                 status: None,
                 bytes: 0,
                 error: Some(Failure::new(ErrorKind::Timeout, "30s")),
+                tls_ms: None,
+                protocol: crate::edge::Protocol::Http1,
             },
         ],
         large: vec![LargeRecord {
@@ -56,6 +60,9 @@ fn report() -> Report {
             error: None,
             reader: crate::config::ReaderModel::Streamreader,
             loop_lag: Some(std::time::Duration::from_micros(95)),
+            protocol: crate::edge::Protocol::Http1,
+            connection: 0,
+            h2: None,
         }],
         progress: vec![ProgressRow {
             t_s: 0.1,
@@ -146,11 +153,11 @@ fn csv_headers_are_pinned() {
     write_all(dir.path(), &r, &Summary::of(&r)).expect("writes");
     assert_eq!(
         lines(&dir.path().join("requests.csv"))[0],
-        "server,route,seq,scheduled_s,started_s,schedule_lag_ms,connect_ms,first_byte_ms,latency_ms,status,bytes,error"
+        "server,route,seq,scheduled_s,started_s,schedule_lag_ms,connect_ms,first_byte_ms,latency_ms,status,bytes,error,tls_ms,protocol"
     );
     assert_eq!(
         lines(&dir.path().join("large-responses.csv"))[0],
-        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error,reader,first_read_bytes,loop_lag_us"
+        "server,route,client,started_s,connect_ms,first_byte_ms,status,bytes,content_length,receive_s,rcvbuf_requested_bytes,rcvbuf_granted_bytes,verified,error,reader,first_read_bytes,loop_lag_us,protocol,connection,streams_per_conn,h2_window_bytes,h2_conn_window_bytes,h2_unconsumed_peak_bytes"
     );
     assert_eq!(
         lines(&dir.path().join("slow-progress.csv"))[0],
@@ -166,16 +173,16 @@ fn rows_use_empty_cells_for_missing_values() {
     let req = lines(&dir.path().join("requests.csv"));
     assert_eq!(
         req[1],
-        "rust-sync2,direct,0,0.250000,0.250012,0.012,0.100,0.400,0.500,200,12,"
+        "rust-sync2,direct,0,0.250000,0.250012,0.012,0.100,0.400,0.500,200,12,,,http/1.1"
     );
     assert_eq!(
         req[2],
-        "rust-sync2,direct,1,0.375000,0.375000,0.000,0.100,,,,0,timeout"
+        "rust-sync2,direct,1,0.375000,0.375000,0.000,0.100,,,,0,timeout,,http/1.1"
     );
     let large = lines(&dir.path().join("large-responses.csv"));
     assert_eq!(
         large[1],
-        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,,streamreader,4279,95.000"
+        "rust-sync2,direct,0,0.000100,0.200,1.000,200,16777216,16777216,8.001000,8192,16384,pattern,,streamreader,4279,95.000,http/1.1,0,,,,"
     );
     let progress = lines(&dir.path().join("slow-progress.csv"));
     assert_eq!(

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::config::ReaderModel;
+use crate::edge::{H2Settings, Protocol};
 use crate::error::Failure;
 
 /// One `/fast` request (a row of `requests.csv`).
@@ -24,6 +25,9 @@ pub struct FastRecord {
     /// Body bytes received.
     pub bytes: u64,
     pub error: Option<Failure>,
+    /// TCP established to the TLS handshake done (TLS only).
+    pub tls_ms: Option<f64>,
+    pub protocol: Protocol,
 }
 
 impl FastRecord {
@@ -85,6 +89,19 @@ pub struct LargeRecord {
     pub reader: ReaderModel,
     /// `streamreader` only: its `--loop-lag`.
     pub loop_lag: Option<Duration>,
+    pub protocol: Protocol,
+    /// The connection that carried it: the reader's own over HTTP/1.1.
+    pub connection: usize,
+    /// HTTP/2 only: how the stream was carried and held.
+    pub h2: Option<H2Stream>,
+}
+
+/// How an HTTP/2 download was carried.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct H2Stream {
+    pub settings: H2Settings,
+    /// The most bytes received and not yet consumed at once.
+    pub unconsumed_peak_bytes: u64,
 }
 
 /// One sample of a slow reader's progress (a row of `slow-progress.csv`).

@@ -378,7 +378,7 @@ pub async fn read_async(
     }
 }
 
-pub(crate) fn read_failure(e: &io::Error) -> Failure {
+pub fn read_failure(e: &io::Error) -> Failure {
     Failure::new(ErrorKind::of_io(e, Phase::Transfer), format!("read: {e}"))
 }
 

@@ -9,6 +9,7 @@ use anyhow::Context;
 use tokio::time::MissedTickBehavior;
 
 use crate::config::{LoadConfig, ReaderModel};
+use crate::edgeread::{EdgeContext, EdgeReader};
 use crate::engine::Engine;
 use crate::fast::FastContext;
 use crate::latency::Tuning;
@@ -20,6 +21,7 @@ use crate::slow::{Gauge, SlowContext, SlowReader};
 use crate::slowloris::{self, HeadersContext};
 use crate::sys::{self, CpuTime, HostInfo};
 use crate::upload::{self, UploadContext};
+use crate::{h2conn, probe};
 
 /// How often each slow reader's progress is sampled.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -67,10 +69,16 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         .build()
         .context("starting the runtime")?;
     let authority = &config.target.parsed.authority;
+    let tls = config.target.parsed.tls;
     let fast_ctx = Arc::new(FastContext {
         request: net::request(authority, &config.fast_path),
+        uri: h2conn::uri(tls, authority, &config.fast_path),
         timeout: config.timeout,
+        edge: config.edge.clone(),
     });
+    // A target that does not speak the edge's protocol is refused before
+    // the run, with one line, rather than measured as a wall of errors.
+    runtime.block_on(probe::probe(config))?;
     let scheduler = Scheduler::spawn(
         config.fast_offsets(),
         config.target.addr,
@@ -88,11 +96,27 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
         bind: config.binds,
     });
     let up = &config.upload;
-    let engine = Engine::new(config.slow + up.uploaders + up.slow_headers)?;
-    let readers: Vec<SlowReader> = (0..config.slow)
-        .map(|i| SlowReader::spawn(&engine, i, slow_ctx.clone()))
-        .collect();
-    let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge.clone()).collect();
+    let on_edge = config.edge.tls.is_some() || config.edge.http2.is_some();
+    let engine =
+        Engine::new(if on_edge { 0 } else { config.slow } + up.uploaders + up.slow_headers)?;
+    let readers: Vec<Reader> = if on_edge {
+        let ctx = Arc::new(EdgeContext {
+            slow: slow_ctx.clone(),
+            edge: config.edge.clone(),
+            uri: h2conn::uri(tls, authority, &config.large_path),
+        });
+        EdgeReader::spawn_all(config.slow, ctx)?
+            .into_iter()
+            .map(Reader::Edge)
+            .collect()
+    } else {
+        (0..config.slow)
+            .map(|i| Reader::Engine(SlowReader::spawn(&engine, i, slow_ctx.clone())))
+            .collect()
+    };
+    let gauges: Vec<Arc<Gauge>> = readers.iter().map(|r| r.gauge().clone()).collect();
+    let buffered =
+        config.reading.reader == ReaderModel::Streamreader || config.edge.http2.is_some();
     let to = upload::Endpoint::new(up, &config.target, config.timeout, config.binds);
     let upload_ctx = Arc::new(UploadContext::new(to.clone(), up));
     let uploaders: Vec<_> = (0..up.uploaders)
@@ -128,8 +152,7 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
                 h.start(t0);
             }
             let watched = gauges.clone();
-            let sampler = (!gauges.is_empty())
-                .then(|| tokio::spawn(sample(t0, gauges, config.reading.reader)));
+            let sampler = (!gauges.is_empty()).then(|| tokio::spawn(sample(t0, gauges, buffered)));
             let began = match settle.filter(|_| !watched.is_empty()) {
                 Some(rule) => settle::wait(t0, &watched, rule).await,
                 None => (Duration::ZERO, Settled::Start),
@@ -204,8 +227,9 @@ pub fn run_load(config: &LoadConfig) -> anyhow::Result<Report> {
 
 /// Samples every reader every [`PROGRESS_INTERVAL`] until all are done; the
 /// last sample holds their final counts.
-async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>, reader: ReaderModel) -> Vec<ProgressRow> {
-    let buffered = reader == ReaderModel::Streamreader;
+/// `buffered`: the readers keep bytes in user space (`streamreader`, or
+/// HTTP/2's received and not yet consumed).
+async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>, buffered: bool) -> Vec<ProgressRow> {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::from_std(t0), PROGRESS_INTERVAL);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut rows = Vec::new();
@@ -227,6 +251,47 @@ async fn sample(t0: Instant, gauges: Vec<Arc<Gauge>>, reader: ReaderModel) -> Ve
         }
         if all_done {
             return rows;
+        }
+    }
+}
+
+/// A slow reader of either kind: on the engine (cleartext HTTP/1.1) or on
+/// the edge's runtime (TLS, HTTP/2).
+#[derive(Debug)]
+enum Reader {
+    Engine(SlowReader),
+    Edge(EdgeReader),
+}
+
+impl Reader {
+    fn gauge(&self) -> &Arc<Gauge> {
+        match self {
+            Reader::Engine(r) => &r.gauge,
+            Reader::Edge(r) => &r.gauge,
+        }
+    }
+
+    fn start(&self, t0: Instant) {
+        match self {
+            Reader::Engine(r) => r.start(t0),
+            Reader::Edge(r) => r.start(t0),
+        }
+    }
+
+    fn stop(&self) {
+        match self {
+            Reader::Engine(r) => r.stop(),
+            Reader::Edge(r) => r.stop(),
+        }
+    }
+
+    async fn record_when(
+        self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> anyhow::Result<LargeRecord> {
+        match self {
+            Reader::Engine(r) => r.record_when(stop).await,
+            Reader::Edge(r) => r.record_when(stop).await,
         }
     }
 }

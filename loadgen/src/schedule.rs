@@ -33,6 +33,7 @@ use crate::record::FastRecord;
 pub struct Scheduler {
     /// When each request is due, from t0 (a record of one cut in flight).
     offsets: Vec<Duration>,
+    protocol: crate::edge::Protocol,
     go: mpsc::Sender<(Instant, Duration)>,
     /// The thread's tuning, the schedule's shift and every request's task.
     launched: oneshot::Receiver<(Tuning, Duration, Vec<JoinHandle<FastRecord>>)>,
@@ -52,6 +53,7 @@ impl Scheduler {
         let (go, go_rx) = mpsc::channel::<(Instant, Duration)>();
         let (done, launched) = oneshot::channel();
         let kept = offsets.clone();
+        let protocol = ctx.edge.protocol();
         let thread = thread::Builder::new()
             .name("slowlab-schedule".into())
             .spawn(move || {
@@ -81,6 +83,7 @@ impl Scheduler {
             .context("starting the scheduler thread")?;
         Ok(Scheduler {
             offsets: kept,
+            protocol,
             go,
             launched,
             thread,
@@ -110,7 +113,7 @@ impl Scheduler {
                 r = &mut h => r.context("a /fast request task failed")?,
                 () = stop_requested() => {
                     h.abort();
-                    cut(&self.offsets, shift, seq)
+                    cut(&self.offsets, shift, seq, self.protocol)
                 }
             };
             records.push(record);
@@ -125,7 +128,12 @@ impl Scheduler {
 
 /// The record of request `seq`, cut in flight by a stop: its start and
 /// connect are not known here, so it starts as scheduled.
-fn cut(offsets: &[Duration], shift: Duration, seq: usize) -> FastRecord {
+fn cut(
+    offsets: &[Duration],
+    shift: Duration,
+    seq: usize,
+    protocol: crate::edge::Protocol,
+) -> FastRecord {
     let at = offsets.get(seq).map_or(0.0, |o| (shift + *o).as_secs_f64());
     FastRecord {
         seq,
@@ -141,6 +149,8 @@ fn cut(offsets: &[Duration], shift: Duration, seq: usize) -> FastRecord {
             crate::error::ErrorKind::Cut,
             "in flight when the load was stopped",
         )),
+        tls_ms: None,
+        protocol,
     }
 }
 

@@ -377,6 +377,9 @@ impl Download {
             reader: self.ctx.reading.reader,
             loop_lag: (self.ctx.reading.reader == ReaderModel::Streamreader)
                 .then_some(self.ctx.reading.loop_lag),
+            protocol: crate::edge::Protocol::Http1,
+            connection: self.client,
+            h2: None,
         };
         self.gauge.done.store(true, Ordering::Release);
         if let Some(tx) = self.tx.take() {

@@ -17,7 +17,7 @@ use serde::ser::SerializeMap;
 
 use crate::error::ErrorKind;
 use crate::latency::Tuning;
-use crate::record::{SlowHeaderRecord, UploadRecord};
+use crate::record::{FastRecord, LargeRecord, SlowHeaderRecord, UploadRecord};
 use crate::runner::Report;
 use crate::settle::Settled;
 use crate::slowloris::HeadersEnd;
@@ -34,6 +34,8 @@ pub struct Summary {
     pub slow: SlowSummary,
     pub uploads: UploadSummary,
     pub slow_headers: HeadersSummary,
+    /// The protocol spoken, and over HTTP/2 how the downloads were carried.
+    pub edge: EdgeSummary,
     /// Failures of both kinds of request, by kind.
     pub errors: BTreeMap<ErrorKind, usize>,
     pub cpu: CpuSummary,
@@ -119,6 +121,44 @@ impl UploadSummary {
             send_s_median: median(&sent).map(s6),
             sndbuf_requested_bytes: uploads.first().map(|r| r.sndbuf_requested_bytes),
             sndbuf_granted_bytes: uploads.iter().find_map(|r| r.sndbuf_granted_bytes),
+        }
+    }
+}
+
+/// What the load spoke (`crate::edge`).
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeSummary {
+    /// `http/1.1`, `https/1.1`, `h2c` or `h2`.
+    pub protocol: crate::edge::Protocol,
+    /// The `/fast` requests' TLS handshakes (null without TLS).
+    pub tls_ms: Percentiles,
+    /// The slow downloads' connections.
+    pub connections: usize,
+    /// HTTP/2: downloads per connection and the windows advertised.
+    pub streams_per_conn: Option<usize>,
+    pub h2_window_bytes: Option<u32>,
+    pub h2_conn_window_bytes: Option<u32>,
+}
+
+impl EdgeSummary {
+    pub fn of(fast: &[FastRecord], large: &[LargeRecord]) -> EdgeSummary {
+        let protocol = fast
+            .first()
+            .map(|r| r.protocol)
+            .or_else(|| large.first().map(|r| r.protocol))
+            .unwrap_or_default();
+        let tls: Vec<f64> = fast.iter().filter_map(|r| r.tls_ms).collect();
+        let h2 = large.iter().find_map(|r| r.h2).map(|h| h.settings);
+        let mut conns: Vec<usize> = large.iter().map(|r| r.connection).collect();
+        conns.sort_unstable();
+        conns.dedup();
+        EdgeSummary {
+            protocol,
+            tls_ms: percentiles(&tls),
+            connections: conns.len(),
+            streams_per_conn: h2.map(|h| h.streams_per_conn),
+            h2_window_bytes: h2.map(|h| h.window),
+            h2_conn_window_bytes: h2.map(|h| h.conn_window),
         }
     }
 }
@@ -253,6 +293,7 @@ impl Summary {
             },
             uploads: UploadSummary::of(&report.uploads),
             slow_headers: HeadersSummary::of(&report.slow_headers),
+            edge: EdgeSummary::of(&report.fast, &report.large),
             errors,
             cpu: CpuSummary {
                 user_s: s6(cpu.user_s),
@@ -302,6 +343,21 @@ impl fmt::Display for Summary {
             "target  {}  (t0 {:.6} unix s, {:.3} s)",
             self.target, self.t0_unix_s, self.elapsed_s
         )?;
+        let e = &self.edge;
+        if e.protocol != crate::edge::Protocol::Http1 {
+            write!(f, "edge    {}", e.protocol.as_str())?;
+            if let Some(p50) = e.tls_ms.p50 {
+                write!(f, ", TLS handshake p50 {p50:.3} ms")?;
+            }
+            if let (Some(n), Some(w)) = (e.streams_per_conn, e.h2_window_bytes) {
+                write!(
+                    f,
+                    ", {} connection(s) of up to {n} stream(s), stream window {w} B",
+                    e.connections
+                )?;
+            }
+            writeln!(f)?;
+        }
         writeln!(
             f,
             "/fast   {} requests: {} ok, {} failed",

@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 /// Why a target URL was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TargetError {
-    #[error("`{0}` is not an http:// URL (only plain HTTP/1.1 is supported)")]
+    #[error("`{0}` is not an http:// or https:// URL")]
     NotHttp(String),
     #[error("`{url}` is not a usable URL: {why}")]
     BadUrl { url: String, why: &'static str },
@@ -31,6 +31,8 @@ pub struct ParsedUrl {
     pub port: u16,
     /// Path prefix without a trailing slash (`""` for none).
     pub base_path: String,
+    /// `https://`: the load speaks TLS (`crate::edge`).
+    pub tls: bool,
 }
 
 /// A resolved target that passed the policy.
@@ -91,14 +93,15 @@ pub fn check_policy(
     Ok(first)
 }
 
-/// Parses `http://host[:port][/base]`.
+/// Parses `http[s]://host[:port][/base]`.
 pub fn parse_url(url: &str) -> Result<ParsedUrl, TargetError> {
     let bad = |why| TargetError::BadUrl {
         url: url.to_string(),
         why,
     };
-    let rest = match url.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+    let (tls, rest) = match url.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (false, rest),
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (true, rest),
         Some(_) => return Err(TargetError::NotHttp(url.to_string())),
         None => return Err(bad("expected http://host:port")),
     };
@@ -134,6 +137,7 @@ pub fn parse_url(url: &str) -> Result<ParsedUrl, TargetError> {
         return Err(bad("no host"));
     }
     let port = match port {
+        None if tls => 443,
         None => 80,
         Some(p) => p.parse().map_err(|_| bad("the port is not a number"))?,
     };
@@ -142,6 +146,7 @@ pub fn parse_url(url: &str) -> Result<ParsedUrl, TargetError> {
         host: host.to_string(),
         port,
         base_path: path.trim_end_matches('/').to_string(),
+        tls,
     })
 }
 
@@ -171,9 +176,12 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_use() {
         assert!(matches!(
-            parse_url("https://127.0.0.1"),
+            parse_url("ftp://127.0.0.1"),
             Err(TargetError::NotHttp(_))
         ));
+        let p = parse_url("https://127.0.0.1").expect("https");
+        assert_eq!((p.port, p.tls), (443, true));
+        assert!(!parse_url("http://127.0.0.1").expect("http").tls);
         assert!(matches!(
             parse_url("127.0.0.1:80"),
             Err(TargetError::BadUrl { .. })

@@ -29,6 +29,14 @@ child_row! {
         pub bytes: u64,
         #[serde(default)]
         pub error: Option<String>,
+        /// Connect done to the TLS handshake done; empty without TLS and in
+        /// files from before it.
+        #[serde(default, serialize_with = "cell::d3")]
+        pub tls_ms: Option<f64>,
+        /// `http/1.1`, `https/1.1`, `h2c` or `h2`; empty in files from
+        /// before it, which were all `http/1.1`.
+        #[serde(default)]
+        pub protocol: Option<String>,
     }
 }
 
@@ -87,6 +95,27 @@ child_row! {
         /// `strict` and in files from before the flag.
         #[serde(default, serialize_with = "cell::d3")]
         pub loop_lag_us: Option<f64>,
+        /// `http/1.1`, `https/1.1`, `h2c` or `h2`; empty in files from
+        /// before it, which were all `http/1.1`.
+        #[serde(default)]
+        pub protocol: Option<String>,
+        /// The connection that carried the download (the reader's own over
+        /// HTTP/1.1; shared by `streams_per_conn` downloads over HTTP/2).
+        #[serde(default)]
+        pub connection: Option<u32>,
+        /// HTTP/2: the downloads its connection carried at once.
+        #[serde(default)]
+        pub streams_per_conn: Option<u32>,
+        /// HTTP/2: the stream's window the load advertised
+        /// (`SETTINGS_INITIAL_WINDOW_SIZE`), and the connection's.
+        #[serde(default)]
+        pub h2_window_bytes: Option<u64>,
+        #[serde(default)]
+        pub h2_conn_window_bytes: Option<u64>,
+        /// HTTP/2: the most bytes the server had sent that the reader had
+        /// not yet consumed (at most the stream's window).
+        #[serde(default)]
+        pub h2_unconsumed_peak_bytes: Option<u64>,
     }
 }
 

@@ -85,6 +85,7 @@ impl Plan {
         let of = |d: Direction| if self.direction == d { n } else { 0 };
         loadgen::LoadArgs {
             target: target.into(),
+            edge: loadgen::edge::EdgeArgs::default(),
             slow: of(Direction::Download),
             slow_reader: loadgen::config::SlowReaderArgs {
                 slow_rate: Size(match self.link {

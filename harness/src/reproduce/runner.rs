@@ -193,6 +193,7 @@ fn load_args(spec: &RunSpec, dir: &Path, target: &str) -> loadgen::LoadArgs {
     let p = spec.profile;
     loadgen::LoadArgs {
         target: target.into(),
+        edge: loadgen::edge::EdgeArgs::default(),
         slow: spec.condition.readers() as usize,
         slow_reader: loadgen::config::SlowReaderArgs {
             slow_rate: Size(p.slow_rate),
