@@ -50,7 +50,7 @@ fn bad_flags_are_one_line_errors() {
     assert_one_line_error(&out, 2, "maybe");
     // Values that parse but cannot work are bad input too (the book, "Exit
     // status").
-    let out = run(&["--target", "https://127.0.0.1:1"]);
+    let out = run(&["--target", "ftp://127.0.0.1:1"]);
     assert_one_line_error(&out, 2, "http://");
     let out = run(&["--target", "http://127.0.0.1:1", "--label", "seq=1"]);
     assert_one_line_error(&out, 2, "clash");

@@ -315,7 +315,13 @@ impl TlsClient {
             .await
             .map_err(
                 |e| match e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
-                    Some(tls) => Failure::new(ErrorKind::Tls, format!("TLS handshake: {tls}")),
+                    Some(tls @ rustls::Error::InvalidCertificate(_)) => Failure::new(
+                    ErrorKind::Tls,
+                    format!(
+                        "TLS handshake: {tls}; --tls-ca must name the authority that signed the server's certificate (a self-signed CA certificate cannot be a server's own), --tls-insecure takes any"
+                    ),
+                ),
+                Some(tls) => Failure::new(ErrorKind::Tls, format!("TLS handshake: {tls}")),
                     None => Failure::transfer("TLS handshake", &e),
                 },
             )?;
