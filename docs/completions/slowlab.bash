@@ -52,6 +52,9 @@ _slowlab() {
             slowlab,sweep-load)
                 cmd="slowlab__subcmd__sweep__subcmd__load"
                 ;;
+            slowlab__subcmd__generate,certificate)
+                cmd="slowlab__subcmd__generate__subcmd__certificate"
+                ;;
             slowlab__subcmd__generate,completions)
                 cmd="slowlab__subcmd__generate__subcmd__completions"
                 ;;
@@ -66,6 +69,9 @@ _slowlab() {
                 ;;
             slowlab__subcmd__generate,reference)
                 cmd="slowlab__subcmd__generate__subcmd__reference"
+                ;;
+            slowlab__subcmd__generate__subcmd__help,certificate)
+                cmd="slowlab__subcmd__generate__subcmd__help__subcmd__certificate"
                 ;;
             slowlab__subcmd__generate__subcmd__help,completions)
                 cmd="slowlab__subcmd__generate__subcmd__help__subcmd__completions"
@@ -117,6 +123,9 @@ _slowlab() {
                 ;;
             slowlab__subcmd__help,sweep-load)
                 cmd="slowlab__subcmd__help__subcmd__sweep__subcmd__load"
+                ;;
+            slowlab__subcmd__help__subcmd__generate,certificate)
+                cmd="slowlab__subcmd__help__subcmd__generate__subcmd__certificate"
                 ;;
             slowlab__subcmd__help__subcmd__generate,completions)
                 cmd="slowlab__subcmd__help__subcmd__generate__subcmd__completions"
@@ -297,12 +306,30 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__generate)
-            opts="-h -V --help --version man completions reference proxy-config help"
+            opts="-h -V --help --version man completions reference proxy-config certificate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        slowlab__subcmd__generate__subcmd__certificate)
+            opts="-h -V --dir --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -329,8 +356,22 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__generate__subcmd__help)
-            opts="man completions reference proxy-config help"
+            opts="man completions reference proxy-config certificate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        slowlab__subcmd__generate__subcmd__help__subcmd__certificate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -503,8 +544,22 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__help__subcmd__generate)
-            opts="man completions reference proxy-config"
+            opts="man completions reference proxy-config certificate"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        slowlab__subcmd__help__subcmd__generate__subcmd__certificate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

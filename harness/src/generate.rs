@@ -3,7 +3,8 @@
 //! (`clap_mangen`), shell completions (`clap_complete`), and the book's
 //! command reference (Markdown); and the command line of a packaged proxy
 //! (Caddy, HAProxy) with the config the lab writes for one of its routes,
-//! so that a benchmark or a user runs exactly what a run runs.
+//! so that a benchmark or a user runs exactly what a run runs; and the
+//! lab's TLS certificates (`common::tls`), fresh each time.
 //!
 //! The repository keeps one copy of each (`docs/man/`, `docs/completions/`,
 //! `book/src/reference/commands.md`); a test fails when a copy is not what
@@ -66,6 +67,16 @@ pub enum What {
         upstream: SocketAddr,
         /// Directory the config (and Caddy's state) is written to (created if
         /// missing).
+        #[arg(long)]
+        dir: PathBuf,
+    },
+    /// A fresh certificate authority and a server certificate for
+    /// localhost, 127.0.0.1 and ::1, signed by it, as a run makes for a
+    /// proxy that terminates TLS: ca.pem, cert.pem and key.pem (mode 0600)
+    /// into --dir; give the proxy cert.pem and key.pem, and `slowlab load`
+    /// --tls-ca ca.pem. The key is new each time and never leaves --dir.
+    Certificate {
+        /// Directory the files are written to (created if missing).
         #[arg(long)]
         dir: PathBuf,
     },
@@ -134,6 +145,12 @@ pub fn run(args: GenerateArgs) -> Result<()> {
             let line = lab::stack::packaged::line(&tools, route, listen, upstream, &dir, &dir)?
                 .context("not a packaged proxy's route")?;
             println!("{}", line.shell());
+            Ok(())
+        }
+        What::Certificate { dir } => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            let files = common::tls::LabCertificate::generate_into(&dir)?;
+            println!("{}", files.ca.display());
             Ok(())
         }
     }
