@@ -369,15 +369,9 @@ async fn read_h2(
     stop: &mut watch::Receiver<bool>,
 ) -> Result<(), Failure> {
     let timeout = ctx.slow.timeout;
-    let request = http::Request::get(ctx.uri.as_str())
-        .body(())
-        .map_err(|e| Failure::new(ErrorKind::Malformed, format!("request: {e}")))?;
     let response = guard(
         async {
-            let mut send = send.ready().await.map_err(|e| h2conn::failure(&e))?;
-            let (response, _) = send
-                .send_request(request, true)
-                .map_err(|e| h2conn::failure(&e))?;
+            let response = h2conn::get(send, &ctx.uri).await?;
             response.await.map_err(|e| h2conn::failure(&e))
         },
         timeout,

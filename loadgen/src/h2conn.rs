@@ -43,16 +43,24 @@ impl H2Conn {
         Ok(H2Conn { send, driver })
     }
 
-    /// Sends `GET uri` with no body once the connection takes another
-    /// stream (the server's `SETTINGS_MAX_CONCURRENT_STREAMS`).
+    /// [`get`] on this connection.
     pub async fn get(&mut self, uri: &str) -> Result<h2::client::ResponseFuture, Failure> {
-        let request = http::Request::get(uri)
-            .body(())
-            .map_err(|e| Failure::new(ErrorKind::Malformed, format!("request {uri}: {e}")))?;
-        let mut send = self.send.clone().ready().await.map_err(|e| failure(&e))?;
-        let (response, _) = send.send_request(request, true).map_err(|e| failure(&e))?;
-        Ok(response)
+        get(self.send.clone(), uri).await
     }
+}
+
+/// Sends `GET uri` with no body on `send`'s connection once it takes
+/// another stream (the server's `SETTINGS_MAX_CONCURRENT_STREAMS`).
+pub async fn get(
+    send: h2::client::SendRequest<Bytes>,
+    uri: &str,
+) -> Result<h2::client::ResponseFuture, Failure> {
+    let request = http::Request::get(uri)
+        .body(())
+        .map_err(|e| Failure::new(ErrorKind::Malformed, format!("request {uri}: {e}")))?;
+    let mut send = send.ready().await.map_err(|e| failure(&e))?;
+    let (response, _) = send.send_request(request, true).map_err(|e| failure(&e))?;
+    Ok(response)
 }
 
 /// The URI of `path` on the target: HTTP/2 carries the scheme and the
