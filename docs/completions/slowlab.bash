@@ -942,7 +942,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__proxy)
-            opts="-h -V --listen --upstream --buffering --buffer-size --buffers --busy-buffers-size --max-temp-file-size --temp-file-write-size --temp-path --threads --read-timeout --send-timeout --stats-log --gauge-log --gauge-interval --allow-remote --request-buffering --client-body-buffer-size --client-max-body-size --client-header-timeout --client-body-timeout --keepalive-timeout --keepalive-requests --keepalive-time --worker-connections --help --version"
+            opts="-h -V --listen --upstream --buffering --buffer-size --buffers --busy-buffers-size --max-temp-file-size --temp-file-write-size --temp-path --threads --read-timeout --send-timeout --stats-log --gauge-log --gauge-interval --allow-remote --request-buffering --client-body-buffer-size --client-max-body-size --client-header-timeout --client-body-timeout --keepalive-timeout --keepalive-requests --keepalive-time --worker-connections --tls-cert --tls-key --http2 --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1041,6 +1041,14 @@ _slowlab() {
                     return 0
                     ;;
                 --worker-connections)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-cert)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tls-key)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -77,7 +77,10 @@ complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l keepalive-time
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l keepalive-requests -d 'keepalive_requests: the most requests one client connection serves (1 to 1000000)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l keepalive-time -d 'keepalive_time: a request that starts on a connection older than this is its last (1ms to 1day)' -r
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l worker-connections -d 'worker_connections: client and upstream connections held at once per thread, the listening socket\'s included; beyond it idle kept-open connections are closed, then new clients (2 to 1000000)' -r
+complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l tls-cert -d 'Terminate TLS towards the clients with this certificate chain (PEM; with --tls-key), as NGINX\'s `listen ... ssl`' -r -F
+complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l tls-key -d 'The private key of --tls-cert (PEM)' -r -F
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l allow-remote -d 'Allow --listen and --upstream addresses outside 127.0.0.0/8 and ::1'
+complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -l http2 -d 'Offer HTTP/2 in ALPN (needs --tls-cert), as NGINX\'s `listen ... ssl http2`: each stream is proxied as its own request to the HTTP/1.0 upstream, with the same buffering'
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -s h -l help -d 'Print help'
 complete -c slowlab -n "__fish_slowlab_using_subcommand proxy" -s V -l version -d 'Print version'
 complete -c slowlab -n "__fish_slowlab_using_subcommand load" -l target -d 'Base URL of the server, e.g. http://127.0.0.1:8000, or https://127.0.0.1:8443 for TLS (with --tls-ca or --tls-insecure)' -r

@@ -167,6 +167,22 @@ impl ProxyApp {
         }
     }
 
+    /// The proxy's configuration.
+    pub fn config(&self) -> &ProxyConfig {
+        &self.cfg
+    }
+
+    /// Serves one request of a connection that is not kept open by
+    /// [`crate::keepalive`]: an HTTP/2 stream, or the one request of an
+    /// HTTP/1.1 connection over TLS ([`crate::edge`]).
+    pub async fn serve_stream(&self, session: ServerSession, cut: ShutdownWatch) {
+        let conn = Conn {
+            id: self.next_conn.fetch_add(1, Ordering::Relaxed),
+            accepted: Instant::now(),
+        };
+        let _ = self.serve(session, &conn, 1, cut).await;
+    }
+
     /// Serves the `nth` request of a connection; returns the connection
     /// when it is to wait for another.
     async fn serve(

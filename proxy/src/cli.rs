@@ -113,6 +113,18 @@ pub struct ProxyArgs {
     /// kept-open connections are closed, then new clients (2 to 1000000).
     #[arg(long, default_value_t = 1024, value_parser = int_in(2, MAX_WORKER_CONNECTIONS))]
     pub worker_connections: usize,
+    /// Terminate TLS towards the clients with this certificate chain (PEM;
+    /// with --tls-key), as NGINX's `listen ... ssl`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Offer HTTP/2 in ALPN (needs --tls-cert), as NGINX's `listen ... ssl
+    /// http2`: each stream is proxied as its own request to the HTTP/1.0
+    /// upstream, with the same buffering.
+    #[arg(long, requires = "tls_cert")]
+    pub http2: bool,
 }
 
 pub use common::loopback::RemoteRefused;
@@ -176,6 +188,9 @@ impl ProxyArgs {
             keepalive_requests,
             keepalive_time,
             worker_connections,
+            tls_cert,
+            tls_key,
+            http2,
         } = self;
         let mut a: Vec<OsString> = vec![
             "--listen".into(),
@@ -225,6 +240,8 @@ impl ProxyArgs {
             ("--temp-path", temp_path),
             ("--stats-log", stats_log),
             ("--gauge-log", gauge_log),
+            ("--tls-cert", tls_cert),
+            ("--tls-key", tls_key),
         ] {
             if let Some(path) = path {
                 a.extend([flag.into(), path.into()]);
@@ -232,6 +249,9 @@ impl ProxyArgs {
         }
         if *allow_remote {
             a.push("--allow-remote".into());
+        }
+        if *http2 {
+            a.push("--http2".into());
         }
         a
     }
@@ -295,6 +315,10 @@ impl ProxyArgs {
                 time: self.keepalive_time,
             },
             worker_connections: self.worker_connections,
+            tls: match (&self.tls_cert, &self.tls_key) {
+                (Some(cert), Some(key)) => Some(crate::edge::TlsEdge::new(cert, key, self.http2)?),
+                _ => None,
+            },
             threads: self.threads,
             read_timeout: self.read_timeout,
             send_timeout: self.send_timeout,
@@ -502,6 +526,9 @@ mod tests {
             keepalive_requests: 7,
             keepalive_time: Duration::from_millis(90_500),
             worker_connections: 77,
+            tls_cert: Some(PathBuf::from("/tmp/a run/cert.pem")),
+            tls_key: Some(PathBuf::from("/tmp/a run/key.pem")),
+            http2: true,
         };
         for args in [defaults, all] {
             assert_eq!(parse(args.to_args()), args);

@@ -256,6 +256,10 @@ pub struct ProxyConfig {
     /// How long in-flight responses may go on after a stop request before
     /// they are cut.
     pub shutdown_grace: Duration,
+    /// TLS (and HTTP/2) towards the clients (`--tls-cert`, `--tls-key`,
+    /// `--http2`); none: cleartext HTTP/1.1, as NGINX's `listen` without
+    /// `ssl`.
+    pub tls: Option<crate::edge::TlsEdge>,
 }
 
 impl ProxyConfig {
@@ -282,6 +286,7 @@ impl ProxyConfig {
             gauge_log: None,
             gauge_interval: Duration::from_millis(100),
             shutdown_grace: Duration::from_millis(500),
+            tls: None,
         }
     }
 

@@ -140,6 +140,13 @@
 //! sync worker; with request buffering on, no upstream connection exists
 //! until the whole request body is in hand.
 //!
+//! With `--tls-cert`, `--tls-key` and `--http2` the proxy terminates TLS
+//! and HTTP/2 towards its clients as deployed proxies do ([`edge`]): each
+//! HTTP/2 stream is served by the same request path towards the same
+//! HTTP/1.0 upstream, so one client connection of N slow streams holds N
+//! upstream connections unless the response is buffered. The cleartext
+//! HTTP/1 path is untouched.
+//!
 //! `examples/floor.rs` is no part of `slowlab`: it is the yardstick for the
 //! design's cost. `floor tokio` does a proxy's socket work for a request on
 //! bare tokio and nothing else; `floor pingora` does it through pingora's
@@ -155,6 +162,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod connlimit;
+pub mod edge;
 pub mod keepalive;
 pub mod pipe;
 pub mod reqbody;

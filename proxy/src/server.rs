@@ -210,6 +210,20 @@ async fn serve(
                 continue;
             }
         };
+        if let Some(edge) = &cfg.tls {
+            let (app, cut, alive, stop) = (
+                app.clone(),
+                cut_rx.clone(),
+                alive_tx.clone(),
+                idle_stop.clone(),
+            );
+            let edge = edge.clone();
+            tokio::spawn(Box::pin(async move {
+                let _alive = alive;
+                crate::edge::serve(app, tcp, edge, slot, cut, stop).await;
+            }));
+            continue;
+        }
         // TCP_NODELAY is set by ClientIo before the first write that needs
         // it.
         let stream: Stream = Box::new(ClientIo::new(tcp));

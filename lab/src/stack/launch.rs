@@ -416,6 +416,9 @@ impl Launcher {
                     keepalive_requests: defaults.keepalive.requests,
                     keepalive_time: defaults.keepalive.time,
                     worker_connections: defaults.worker_connections,
+                    tls_cert: None,
+                    tls_key: None,
+                    http2: false,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
                 start_and_probe(spec, cgroup.as_ref(), None, probe)?
