@@ -20,6 +20,7 @@ mod link;
 mod model_direct;
 mod net_presets;
 mod netns;
+mod nginx_h2;
 mod nginx_reqbuf;
 mod packaged;
 mod prepare_cli;
