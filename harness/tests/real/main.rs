@@ -27,6 +27,7 @@ mod prepare_cli;
 mod python_servers;
 mod reader_models;
 mod report_browser;
+mod reproduce_h2;
 mod reproduce_headers;
 mod reproduce_quick;
 mod reproduce_sigkill;
