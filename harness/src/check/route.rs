@@ -109,6 +109,8 @@ impl Levels<'_, '_> {
             verdict,
             cause,
             repetition,
+            edge: self.stack.edge(),
+            streams_per_conn: self.check.spec.streams.per_conn,
             recovery: recovery.as_ref(),
             dir: &format!("{}/{name}", self.check.label),
         }
