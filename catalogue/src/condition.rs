@@ -121,9 +121,19 @@ impl Condition {
         out
     }
 
-    /// The same stack and direction with no slow clients: its baseline.
+    /// The same stack and direction with `slow` slow clients; at 0, its
+    /// baseline, where no downloads share a connection (streams per
+    /// connection 1, as the `h2` preset plans its baselines).
     pub fn at(self, slow: u32) -> Condition {
-        Condition { slow, ..self }
+        let streams_per_conn = match slow {
+            0 => 1,
+            _ => self.streams_per_conn,
+        };
+        Condition {
+            slow,
+            streams_per_conn,
+            ..self
+        }
     }
 
     /// Slow uploaders of `POST /upload` (only in the upload direction).
@@ -234,6 +244,25 @@ mod tests {
             },
             ..Condition::new(Server::RustSync2, Route::Direct, 2, Direction::Download)
         }
+    }
+
+    #[test]
+    fn a_baseline_has_no_shared_connections() {
+        let c = Condition {
+            streams_per_conn: 8,
+            ..Condition::new(Server::RustSync2, Route::NginxH2Off, 8, Direction::Download)
+        };
+        assert_eq!(c.connections(), 1);
+        assert_eq!(c.at(0).streams_per_conn, 1);
+        assert_eq!(c.at(0).connections(), 0);
+        assert_eq!(c.at(4).streams_per_conn, 8);
+        assert_eq!(
+            c.at(0),
+            Condition::new(Server::RustSync2, Route::NginxH2Off, 0, Direction::Download)
+        );
+        assert_eq!(c.h2_window_on_edge(), Some(H2_DEFAULT_WINDOW));
+        assert_eq!(c.at(0).dims_label(), "");
+        assert_eq!(c.dims_label(), " spc=8");
     }
 
     #[test]

@@ -184,7 +184,11 @@ pub fn condition_of(
             cells.link.as_deref(),
         ),
         streams_per_conn: cells.streams_per_conn.unwrap_or(1),
-        h2_window: cells.h2_window_bytes,
+        // The default window is what a condition that names none ran
+        // with, so that a planned condition and its rows read back alike.
+        h2_window: cells
+            .h2_window_bytes
+            .filter(|&w| w != catalogue::condition::H2_DEFAULT_WINDOW),
         ..Condition::new(server?, route?, slow, direction?)
     })
 }

@@ -265,7 +265,33 @@ fn the_condition_cells_round_trip_through_every_row_struct() {
         &cells,
     )
     .unwrap();
-    assert_eq!((c.streams_per_conn, c.h2_window), (8, Some(65535)));
+    // A planned condition names no window for the default, and its rows
+    // read back as it.
+    assert_eq!((c.streams_per_conn, c.h2_window), (8, None));
+    let planned = catalogue::Condition {
+        streams_per_conn: 8,
+        ..catalogue::Condition::new(
+            catalogue::Server::RustSync2,
+            catalogue::Route::NginxH2On,
+            8,
+            catalogue::Direction::Download,
+        )
+    };
+    assert_eq!(c.streams_per_conn, planned.streams_per_conn);
+    assert_eq!(c.h2_window, planned.h2_window);
+    let small = DimCells {
+        h2_window_bytes: Some(16384),
+        ..cells.clone()
+    };
+    let c = crate::dims::condition_of(
+        Some(catalogue::Server::RustSync2),
+        Some(catalogue::Route::NginxH2On),
+        8,
+        Some(catalogue::Direction::Download),
+        &small,
+    )
+    .unwrap();
+    assert_eq!(c.h2_window, Some(16384));
 }
 
 #[test]
