@@ -45,7 +45,9 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
          `streams per connection` of them, over TLS to the proxy, which sends each to the \
          app as its own HTTP/1.0 request. Behind buffering off, a stream whose client reads \
          slowly holds its upstream handler as a slow HTTP/1 connection does: compare one \
-         connection of 2 streams with 2 connections of one.",
+         connection of 2 streams with 2 connections of one. Conditions whose downloads \
+         shared a connection are in this table only; the charts and tables above draw those \
+         with a connection per download.",
     );
     let table_rows = rows
         .iter()
