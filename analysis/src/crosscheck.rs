@@ -662,4 +662,39 @@ mod tests {
         assert_eq!(gthread.observed, Some(Verdict::Relieved));
         assert_eq!(gthread.agree, Some(true));
     }
+
+    #[test]
+    fn streams_on_one_connection_are_judged_against_the_stack_s_baseline() {
+        let mut f = BTreeMap::new();
+        let at = |slow, spc| Condition {
+            streams_per_conn: spc,
+            ..Condition::new(
+                Server::GunicornSync2,
+                Route::NginxH2Off,
+                slow,
+                Direction::Download,
+            )
+        };
+        for (c, p95) in [(at(0, 1), 1.5), (at(2, 2), 3000.0), (at(2, 1), 3100.0)] {
+            f.insert(
+                c,
+                ConditionFigures {
+                    p95: Some(p95),
+                    ..ConditionFigures::default()
+                },
+            );
+        }
+        let rows = rows(&f, 2, MIB16, ProxyBuffers::EXPERIMENT.capacity());
+        let judged: Vec<(Option<f64>, Option<Verdict>, Option<Verdict>)> = rows
+            .iter()
+            .filter(|r| r.check == Check::Prediction.name())
+            .map(|r| (r.baseline_p95_ms, r.predicted, r.observed))
+            .collect();
+        // Both shapes are judged against the stack's one baseline (where no
+        // connection is shared), and both hold both workers behind
+        // buffering off, as the rule says: each stream is a request the
+        // app's handler writes.
+        let blocked = (Some(1.5), Some(Verdict::Blocked), Some(Verdict::Blocked));
+        assert_eq!(judged, [blocked, blocked]);
+    }
 }

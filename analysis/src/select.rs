@@ -114,6 +114,15 @@ pub fn conditions(r: &Results) -> Vec<Cond> {
     conditions_in(r, Direction::Download)
 }
 
+/// Whether a row's slow downloads each had their own connection: the
+/// cells of these sections. Those that shared connections (the `h2`
+/// preset's streams per connection) have their own table
+/// (`report::streams`), so that one cell never mixes two shapes of the
+/// same number of slow clients.
+pub fn one_per_connection(streams_per_conn: Option<u32>) -> bool {
+    streams_per_conn.unwrap_or(1) == 1
+}
+
 /// Every condition of `direction` present in `conditions.csv` or
 /// `runs.csv`, in order.
 pub fn conditions_in(r: &Results, direction: Direction) -> Vec<Cond> {
@@ -121,11 +130,13 @@ pub fn conditions_in(r: &Results, direction: Direction) -> Vec<Cond> {
         .conditions
         .iter()
         .filter(|c| in_direction(&c.direction, direction))
+        .filter(|c| one_per_connection(c.streams_per_conn))
         .map(|c| Cond::new(&c.server, &c.route, c.slow_clients))
         .chain(
             r.runs
                 .iter()
                 .filter(|x| in_direction(&x.direction, direction))
+                .filter(|x| one_per_connection(x.streams_per_conn))
                 .map(|x| Cond::new(&x.server, &x.route, x.slow_clients)),
         )
         .collect();
@@ -154,6 +165,7 @@ pub fn ok_runs_in<'a>(r: &'a Results, c: &Cond, direction: Direction) -> Vec<&'a
         .filter(|x| {
             x.ok()
                 && in_direction(&x.direction, direction)
+                && one_per_connection(x.streams_per_conn)
                 && c.is(&x.server, &x.route, x.slow_clients)
         })
         .collect()
@@ -171,7 +183,9 @@ pub fn condition_row_in<'a>(
     direction: Direction,
 ) -> Option<&'a schema::ConditionRow> {
     r.conditions.iter().find(|x| {
-        in_direction(&x.direction, direction) && c.is(&x.server, &x.route, x.slow_clients)
+        in_direction(&x.direction, direction)
+            && one_per_connection(x.streams_per_conn)
+            && c.is(&x.server, &x.route, x.slow_clients)
     })
 }
 
@@ -256,6 +270,22 @@ mod tests {
         r.runs = vec![run("9", None)];
         assert_eq!(median_run(&r, &c).map(|x| x.run_id.as_str()), Some("9"));
         assert_eq!(comparison_slow(&r), Some(2));
+    }
+
+    #[test]
+    fn downloads_that_shared_connections_are_not_these_cells() {
+        let c = Cond::new(&Server::RustSync2.into(), &Route::Direct.into(), 2);
+        let mut shared = run("2", Some(9.0));
+        shared.streams_per_conn = Some(2);
+        let mut own = run("1", Some(1.0));
+        own.streams_per_conn = Some(1);
+        let r = Results {
+            runs: vec![own, shared, run("0", Some(2.0))],
+            ..Results::default()
+        };
+        let ids: Vec<&str> = ok_runs(&r, &c).iter().map(|x| x.run_id.as_str()).collect();
+        assert_eq!(ids, ["1", "0"], "an empty cell of an older file is one");
+        assert_eq!(conditions(&r), [c]);
     }
 
     #[test]

@@ -30,7 +30,20 @@ pub struct Condition {
     pub buffers: BufferCell,
     /// How the slow clients are slow (implies namespaces).
     pub kind: Option<Kind>,
+    /// How many of the `slow` downloads share one connection as HTTP/2
+    /// streams (`slowlab load --streams-per-conn`): 1, each its own
+    /// connection, on every HTTP/1 edge.
+    pub streams_per_conn: u32,
+    /// The HTTP/2 stream window the slow readers advertise
+    /// (`SETTINGS_INITIAL_WINDOW_SIZE`, `slowlab load --h2-window`); unset,
+    /// HTTP/2's default ([`H2_DEFAULT_WINDOW`]) on an HTTP/2 edge and
+    /// nothing on an HTTP/1 one.
+    pub h2_window: Option<u32>,
 }
+
+/// HTTP/2's initial stream and connection window, 65,535 bytes (RFC 9113,
+/// 6.9.2), which `slowlab load --h2-window` defaults to.
+pub const H2_DEFAULT_WINDOW: u32 = 65_535;
 
 impl Condition {
     /// A condition with none of `dims.rs`'s dimensions set.
@@ -43,7 +56,24 @@ impl Condition {
             reader: None,
             buffers: BufferCell::default(),
             kind: None,
+            streams_per_conn: 1,
+            h2_window: None,
         }
+    }
+
+    /// The slow clients' connections: the slow downloads grouped
+    /// `streams_per_conn` to a connection (the last one may carry fewer).
+    pub fn connections(&self) -> u32 {
+        self.readers().div_ceil(self.streams_per_conn.max(1))
+    }
+
+    /// The HTTP/2 stream window the slow readers advertise on an HTTP/2
+    /// edge: the condition's, else the default; none on an HTTP/1 edge.
+    pub fn h2_window_on_edge(&self) -> Option<u32> {
+        self.route
+            .edge()
+            .http2
+            .then(|| self.h2_window.unwrap_or(H2_DEFAULT_WINDOW))
     }
 
     /// This condition's namespaces over the run-wide ones
@@ -82,12 +112,28 @@ impl Condition {
         if let Some(m) = self.buffers.mtu {
             out += &format!(" mtu={m}");
         }
+        if self.streams_per_conn != 1 {
+            out += &format!(" spc={}", self.streams_per_conn);
+        }
+        if let Some(w) = self.h2_window {
+            out += &format!(" h2-window={w}");
+        }
         out
     }
 
-    /// The same stack and direction with no slow clients: its baseline.
+    /// The same stack and direction with `slow` slow clients; at 0, its
+    /// baseline, where no downloads share a connection (streams per
+    /// connection 1, as the `h2` preset plans its baselines).
     pub fn at(self, slow: u32) -> Condition {
-        Condition { slow, ..self }
+        let streams_per_conn = match slow {
+            0 => 1,
+            _ => self.streams_per_conn,
+        };
+        Condition {
+            slow,
+            streams_per_conn,
+            ..self
+        }
     }
 
     /// Slow uploaders of `POST /upload` (only in the upload direction).
@@ -198,6 +244,25 @@ mod tests {
             },
             ..Condition::new(Server::RustSync2, Route::Direct, 2, Direction::Download)
         }
+    }
+
+    #[test]
+    fn a_baseline_has_no_shared_connections() {
+        let c = Condition {
+            streams_per_conn: 8,
+            ..Condition::new(Server::RustSync2, Route::NginxH2Off, 8, Direction::Download)
+        };
+        assert_eq!(c.connections(), 1);
+        assert_eq!(c.at(0).streams_per_conn, 1);
+        assert_eq!(c.at(0).connections(), 0);
+        assert_eq!(c.at(4).streams_per_conn, 8);
+        assert_eq!(
+            c.at(0),
+            Condition::new(Server::RustSync2, Route::NginxH2Off, 0, Direction::Download)
+        );
+        assert_eq!(c.h2_window_on_edge(), Some(H2_DEFAULT_WINDOW));
+        assert_eq!(c.at(0).dims_label(), "");
+        assert_eq!(c.dims_label(), " spc=8");
     }
 
     #[test]

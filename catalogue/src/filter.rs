@@ -15,7 +15,8 @@ use crate::server::Server;
 /// `wmem=host`/`rmem=host` (the condition's buffer cell; `host`: it sets
 /// none), `kind=pace|link` (the condition's slow-client kind; one without
 /// a kind of its own is `pace`, and becomes `link` only under a run-wide
-/// `--link`).
+/// `--link`), `spc=N` (the condition's HTTP/2 streams per connection;
+/// 1 on every HTTP/1 route).
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     terms: Vec<Term>,
@@ -30,6 +31,7 @@ enum Term {
     Wmem(Option<u64>),
     Rmem(Option<u64>),
     Kind(SlowKind),
+    StreamsPerConn(u32),
 }
 
 impl Term {
@@ -42,6 +44,7 @@ impl Term {
             Term::Wmem(w) => *w == c.buffers.wmem,
             Term::Rmem(r) => *r == c.buffers.rmem,
             Term::Kind(k) => *k == c.kind.map_or(SlowKind::Pace, Kind::slow_kind),
+            Term::StreamsPerConn(n) => *n == c.streams_per_conn,
         }
     }
 }
@@ -73,6 +76,10 @@ impl std::str::FromStr for Filter {
                     <ReaderModel as clap::ValueEnum>::from_str(v, false)
                         .map_err(|_| format!("`reader={v}`: expected strict or streamreader"))?,
                 ),
+                Some(("spc", v)) => Term::StreamsPerConn(
+                    v.parse()
+                        .map_err(|_| format!("`spc={v}`: expected a number"))?,
+                ),
                 Some(("wmem", v)) => Term::Wmem(cell_size("wmem", v)?),
                 Some(("rmem", v)) => Term::Rmem(cell_size("rmem", v)?),
                 Some(("kind", "pace")) => Term::Kind(SlowKind::Pace),
@@ -80,7 +87,7 @@ impl std::str::FromStr for Filter {
                 Some(("kind", v)) => return Err(format!("`kind={v}`: expected pace or link")),
                 Some((k, _)) => {
                     return Err(format!(
-                        "unknown filter key `{k}` (server, route, slow, reader, wmem, rmem, kind)"
+                        "unknown filter key `{k}` (server, route, slow, reader, wmem, rmem, kind, spc)"
                     ));
                 }
                 None => match (raw.parse::<Server>(), raw.parse::<Route>()) {

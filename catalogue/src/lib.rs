@@ -44,6 +44,6 @@ pub use names::{
 pub use net::{Link, NetSpec, Per, Side, SlowKind, Sysctl};
 pub use preset::{Body, Condition, LoadProfile, Preset, RunSpec};
 pub use reader::ReaderModel;
-pub use route::{ProxyBuffers, ProxyKind, RequestBody, Route, RouteName};
+pub use route::{Edge, ProxyBuffers, ProxyKind, RequestBody, Route, RouteName};
 pub use server::{Model, PyServer, Recipe, Server, ServerName};
 pub use tool::Tool;

@@ -53,6 +53,11 @@ pub enum Preset {
     /// 0, 2 and 8 slow readers, and at 0, 2 and 8
     /// slow uploaders behind each proxy's request routes; 3 repetitions.
     Proxies,
+    /// HTTP/2 and TLS at the edge: Gunicorn sync x2 and rust-sync2 behind
+    /// NGINX terminating TLS and HTTP/2 with buffering off and on, with one
+    /// slow connection carrying 1, 2 and 8 slow downloads as streams, two
+    /// connections of one stream each, and no slow client; 3 repetitions.
+    H2,
 }
 
 impl Preset {
@@ -68,6 +73,7 @@ impl Preset {
             Preset::Buffers => "buffers",
             Preset::Link => "link",
             Preset::Proxies => "proxies",
+            Preset::H2 => "h2",
         }
     }
 
@@ -91,12 +97,15 @@ impl Preset {
             // no slow reader.
             Preset::Seed | Preset::Replica | Preset::Buffers => LoadProfile::experiment(),
             Preset::Quick => LoadProfile::quick(),
-            Preset::Cross | Preset::Servers | Preset::Upload | Preset::Link | Preset::Proxies => {
-                LoadProfile {
-                    reader: ReaderModel::Strict,
-                    ..LoadProfile::experiment()
-                }
-            }
+            Preset::Cross
+            | Preset::Servers
+            | Preset::Upload
+            | Preset::Link
+            | Preset::Proxies
+            | Preset::H2 => LoadProfile {
+                reader: ReaderModel::Strict,
+                ..LoadProfile::experiment()
+            },
             Preset::Headers => LoadProfile {
                 reader: ReaderModel::Strict,
                 // The load generator lets the slowloris clients go only once
@@ -235,6 +244,21 @@ impl Preset {
                 }));
                 out
             }
+            Preset::H2 => {
+                let mut out = Vec::new();
+                for server in [Server::GunicornSync2, Server::RustSync2] {
+                    for route in Route::H2 {
+                        out.push(Condition::new(server, route, 0, Direction::Download));
+                        for (slow, streams_per_conn) in H2_STREAMS {
+                            out.push(Condition {
+                                streams_per_conn,
+                                ..Condition::new(server, route, slow, Direction::Download)
+                            });
+                        }
+                    }
+                }
+                out
+            }
             Preset::Link => {
                 let mut out = Vec::new();
                 for c in pairs(
@@ -258,6 +282,12 @@ impl Preset {
         }
     }
 }
+
+/// The slow downloads and streams per connection of the `h2` preset: one
+/// connection carrying 1, 2 and 8 streams, and 2 connections of one
+/// stream each, which hold as many handlers as the one connection of 2
+/// behind a proxy that does not buffer.
+pub const H2_STREAMS: [(u32, u32); 4] = [(1, 1), (2, 2), (8, 8), (2, 1)];
 
 /// The `tcp_wmem` max and `tcp_rmem` max of the `buffers` grid: 256 KiB,
 /// 1 MiB, 4 MiB (this host's `tcp_wmem` default) and 16 MiB.
@@ -411,6 +441,29 @@ mod tests {
         assert!(up.iter().any(|c| c.route == Route::CaddyReqbuf));
         assert!(!up.iter().any(|c| c.route == Route::CaddyBuf));
         assert_eq!(plan(&[Preset::Proxies], None, None).len(), c.len() * 3);
+    }
+
+    #[test]
+    fn h2_is_one_connection_of_many_streams_behind_the_h2_edge() {
+        let c = Preset::H2.conditions();
+        // Two servers, two routes, a baseline and four shapes.
+        assert_eq!(c.len(), 2 * 2 * 5);
+        assert!(c.iter().all(|c| c.route.edge().http2 && c.route.edge().tls));
+        let shapes: Vec<(u32, u32, u32)> = c
+            .iter()
+            .filter(|c| c.server == Server::GunicornSync2 && c.route == Route::NginxH2Off)
+            .map(|c| (c.slow, c.streams_per_conn, c.connections()))
+            .collect();
+        assert_eq!(
+            shapes,
+            [(0, 1, 0), (1, 1, 1), (2, 2, 1), (8, 8, 1), (2, 1, 2)]
+        );
+        assert_eq!(c[2].to_string(), "gunicorn-sync2 nginx-h2-off 2 slow spc=2");
+        let spc2 = "spc=2".parse::<Filter>().unwrap();
+        let runs = plan(&[Preset::H2], None, Some(&spc2));
+        assert_eq!(runs.len(), 2 * 2 * 3);
+        assert!(runs.iter().all(|r| r.condition.streams_per_conn == 2));
+        assert_eq!(plan(&[Preset::H2], None, None).len(), c.len() * 3);
     }
 
     #[test]

@@ -131,6 +131,58 @@ pub enum Route {
     /// `HttpTransact.cc`:1559-1562, `HttpSM.cc`:947-986), in memory; a
     /// longer body fails.
     AtsReqbuf,
+    /// NGINX 1.22 at the edge as deployed: it terminates TLS and HTTP/2
+    /// (`listen ... ssl http2`, `http2_max_concurrent_streams 128`, the
+    /// default of `ngx_http_v2_module` said explicitly) and proxies each
+    /// stream as its own HTTP/1.0 request to the app, with the
+    /// experiment's buffers and `proxy_buffering off`. One client
+    /// connection then carries many slow downloads, each holding its own
+    /// upstream connection and handler: HTTP/2 flow control reaches the
+    /// app only through the proxy's buffers, as a slow HTTP/1 reader's
+    /// window does (`src/http/v2/ngx_http_v2.c`, `ngx_http_v2_module`'s
+    /// documentation of 1.22).
+    NginxH2Off,
+    /// The same edge with `proxy_buffering on`: each stream's response is
+    /// taken off the app whole, into memory buffers and a temp file, as
+    /// `nginx-on` does for an HTTP/1.1 client.
+    NginxH2On,
+}
+
+/// What clients speak to a route's entry point (the proxy, or the app for
+/// direct): the one place that knows it, for the proxy's configuration,
+/// the load generator's flags and the results. Every route but the
+/// `nginx-h2-*` ones is cleartext HTTP/1.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Edge {
+    /// TLS is terminated at the entry point (`https://`).
+    pub tls: bool,
+    /// The clients speak HTTP/2 (ALPN `h2` over TLS).
+    pub http2: bool,
+}
+
+impl Edge {
+    /// Cleartext HTTP/1.1, the lab's edge before HTTP/2 and TLS.
+    pub const CLEARTEXT_HTTP1: Edge = Edge {
+        tls: false,
+        http2: false,
+    };
+
+    /// The URL scheme of the entry point.
+    pub fn scheme(self) -> &'static str {
+        if self.tls { "https" } else { "http" }
+    }
+
+    /// The protocol in words as results record it: `http/1.1`, `h2c`
+    /// (HTTP/2 with prior knowledge), `http/1.1+tls`, `h2` (over TLS, as
+    /// ALPN names it).
+    pub fn protocol(self) -> &'static str {
+        match (self.tls, self.http2) {
+            (false, false) => "http/1.1",
+            (false, true) => "h2c",
+            (true, false) => "http/1.1+tls",
+            (true, true) => "h2",
+        }
+    }
 }
 
 /// Which reverse proxy a route uses.
@@ -316,7 +368,7 @@ impl Route {
     /// (`analysis::select::route_rank`): direct, the original's proxy and
     /// its twin with buffering off, then on, then the request direction's
     /// the same way, then the packaged proxies, each family's default first.
-    pub const ALL: [Route; 25] = [
+    pub const ALL: [Route; 27] = [
         Route::Direct,
         Route::NginxOff,
         Route::PingoraOff,
@@ -326,6 +378,8 @@ impl Route {
         Route::PingoraReqbufOff,
         Route::NginxReqbufOn,
         Route::PingoraReqbufOn,
+        Route::NginxH2Off,
+        Route::NginxH2On,
         Route::Caddy,
         Route::CaddyBuf,
         Route::CaddyReqbuf,
@@ -374,6 +428,10 @@ impl Route {
         Route::Ats,
         Route::AtsBuf,
     ];
+
+    /// The routes whose edge speaks HTTP/2 over TLS, buffering off and on
+    /// (the `h2` preset).
+    pub const H2: [Route; 2] = [Route::NginxH2Off, Route::NginxH2On];
 
     /// Direct and every proxy route of the request direction: each proxy
     /// with request buffering off and on (the `proxies` preset's uploads).
@@ -433,6 +491,8 @@ impl Route {
             Route::Ats => "ats",
             Route::AtsBuf => "ats-buf",
             Route::AtsReqbuf => "ats-reqbuf",
+            Route::NginxH2Off => "nginx-h2-off",
+            Route::NginxH2On => "nginx-h2-on",
         }
     }
 
@@ -464,7 +524,32 @@ impl Route {
             | Route::SquidBuf
             | Route::Ats
             | Route::AtsBuf
-            | Route::AtsReqbuf => None,
+            | Route::AtsReqbuf
+            | Route::NginxH2Off
+            | Route::NginxH2On => None,
+        }
+    }
+
+    /// What clients speak to the route's entry point ([`Edge`]).
+    pub fn edge(self) -> Edge {
+        match self {
+            Route::NginxH2Off | Route::NginxH2On => Edge {
+                tls: true,
+                http2: true,
+            },
+            _ => Edge::CLEARTEXT_HTTP1,
+        }
+    }
+
+    /// The route of the same proxy and buffering whose edge is cleartext
+    /// HTTP/1.1 (`nginx-h2-on` is `nginx-on`): what happens to a response
+    /// between the app and the proxy is the same for both, so the buffer
+    /// model and the prediction treat them alike.
+    pub fn http1_twin(self) -> Route {
+        match self {
+            Route::NginxH2Off => Route::NginxOff,
+            Route::NginxH2On => Route::NginxOn,
+            r => r,
         }
     }
 
@@ -472,8 +557,8 @@ impl Route {
     pub fn proxy(self) -> Option<(ProxyKind, bool)> {
         match self {
             Route::Direct => None,
-            Route::NginxOff => Some((ProxyKind::Nginx, false)),
-            Route::NginxOn => Some((ProxyKind::Nginx, true)),
+            Route::NginxOff | Route::NginxH2Off => Some((ProxyKind::Nginx, false)),
+            Route::NginxOn | Route::NginxH2On => Some((ProxyKind::Nginx, true)),
             Route::PingoraOff => Some((ProxyKind::Pingora, false)),
             Route::PingoraOn => Some((ProxyKind::Pingora, true)),
             Route::NginxReqbufOn | Route::NginxReqbufOff => Some((ProxyKind::Nginx, true)),
@@ -513,7 +598,9 @@ impl Route {
         };
         match self {
             Route::Direct => None,
-            Route::NginxOff | Route::NginxOn => Some(default(true)),
+            Route::NginxOff | Route::NginxOn | Route::NginxH2Off | Route::NginxH2On => {
+                Some(default(true))
+            }
             Route::PingoraOff | Route::PingoraOn => Some(default(false)),
             Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
             Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
@@ -761,8 +848,36 @@ mod tests {
                 Route::NginxOff,
                 Route::NginxOn,
                 Route::NginxReqbufOff,
-                Route::NginxReqbufOn
+                Route::NginxReqbufOn,
+                Route::NginxH2Off,
+                Route::NginxH2On
             ]
+        );
+    }
+
+    #[test]
+    fn only_the_h2_routes_speak_http2_over_tls_at_the_edge() {
+        for r in Route::ALL {
+            let h2 = Route::H2.contains(&r);
+            assert_eq!(r.edge().tls, h2, "{r}");
+            assert_eq!(r.edge().http2, h2, "{r}");
+            // The same proxy and buffering as their cleartext twins.
+            assert_eq!(r.http1_twin().proxy(), r.proxy(), "{r}");
+            assert_eq!(r.http1_twin().request_body(), r.request_body(), "{r}");
+            assert_eq!(r.http1_twin().edge(), Edge::CLEARTEXT_HTTP1, "{r}");
+        }
+        assert_eq!("nginx-h2-on".parse::<Route>(), Ok(Route::NginxH2On));
+        assert_eq!("nginx-h2-off".parse::<Route>(), Ok(Route::NginxH2Off));
+        assert_eq!(Route::NginxH2Off.http1_twin(), Route::NginxOff);
+        assert_eq!(Route::NginxH2On.edge().scheme(), "https");
+        assert_eq!(Route::NginxH2On.edge().protocol(), "h2");
+        assert_eq!(Route::Direct.edge().protocol(), "http/1.1");
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        assert!(Route::NginxH2On.absorbs(16 << 20, cap));
+        assert!(!Route::NginxH2Off.absorbs(16 << 20, cap));
+        assert_eq!(
+            Route::NginxH2On.for_direction(Direction::Upload),
+            Route::NginxH2On
         );
     }
 

@@ -370,7 +370,7 @@ fn an_empty_or_wrong_directory_is_a_clear_error() {
 fn a_check_directory_without_its_environment_is_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let header = schema::child::header_line::<schema::CheckRow>();
-    let row = "direct,x,2,1,20,0,,,,,1.0,,20,20,0,0,0,2,0,denied,,,,,,,1.0,direct/level-2,20,21,download,handlers,,,,,2,,,,,1,16,,,\n";
+    let row = "direct,x,2,1,20,0,,,,,1.0,,20,20,0,0,0,2,0,denied,,,,,,,1.0,direct/level-2,20,21,download,handlers,,,,,2,,,,,1,16,,,,,\n";
     fs::write(tmp.path().join("check.csv"), format!("{header}{row}")).unwrap();
     report::write(tmp.path()).expect("a check directory is a results directory");
     assert!(tmp.path().join("report.html").is_file());

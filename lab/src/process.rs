@@ -232,11 +232,22 @@ impl Guard {
 
     /// Polls `GET path` on `addr` until it answers 200.
     pub fn wait_http_ok(&mut self, addr: SocketAddr, path: &str, timeout: Duration) -> Result<()> {
+        self.wait_http_status(addr, path, 200, timeout)
+    }
+
+    /// Polls `GET path` on `addr` until it answers `want`.
+    pub fn wait_http_status(
+        &mut self,
+        addr: SocketAddr,
+        path: &str,
+        want: u16,
+        timeout: Duration,
+    ) -> Result<()> {
         self.poll(timeout, Duration::from_millis(50), "answered", |g| {
             let netns = g.netns.clone();
             let status = crate::netns::within(netns.as_deref(), || http_status(addr, path));
             Ok(match status {
-                Ok(200) => Poll::Done(()),
+                Ok(code) if code == want => Poll::Done(()),
                 Ok(code) => Poll::Pending(format!(
                     "did not answer GET {path} on {addr} (status {code})"
                 )),

@@ -19,6 +19,8 @@
 //! - [`scrub`]: the view with a time slider over one run per route.
 //! - [`tables`]: section 6, the cross-check and the published comparison.
 //! - [`servers`]: section 7, which servers block (the `servers` preset).
+//! - [`streams`]: one connection, many held workers (the `h2` preset's
+//!   streams per connection at an HTTP/2 edge).
 //! - [`request`]: the request direction (slow uploads, slowloris), with
 //!   [`upload_bytes`], where the upload bytes are.
 //! - [`notices`]: what is missing, and the machine the run was made on.
@@ -44,6 +46,7 @@ pub mod proxies;
 pub mod request;
 pub mod scrub;
 pub mod servers;
+pub mod streams;
 pub mod sweep;
 pub mod tables;
 pub mod upload_bytes;
@@ -141,7 +144,7 @@ pub struct SectionSpec {
 }
 
 /// Every section, in the order of the report.
-pub const SECTIONS: [SectionSpec; 17] = [
+pub const SECTIONS: [SectionSpec; 18] = [
     SectionSpec {
         id: "missing",
         title: "What is missing from this directory",
@@ -213,6 +216,12 @@ pub const SECTIONS: [SectionSpec; 17] = [
         title: servers::TITLE,
         kind: Kind::Response,
         build: servers::section,
+    },
+    SectionSpec {
+        id: streams::ID,
+        title: streams::TITLE,
+        kind: Kind::Response,
+        build: streams::section,
     },
     SectionSpec {
         id: request::ID,

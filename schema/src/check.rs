@@ -196,6 +196,15 @@ pub struct CheckRow {
     /// `timeout`, `start` (no slow downloads), `stopped`.
     #[serde(default)]
     pub fast_settled: String,
+    /// What the clients spoke at the route's edge: `http/1.1`, or `h2`
+    /// (HTTP/2 over TLS, the `nginx-h2-*` routes). Empty in files before
+    /// the column.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// How many slow downloads shared one connection: `--streams-per-conn`
+    /// on an HTTP/2 edge, else 1. Empty in files before the column.
+    #[serde(default)]
+    pub streams_per_conn: Option<u32>,
 }
 
 #[cfg(test)]

@@ -75,6 +75,24 @@ macro_rules! dim_row {
             pub mtu: Option<u32>,
         ] $($rest)*);
     };
+    (@munch $head:tt [$($n:ident)*] [$($out:tt)*] @streams_per_conn, $($rest:tt)*) => {
+        dim_row!(@munch $head [$($n)* streams_per_conn] [$($out)*
+            /// How many of the slow downloads shared one connection as
+            /// HTTP/2 streams (`slowlab load --streams-per-conn`); 1 on an
+            /// HTTP/1 edge; empty (read as 1) in files of versions before
+            /// it.
+            #[serde(default)]
+            pub streams_per_conn: Option<u32>,
+        ] $($rest)*);
+    };
+    (@munch $head:tt [$($n:ident)*] [$($out:tt)*] @h2_window_bytes, $($rest:tt)*) => {
+        dim_row!(@munch $head [$($n)* h2_window_bytes] [$($out)*
+            /// The HTTP/2 stream window the slow readers advertised
+            /// (`slowlab load --h2-window`); empty on an HTTP/1 edge.
+            #[serde(default)]
+            pub h2_window_bytes: Option<u32>,
+        ] $($rest)*);
+    };
     // One of the struct's own fields.
     (@munch $head:tt $n:tt [$($out:tt)*] $(#[$m:meta])* $fv:vis $f:ident : $t:ty, $($rest:tt)*) => {
         dim_row!(@munch $head $n [$($out)* $(#[$m])* $fv $f: $t,] $($rest)*);
@@ -113,6 +131,7 @@ dim_row! {
     #[derive(serde::Serialize, serde::Deserialize)]
     pub struct DimCells {
         @netns, @sysctls, @slow_kind, @link, @reader, @mtu,
+        @streams_per_conn, @h2_window_bytes,
     }
 }
 
@@ -134,6 +153,9 @@ impl DimCells {
             mtu: self
                 .mtu
                 .or(netns.then_some(catalogue::net::VETH_DEFAULT_MTU)),
+            // Every run before the column had a connection per download.
+            streams_per_conn: Some(self.streams_per_conn.unwrap_or(1)),
+            h2_window_bytes: self.h2_window_bytes,
         }
     }
 }
@@ -161,6 +183,12 @@ pub fn condition_of(
             cells.slow_kind.as_deref(),
             cells.link.as_deref(),
         ),
+        streams_per_conn: cells.streams_per_conn.unwrap_or(1),
+        // The default window is what a condition that names none ran
+        // with, so that a planned condition and its rows read back alike.
+        h2_window: cells
+            .h2_window_bytes
+            .filter(|&w| w != catalogue::condition::H2_DEFAULT_WINDOW),
         ..Condition::new(server?, route?, slow, direction?)
     })
 }

@@ -68,5 +68,6 @@ pub struct ModelRow {
     /// empty on the direct route and in older files.
     #[serde(default)]
     pub proxy_rcvbuf_bytes: Option<u64>,
+    @streams_per_conn, @h2_window_bytes,
 }
 }

@@ -105,6 +105,7 @@ pub struct RunRow {
     /// (`timeout`: each waited the whole `--timeout`).
     #[serde(default)]
     pub p95_error: Option<String>,
+    @streams_per_conn, @h2_window_bytes,
 }
 }
 
@@ -253,6 +254,7 @@ pub struct ConditionRow {
     /// of those runs' `p95_error`, `;` between them. `p95` is then empty.
     #[serde(default)]
     pub p95_error: Option<String>,
+    @streams_per_conn, @h2_window_bytes,
 }
 }
 
@@ -292,5 +294,6 @@ pub struct CrossRow {
     /// `blocked` (failures rank last) when a baseline was measured.
     #[serde(default)]
     pub p95_error: Option<String>,
+    @streams_per_conn, @h2_window_bytes,
 }
 }

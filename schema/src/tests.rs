@@ -146,7 +146,10 @@ fn headers_are_pinned() {
             runs.push_str(&format!(",{c}_{col}"));
         }
     }
-    runs.push_str(",netns,sysctls,direction,slow_kind,link,reader,mtu,p95_error");
+    runs.push_str(
+        ",netns,sysctls,direction,slow_kind,link,reader,mtu,p95_error,streams_per_conn,\
+         h2_window_bytes",
+    );
     assert_eq!(columns::<RunRow>().join(","), runs);
     assert_eq!(
         columns::<ConditionRow>().join(","),
@@ -154,13 +157,14 @@ fn headers_are_pinned() {
          client_receive_s,temp_peak_mib,fast_requests,fast_errors,max_schedule_lag_ms,\
          app_cpu_cores,published_p95,published_p95_min,published_p95_max,published_app_send_s,\
          published_client_receive_s,published_from,note,direction,netns,sysctls,slow_kind,link,\
-         reader,mtu,p95_error"
+         reader,mtu,p95_error,streams_per_conn,h2_window_bytes"
     );
     assert_eq!(
         columns::<CrossRow>().join(","),
         "check,server,route,slow_clients,handlers,absorbs_whole_response,predicted,observed,\
          p95_ms,baseline_p95_ms,baseline_from,reference,reference_observed,reference_p95_ms,\
-         p95_ratio,agree,direction,netns,sysctls,slow_kind,link,reader,mtu,p95_error"
+         p95_ratio,agree,direction,netns,sysctls,slow_kind,link,reader,mtu,p95_error,\
+         streams_per_conn,h2_window_bytes"
     );
     assert_eq!(
         columns::<ModelRow>().join(","),
@@ -168,7 +172,7 @@ fn headers_are_pinned() {
          rmem_max_bytes,client_rcvbuf_bytes,proxy_hold_bytes,predicted_b_bytes,predicted_app_send_s,\
          observed_app_send_s,explained_b_bytes,explained_app_send_s,ratio,predicted_blocked,\
          observed,p95_ms,netns,slow_kind,link,reader,mtu,app_sndbuf_peak_bytes,sndbuf_as_assumed,\
-         proxy_rcvbuf_bytes"
+         proxy_rcvbuf_bytes,streams_per_conn,h2_window_bytes"
     );
     // Every row struct with the condition cells has all of them.
     for cols in [
@@ -223,6 +227,8 @@ fn the_condition_cells_round_trip_through_every_row_struct() {
         link: Some("rate=2MiB,burst=20972,limit=209715".into()),
         reader: Some("strict".into()),
         mtu: Some(9000),
+        streams_per_conn: Some(8),
+        h2_window_bytes: Some(65535),
     };
     let dir = tempfile::tempdir().unwrap();
     fn back<T: serde::Serialize + serde::de::DeserializeOwned>(dir: &std::path::Path, row: T) -> T {
@@ -247,6 +253,45 @@ fn the_condition_cells_round_trip_through_every_row_struct() {
     };
     assert_eq!(old.normal().mtu, Some(1500));
     assert_eq!(DimCells::default().normal().mtu, None);
+    // Before the HTTP/2 columns every slow download had its own
+    // connection, and no run spoke HTTP/2.
+    assert_eq!(DimCells::default().normal().streams_per_conn, Some(1));
+    assert_eq!(DimCells::default().normal().h2_window_bytes, None);
+    let c = crate::dims::condition_of(
+        Some(catalogue::Server::RustSync2),
+        Some(catalogue::Route::NginxH2On),
+        8,
+        Some(catalogue::Direction::Download),
+        &cells,
+    )
+    .unwrap();
+    // A planned condition names no window for the default, and its rows
+    // read back as it.
+    assert_eq!((c.streams_per_conn, c.h2_window), (8, None));
+    let planned = catalogue::Condition {
+        streams_per_conn: 8,
+        ..catalogue::Condition::new(
+            catalogue::Server::RustSync2,
+            catalogue::Route::NginxH2On,
+            8,
+            catalogue::Direction::Download,
+        )
+    };
+    assert_eq!(c.streams_per_conn, planned.streams_per_conn);
+    assert_eq!(c.h2_window, planned.h2_window);
+    let small = DimCells {
+        h2_window_bytes: Some(16384),
+        ..cells.clone()
+    };
+    let c = crate::dims::condition_of(
+        Some(catalogue::Server::RustSync2),
+        Some(catalogue::Route::NginxH2On),
+        8,
+        Some(catalogue::Direction::Download),
+        &small,
+    )
+    .unwrap();
+    assert_eq!(c.h2_window, Some(16384));
 }
 
 #[test]

@@ -79,6 +79,10 @@ pub struct Level<'a> {
     pub cause: Cause,
     /// 1 for the level's first measurement.
     pub repetition: u32,
+    /// What the clients spoke at the route's edge.
+    pub edge: catalogue::Edge,
+    /// How many slow downloads shared one connection.
+    pub streams_per_conn: u32,
     /// The recovery check's last load and whether it recovered.
     pub recovery: Option<&'a (Figures, bool)>,
     pub dir: &'a str,
@@ -146,6 +150,8 @@ impl Level<'_> {
             app_cpu_peak_cores: e.app_cpu_peak_cores,
             fast_began_s: Some(f.fast_began_s),
             fast_settled: f.settled.clone().unwrap_or_default(),
+            protocol: Some(self.edge.protocol().into()),
+            streams_per_conn: Some(self.streams_per_conn),
         }
     }
 }
@@ -303,6 +309,8 @@ fn json_object(
             json!({
                 "route": r.label,
                 "direction": r.direction.name(),
+                "protocol": r.rows.first().and_then(|x| x.protocol.clone()),
+                "streams_per_conn": r.rows.first().and_then(|x| x.streams_per_conn),
                 "denied_from": r.settled.denied_from,
                 "held_up_to": r.settled.held_up_to,
                 "inconclusive_from": r.outcome.inconclusive_from,

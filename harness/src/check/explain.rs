@@ -35,7 +35,12 @@ fn label(r: &RouteResult) -> String {
     let Some((kind, what, on)) = buffering(r.route) else {
         return r.label.clone();
     };
-    let proxy = kind.title();
+    // An HTTP/2 or TLS edge is named, so that its line and the cleartext
+    // twin's are told apart.
+    let proxy = match r.route.edge() {
+        e if e == catalogue::Edge::CLEARTEXT_HTTP1 => kind.title().to_string(),
+        e => format!("{} ({} edge)", kind.title(), e.protocol()),
+    };
     let base = if what == "buffering" && !kind.buffers_responses() {
         // No switch to name: it has no response buffering.
         format!("behind {proxy}")
@@ -586,6 +591,9 @@ mod tests {
         );
         let nginx = route(Route::NginxOff, "nginx-off", Some(2), "handlers");
         assert_eq!(label(&nginx), "behind NGINX buffering off");
+        let h2 = route(Route::NginxH2Off, "nginx-h2-off", Some(2), "handlers");
+        assert_eq!(label(&h2), "behind NGINX (h2 edge) buffering off");
+        assert!(super::remedy(&[h2], &a).contains("turn the proxy's buffering on"));
         assert!(super::remedy(&[nginx], &a).contains("turn the proxy's buffering on"));
         // Squid's response buffering (its raised read-ahead gap) does
         // nothing for an upload, and it has no request buffering.

@@ -401,6 +401,13 @@ pub fn run(args: CheckArgs) -> Result<()> {
     } in checks
     {
         let spec = StackSpec {
+            streams: lab::stack::edge::Streams {
+                per_conn: match route.edge().http2 {
+                    true => args.streams_per_conn,
+                    false => 1,
+                },
+                window: None,
+            },
             server: app.clone(),
             route,
             proxy_cmd: through_cmd,

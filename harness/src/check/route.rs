@@ -109,6 +109,8 @@ impl Levels<'_, '_> {
             verdict,
             cause,
             repetition,
+            edge: self.stack.edge(),
+            streams_per_conn: self.check.spec.streams.per_conn,
             recovery: recovery.as_ref(),
             dir: &format!("{}/{name}", self.check.label),
         }
@@ -179,12 +181,15 @@ pub fn check_route(
     let mut stack = lifecycle::start(c.lab, c.spec)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("starting the stack of {}", c.label))?;
-    let url = stack.url();
-    let entry = loadgen::target::Target::resolve(&url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
     // The user's proxy (`--through-cmd`) rides on the direct route's
     // pre-flight: direct is always checked first.
     let own_proxy = c.spec.proxy_cmd.is_some();
     if route == Route::Direct && !own_proxy {
+        // Direct is always cleartext HTTP/1.1, which the pre-flight's
+        // own requests speak.
+        let url = stack.url();
+        let entry =
+            loadgen::target::Target::resolve(&url, true).map_err(|e| anyhow::anyhow!("{e}"))?;
         let host = match &c.spec.server {
             App::Running { .. } => &c.target.parsed.authority,
             _ => &entry.parsed.authority,

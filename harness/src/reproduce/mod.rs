@@ -50,7 +50,9 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub no_caps: bool,
     /// Only conditions matching all of these comma-separated terms: server
-    /// or route names, `slow=N` (terms of one kind are alternatives).
+    /// or route names, `slow=N`, `spc=N` (HTTP/2 streams per connection),
+    /// and the others of the book's list (terms of one kind are
+    /// alternatives).
     #[arg(long, value_name = "FILTER")]
     pub only: Option<Filter>,
     /// Do not write the HTML/Markdown report at the end.

@@ -150,6 +150,7 @@ fn run_inner(
     let profile = spec.profile;
     let scratch = lab::scratch::tempdir("run")?;
     let stack = StackSpec {
+        streams: lab::stack::edge::Streams::of(&c),
         server: c.server.into(),
         route: c.route,
         proxy_cmd: None,

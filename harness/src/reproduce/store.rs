@@ -166,6 +166,8 @@ impl Results {
             Some(n) => Some(n.mtu.unwrap_or(lab::netns::VETH_DEFAULT_MTU)),
             None => loopback_mtu(),
         };
+        run.streams_per_conn = Some(data.spec.condition.streams_per_conn);
+        run.h2_window_bytes = data.spec.condition.h2_window_on_edge();
         for (component, cap) in [
             (Component::App, self.caps.app),
             (Component::Proxy, self.caps.proxy),

@@ -112,8 +112,16 @@ impl SweepArgs {
     ///
     /// Bad input (exit status 2) when `--low` is above `--high` or the
     /// steps are more than a sweep may have; checked before any stack
-    /// starts.
+    /// starts; so is a route whose edge is not cleartext HTTP/1.1, which
+    /// `sweep-load` does not speak.
     pub fn rates(&self) -> Result<Vec<u32>, BadInput> {
+        if self.route.edge() != catalogue::Edge::CLEARTEXT_HTTP1 {
+            return Err(BadInput::new(format!(
+                "--route {} speaks {} at its edge; sweep-load speaks cleartext HTTP/1.1 only",
+                self.route,
+                self.route.edge().protocol()
+            )));
+        }
         if self.low > self.high {
             return Err(BadInput::new(format!(
                 "--low {} is above --high {}",
@@ -290,6 +298,7 @@ fn sweep(
         cgroup_prefix: "sweep".into(),
         paths: RunPaths::new(dir, session.scratch())?,
         netns: args.net(),
+        streams: lab::stack::edge::Streams::ONE,
     };
     let lab = session.lab();
     let per_step = args.step_duration + args.timeout * args.calls_per_conn + Duration::from_secs(5);

@@ -226,6 +226,56 @@ fn behind_real_nginx_buffering_on_the_sync_server_is_held() {
     sync_held_behind("nginx-on", "behind NGINX buffering on");
 }
 
+/// The real-stack tier's NGINX, or the one line that fails the test.
+fn require_nginx() {
+    testkit::real::require(
+        "NGINX",
+        nginx().is_none().then(|| {
+            format!(
+                "neither /usr/sbin/nginx nor {}/nginx",
+                support::state_dir().display()
+            )
+        }),
+    );
+}
+
+#[test]
+#[ignore = "needs loadgen --http2"]
+fn behind_real_nginx_at_an_h2_edge_buffering_on_the_sync_server_is_held() {
+    require_nginx();
+    sync_held_behind("nginx-h2-on", "behind NGINX (h2 edge) buffering on");
+}
+
+/// One HTTP/2 connection of two slow streams behind NGINX buffering off
+/// holds both sync workers, as two slow HTTP/1 connections do.
+#[test]
+#[ignore = "needs loadgen --http2"]
+fn one_h2_connection_of_two_streams_holds_both_sync_workers_behind_buffering_off() {
+    require_nginx();
+    let cmd = serve("sync", "--workers 2");
+    let (o, v) = measure_with(
+        &[
+            "--server-cmd",
+            &cmd,
+            "--large-path",
+            "/large",
+            "--streams-per-conn",
+            "2",
+        ],
+        "2",
+        Some("nginx-h2-off"),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let p = route(&v, "nginx-h2-off");
+    assert_eq!(p["denied_from"], 2, "{p}");
+    assert!(
+        o.stderr
+            .contains("behind NGINX (h2 edge) buffering off: denied from 2"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// Runs a `--server-cmd` that carries `mark` in its environment and
 /// checks that nothing with it is left afterwards.
 fn user_command(line: &str, mark: &str) -> Outcome {

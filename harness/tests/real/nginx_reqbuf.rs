@@ -76,6 +76,7 @@ fn start(binary: &Path, route: Route, upstream: SocketAddr, dir: &Path) -> (Chil
         route.proxy().unwrap().1,
         &ProxyBuffers::EXPERIMENT,
         route.request_body(),
+        None,
         &prefix,
         &temp,
         &dir.join("error.log"),

@@ -62,6 +62,9 @@ pub struct Running {
     pub cgroup: Option<Cgroup>,
     /// The proxy's temp directory, where its temp files live.
     pub temp_dir: Option<PathBuf>,
+    /// The authority a client trusts to reach it over TLS (`ca.pem` of
+    /// the run's certificate), when its edge terminates TLS.
+    pub tls_ca: Option<PathBuf>,
 }
 
 impl Running {
@@ -239,6 +242,7 @@ impl Launcher {
             addr,
             cgroup,
             temp_dir: None,
+            tls_ca: None,
         })
     }
 
@@ -304,6 +308,26 @@ impl Launcher {
         };
         let temp_dir = paths.scratch.join("proxy-temp");
         fs::create_dir_all(&temp_dir)?;
+        let edge = route.edge();
+        // A fresh authority and server certificate for the run, in its
+        // scratch directory (removed with it): the key never outlives it.
+        let certs = match edge.tls {
+            true => {
+                let dir = paths.scratch.join("tls");
+                std::os::unix::fs::DirBuilderExt::mode(
+                    fs::DirBuilder::new().recursive(true),
+                    0o700,
+                )
+                .create(&dir)
+                .with_context(|| format!("creating {}", dir.display()))?;
+                Some(
+                    common::tls::LabCertificate::generate_into(&dir)
+                        .context("making the run's TLS certificate")?,
+                )
+            }
+            false => None,
+        };
+        let tls_ca = certs.as_ref().map(|c| c.ca.clone());
         let spec = |program: PathBuf, args: Vec<String>| Spec {
             name: format!("proxy ({route})"),
             program,
@@ -331,6 +355,11 @@ impl Launcher {
                         buffering,
                         buffers,
                         route.request_body(),
+                        certs.as_ref().map(|c| nginx::TlsListen {
+                            cert: &c.cert,
+                            key: &c.key,
+                            http2: edge.http2,
+                        }),
                         &prefix,
                         &temp_dir,
                         &error_log,
@@ -345,12 +374,17 @@ impl Launcher {
                         "-e".into(),
                         error_log.to_string_lossy().into(),
                     ];
-                    start_and_probe(
-                        spec(n.binary.clone(), args),
-                        cgroup.as_ref(),
-                        Some(addr),
-                        probe,
-                    )
+                    match edge.tls {
+                        false => start_and_probe(
+                            spec(n.binary.clone(), args),
+                            cgroup.as_ref(),
+                            Some(addr),
+                            probe,
+                        ),
+                        true => {
+                            start_tls_nginx(spec(n.binary.clone(), args), cgroup.as_ref(), addr)
+                        }
+                    }
                 })?
             }
             ProxyKind::Caddy
@@ -429,6 +463,7 @@ impl Launcher {
             addr,
             cgroup,
             temp_dir: Some(temp_dir),
+            tls_ca,
         }))
     }
 }
@@ -447,6 +482,23 @@ fn start_and_probe(
         None => guard.wait_ready_line(READY_TIMEOUT)?,
     };
     guard.wait_http_ok(addr, probe, READY_TIMEOUT)?;
+    Ok((guard, addr))
+}
+
+/// Starts NGINX with a TLS listener at `addr` and waits until it answers
+/// there. The lab has no TLS client of its own (the load generator is
+/// the one), so it asks in plain HTTP: NGINX's TLS listener answers a
+/// plain request with 400, "The plain HTTP request was sent to HTTPS
+/// port" (`NGX_HTTP_TO_HTTPS`, `src/http/ngx_http_request.c` of 1.22),
+/// which only a listener with its certificate loaded sends. The app
+/// behind it was probed before.
+fn start_tls_nginx(
+    spec: Spec,
+    cgroup: Option<&Cgroup>,
+    addr: SocketAddr,
+) -> Result<(Guard, SocketAddr)> {
+    let mut guard = process::spawn(&spec, cgroup)?;
+    guard.wait_http_status(addr, "/", 400, READY_TIMEOUT)?;
     Ok((guard, addr))
 }
 
@@ -488,6 +540,7 @@ impl UserCommand<'_> {
             addr,
             cgroup,
             temp_dir: None,
+            tls_ca: None,
         })
     }
 }

@@ -7,7 +7,10 @@
 //! - this file: the app of a stack ([`App`], [`ServerCommand`]).
 //! - [`launch`]: starting a server and a proxy as capped child processes,
 //!   by the catalogue's recipes.
-//! - [`nginx`]: the generated NGINX configuration of the experiment.
+//! - [`nginx`]: the generated NGINX configuration of the experiment (and
+//!   of its TLS and HTTP/2 edge).
+//! - [`edge`]: the load generator's TLS and HTTP/2 flags for a stack's
+//!   edge.
 //! - [`packaged`]: the command line of a proxy from Debian's packages,
 //!   its configuration written by [`caddy`], [`haproxy`], [`varnish`],
 //!   [`apache`], [`h2o`], [`squid`] or [`trafficserver`].
@@ -19,6 +22,7 @@
 
 pub mod apache;
 pub mod caddy;
+pub mod edge;
 pub mod h2o;
 pub mod haproxy;
 pub mod launch;

@@ -9,12 +9,28 @@ use std::path::Path;
 
 use catalogue::{ProxyBuffers, RequestBody};
 
+/// NGINX's `http2_max_concurrent_streams` at an HTTP/2 edge: 128, the
+/// default of `ngx_http_v2_module` in 1.22, said explicitly so that the
+/// configuration shows how many slow streams one connection may carry.
+pub const H2_MAX_CONCURRENT_STREAMS: u32 = 128;
+
+/// The TLS listener of a route whose edge has TLS: the run's certificate
+/// and key (`common::tls`), and whether the listener speaks HTTP/2.
+#[derive(Debug, Clone, Copy)]
+pub struct TlsListen<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
+    pub http2: bool,
+}
+
 /// Renders `nginx.conf` for one run. `request` is the route's request-body
 /// handling: the response routes leave NGINX's defaults (their
 /// configuration is the experiment's, unchanged); the request-direction
 /// routes set `proxy_request_buffering`, `client_body_buffer_size` and
 /// `client_max_body_size`, and put the body temp files inside
-/// `proxy_temp`, where the sampler looks for open temp files.
+/// `proxy_temp`, where the sampler looks for open temp files. `tls`: the
+/// route's edge terminates TLS (and HTTP/2) at the listener; everything
+/// towards the app stays as on the cleartext routes.
 #[allow(clippy::too_many_arguments)]
 pub fn config(
     listen: SocketAddr,
@@ -22,15 +38,19 @@ pub fn config(
     buffering: bool,
     buffers: &ProxyBuffers,
     request: Option<RequestBody>,
+    tls: Option<TlsListen<'_>>,
     prefix: &Path,
     proxy_temp: &Path,
     error_log: &Path,
 ) -> String {
     let k = |v: u64| format!("{}k", v >> 10);
     let m = |v: u64| format!("{}m", v >> 20);
-    let base = base_config(
+    let mut base = base_config(
         listen, upstream, buffering, buffers, prefix, proxy_temp, error_log,
     );
+    if let Some(t) = tls {
+        base = with_tls(base, listen, t);
+    }
     let Some(r) = request.filter(|r| r.explicit) else {
         return base;
     };
@@ -55,6 +75,34 @@ pub fn config(
             on_off(r.buffering),
             k(RequestBody::BODY_BUFFER),
             m(r.max_body_bytes),
+        ),
+    )
+}
+
+/// `base` with its listener terminating TLS, and HTTP/2 when `t` says so
+/// (`listen ... ssl http2`: the listen parameter of 1.22, before the
+/// `http2` directive of 1.25.1), with the run's certificate and key.
+fn with_tls(base: String, listen: SocketAddr, t: TlsListen<'_>) -> String {
+    let http2 = if t.http2 {
+        format!(
+            " http2;
+        http2_max_concurrent_streams {H2_MAX_CONCURRENT_STREAMS};"
+        )
+    } else {
+        ";".into()
+    };
+    base.replace(
+        "# proxy_buffering.",
+        "# proxy_buffering, and TLS at the listener.",
+    )
+    .replace(
+        &format!("        listen {listen};"),
+        &format!(
+            "        listen {listen} ssl{http2}
+        ssl_certificate {cert};
+        ssl_certificate_key {key};",
+            cert = t.cert.display(),
+            key = t.key.display(),
         ),
     )
 }
@@ -134,6 +182,11 @@ mod tests {
             buffering,
             &ProxyBuffers::EXPERIMENT,
             route.request_body(),
+            route.edge().tls.then_some(TlsListen {
+                cert: Path::new("/tmp/x/tls/cert.pem"),
+                key: Path::new("/tmp/x/tls/key.pem"),
+                http2: route.edge().http2,
+            }),
             Path::new("/tmp/x"),
             Path::new("/tmp/x/proxy_temp"),
             Path::new("/tmp/x/error.log"),
@@ -150,6 +203,34 @@ mod tests {
             route_config(Route::NginxOff),
             pinned.replace("proxy_buffering on;", "proxy_buffering off;")
         );
+    }
+
+    #[test]
+    fn h2_routes_terminate_tls_and_http2_and_proxy_as_their_http1_twins() {
+        for route in Route::H2 {
+            let c = route_config(route);
+            let twin = route_config(route.http1_twin());
+            let listen = "        listen 127.0.0.1:8080 ssl http2;
+        http2_max_concurrent_streams 128;
+        ssl_certificate /tmp/x/tls/cert.pem;
+        ssl_certificate_key /tmp/x/tls/key.pem;
+";
+            assert!(c.contains(listen), "{route}: no TLS/h2 listener in\n{c}");
+            // Only the listener differs from the cleartext twin's config:
+            // the same buffers, buffering and HTTP/1.0 towards the app.
+            assert_eq!(
+                c.replace(listen, "        listen 127.0.0.1:8080;\n")
+                    .replace(
+                        "# proxy_buffering, and TLS at the listener.",
+                        "# proxy_buffering."
+                    ),
+                twin,
+                "{route}"
+            );
+            assert!(!c.contains("proxy_http_version"), "{c}");
+        }
+        assert!(route_config(Route::NginxH2On).contains("proxy_buffering on;"));
+        assert!(route_config(Route::NginxH2Off).contains("proxy_buffering off;"));
     }
 
     #[test]
@@ -178,6 +259,7 @@ mod tests {
             true,
             &ProxyBuffers::EXPERIMENT,
             None,
+            None,
             Path::new("/tmp/x"),
             Path::new("/tmp/x/proxy_temp"),
             Path::new("/tmp/x/error.log"),
@@ -201,6 +283,7 @@ mod tests {
             "127.0.0.1:8000".parse().unwrap(),
             false,
             &ProxyBuffers::EXPERIMENT,
+            None,
             None,
             Path::new("/tmp/x"),
             Path::new("/tmp/x/proxy_temp"),

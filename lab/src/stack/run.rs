@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use super::edge::{EdgeLoad, Streams};
 use super::launch::{Launcher, RunPaths, Running};
 use super::policy::{CapPlan, MissingTool, missing_tool};
 use super::{App, ProxyCommand};
@@ -62,6 +63,9 @@ pub struct StackSpec {
     /// generator in a client namespace (`crate::netns`), created by
     /// [`start`] and removed by [`Stack::stop`].
     pub netns: Option<NetSpec>,
+    /// How the slow downloads share connections on an HTTP/2 edge
+    /// ([`Streams::ONE`] on every other).
+    pub streams: Streams,
 }
 
 impl StackSpec {
@@ -212,6 +216,8 @@ pub struct Stack<'a> {
     app: Option<Running>,
     proxy: Option<Running>,
     target: SocketAddr,
+    /// What the load generator needs beyond the URL to reach the edge.
+    edge: EdgeLoad,
     /// The server slowlab did not start (`App::Running`), found by its
     /// listening socket: the root of its processes, sampled as `app`.
     running_pid: Option<u32>,
@@ -301,12 +307,22 @@ pub fn start<'a>(lab: &'a Lab<'a>, stack: &StackSpec) -> Result<Stack<'a>, RunEr
         App::Running { addr, .. } => crate::procfs::listeners(addr.port()).first().copied(),
         _ => None,
     };
+    let edge = EdgeLoad {
+        edge: match &stack.proxy_cmd {
+            // A user's proxy is reached as any user's server: cleartext.
+            Some(_) => catalogue::Edge::CLEARTEXT_HTTP1,
+            None => stack.route.edge(),
+        },
+        tls_ca: proxy.as_ref().and_then(|p| p.tls_ca.clone()),
+        streams: stack.streams,
+    };
     Ok(Stack {
         lab,
         app,
         proxy,
         running_pid,
         target,
+        edge,
         loadgen_caps: stack.caps.loadgen,
         cgroup_prefix: stack.cgroup_prefix.clone(),
         net,
@@ -329,9 +345,18 @@ fn cgroup(
 }
 
 impl Stack<'_> {
-    /// The URL of the stack's entry point: the proxy, or the app for direct.
+    /// The URL of the stack's entry point: the proxy, or the app for
+    /// direct; `https://` where the edge terminates TLS.
     pub fn url(&self) -> String {
-        format!("http://{}", self.target)
+        match self.edge.edge.tls {
+            true => format!("https://{}/", self.target),
+            false => format!("http://{}", self.target),
+        }
+    }
+
+    /// What the clients speak to the stack's entry point.
+    pub fn edge(&self) -> catalogue::Edge {
+        self.edge.edge
     }
 
     /// The run's namespaces, if it has them (a later step adds qdiscs or
@@ -407,7 +432,16 @@ impl Stack<'_> {
             program: self.lab.launcher.exe.clone(),
             // In namespaces, `/fast` takes the unshaped second veth pair
             // and, with a per-client link, each slow client its own class.
-            args: process::utf8_args(command.child(self.net.as_ref().map(NetLab::binds)).argv())?,
+            args: {
+                let mut args =
+                    process::utf8_args(command.child(self.net.as_ref().map(NetLab::binds)).argv())?;
+                // `slowlab load`'s TLS and HTTP/2 flags (none on a
+                // cleartext HTTP/1.1 edge); `sweep-load` has none.
+                if let LoadCommand::Load(_) = command {
+                    args.extend(self.edge.to_args());
+                }
+                args
+            },
             env: vec![],
             cwd: None,
             netns: self.net.as_ref().map(|n| n.client.path()),
@@ -523,6 +557,7 @@ mod tests {
             sample_interval: Duration::from_millis(200),
         };
         let stack = StackSpec {
+            streams: Streams::ONE,
             server: Server::GunicornSync2.into(),
             route: Route::Direct,
             proxy_cmd: None,
