@@ -184,32 +184,42 @@ impl Edge {
     }
 }
 
-/// What a request or download spoke: the `protocol` column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+/// What a request or download spoke: the `protocol` column, named as the
+/// catalogue names a route's edge (`catalogue::Edge::protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Protocol {
     /// Cleartext HTTP/1.1.
     #[default]
-    #[serde(rename = "http/1.1")]
     Http1,
     /// HTTP/1.1 over TLS.
-    #[serde(rename = "https/1.1")]
     Http1Tls,
     /// Prior-knowledge HTTP/2 over cleartext TCP.
-    #[serde(rename = "h2c")]
     H2c,
     /// HTTP/2 over TLS (ALPN h2).
-    #[serde(rename = "h2")]
     H2,
 }
 
 impl Protocol {
+    /// The edge that speaks it.
+    pub fn edge(self) -> catalogue::Edge {
+        let (tls, http2) = match self {
+            Protocol::Http1 => (false, false),
+            Protocol::Http1Tls => (true, false),
+            Protocol::H2c => (false, true),
+            Protocol::H2 => (true, true),
+        };
+        catalogue::Edge { tls, http2 }
+    }
+
+    /// `http/1.1`, `http/1.1+tls`, `h2c` or `h2`.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Http1 => "http/1.1",
-            Protocol::Http1Tls => "https/1.1",
-            Protocol::H2c => "h2c",
-            Protocol::H2 => "h2",
-        }
+        self.edge().protocol()
+    }
+}
+
+impl serde::Serialize for Protocol {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

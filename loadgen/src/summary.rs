@@ -128,7 +128,7 @@ impl UploadSummary {
 /// What the load spoke (`crate::edge`).
 #[derive(Debug, Clone, Serialize)]
 pub struct EdgeSummary {
-    /// `http/1.1`, `https/1.1`, `h2c` or `h2`.
+    /// `http/1.1`, `http/1.1+tls`, `h2c` or `h2`.
     pub protocol: crate::edge::Protocol,
     /// The `/fast` requests' TLS handshakes (null without TLS).
     pub tls_ms: Percentiles,

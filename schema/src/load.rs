@@ -33,7 +33,7 @@ child_row! {
         /// files from before it.
         #[serde(default, serialize_with = "cell::d3")]
         pub tls_ms: Option<f64>,
-        /// `http/1.1`, `https/1.1`, `h2c` or `h2`; empty in files from
+        /// `http/1.1`, `http/1.1+tls`, `h2c` or `h2`; empty in files from
         /// before it, which were all `http/1.1`.
         #[serde(default)]
         pub protocol: Option<String>,
@@ -95,7 +95,7 @@ child_row! {
         /// `strict` and in files from before the flag.
         #[serde(default, serialize_with = "cell::d3")]
         pub loop_lag_us: Option<f64>,
-        /// `http/1.1`, `https/1.1`, `h2c` or `h2`; empty in files from
+        /// `http/1.1`, `http/1.1+tls`, `h2c` or `h2`; empty in files from
         /// before it, which were all `http/1.1`.
         #[serde(default)]
         pub protocol: Option<String>,

@@ -240,7 +240,6 @@ fn require_nginx() {
 }
 
 #[test]
-#[ignore = "needs loadgen --http2"]
 fn behind_real_nginx_at_an_h2_edge_buffering_on_the_sync_server_is_held() {
     require_nginx();
     sync_held_behind("nginx-h2-on", "behind NGINX (h2 edge) buffering on");
@@ -249,7 +248,6 @@ fn behind_real_nginx_at_an_h2_edge_buffering_on_the_sync_server_is_held() {
 /// One HTTP/2 connection of two slow streams behind NGINX buffering off
 /// holds both sync workers, as two slow HTTP/1 connections do.
 #[test]
-#[ignore = "needs loadgen --http2"]
 fn one_h2_connection_of_two_streams_holds_both_sync_workers_behind_buffering_off() {
     require_nginx();
     let cmd = serve("sync", "--workers 2");

@@ -13,7 +13,6 @@ use support::{slowlab, state_dir};
 use testkit::Table;
 
 #[test]
-#[ignore = "needs loadgen --http2"]
 fn h2_preset_records_streams_per_connection_and_both_shapes_block() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("results");

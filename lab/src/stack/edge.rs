@@ -5,10 +5,8 @@
 //!
 //! The flags are the load generator's contract for "HTTP/2 and TLS at the
 //! edge": `--tls-ca FILE` (the run's authority, so every handshake is
-//! verified), `--http2`, `--streams-per-conn N` and `--h2-window BYTES`.
-//! Until `loadgen::LoadArgs` has their fields, [`EdgeLoad::to_args`] is
-//! the one place that writes them, after `LoadArgs::to_args`; once it
-//! has them, these values fill its fields instead.
+//! verified), `--http2`, `--streams-per-conn N` and `--h2-window BYTES`;
+//! [`EdgeLoad::args`] fills `LoadArgs::edge` with them.
 
 use std::path::PathBuf;
 
@@ -50,26 +48,33 @@ pub struct EdgeLoad {
 }
 
 impl EdgeLoad {
-    /// The flags after `LoadArgs::to_args`: none on a cleartext HTTP/1.1
-    /// edge, so every existing command line stays as it was.
-    pub fn to_args(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if let Some(ca) = self.tls_ca.as_ref().filter(|_| self.edge.tls) {
-            out.extend(["--tls-ca".into(), ca.to_string_lossy().into_owned()]);
+    /// `slowlab load`'s TLS and HTTP/2 flags for this edge: none on a
+    /// cleartext HTTP/1.1 edge, so every existing command line stays as
+    /// it was.
+    pub fn args(&self) -> loadgen::edge::EdgeArgs {
+        let mut a = loadgen::edge::EdgeArgs::default();
+        if self.edge.tls {
+            a.tls_ca = self.tls_ca.clone();
         }
         if self.edge.http2 {
-            out.push("--http2".into());
-            out.extend([
-                "--streams-per-conn".into(),
-                self.streams.per_conn.to_string(),
-            ]);
-            let window = self
-                .streams
-                .window
-                .unwrap_or(catalogue::condition::H2_DEFAULT_WINDOW);
-            out.extend(["--h2-window".into(), window.to_string()]);
+            a.http2 = true;
+            a.streams_per_conn = self.streams.per_conn as usize;
+            a.h2_window = common::units::Size(u64::from(
+                self.streams
+                    .window
+                    .unwrap_or(catalogue::condition::H2_DEFAULT_WINDOW),
+            ));
         }
-        out
+        a
+    }
+
+    /// [`EdgeLoad::args`] as `slowlab load` reads them.
+    pub fn to_args(&self) -> Vec<String> {
+        self.args()
+            .to_args()
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 }
 
@@ -95,7 +100,7 @@ mod tests {
         };
         assert_eq!(
             h2.to_args().join(" "),
-            "--tls-ca /tmp/run/tls/ca.pem --http2 --streams-per-conn 8 --h2-window 16384"
+            "--http2 --h2-window 16384 --h2-conn-window 65535 --streams-per-conn 8 --tls-ca /tmp/run/tls/ca.pem"
         );
         let tls_only = EdgeLoad {
             tls_ca: h2.tls_ca.clone(),
@@ -112,7 +117,7 @@ mod tests {
         };
         assert_eq!(
             default_window.to_args().join(" "),
-            "--tls-ca /tmp/run/tls/ca.pem --http2 --streams-per-conn 1 --h2-window 65535"
+            "--http2 --h2-window 65535 --h2-conn-window 65535 --streams-per-conn 1 --tls-ca /tmp/run/tls/ca.pem"
         );
     }
 }

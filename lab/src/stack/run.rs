@@ -113,10 +113,14 @@ impl LoadCommand {
 
     /// Its child verb, its sockets bound to `bind` (the lab's addresses
     /// in its namespaces; left as given without them).
-    fn child(&self, bind: Option<loadgen::bind::BindArgs>) -> Child {
+    /// The child's arguments: in namespaces with the lab's `bind`, and
+    /// `slowlab load` with the stack's `edge` (TLS, HTTP/2);
+    /// `sweep-load` speaks cleartext HTTP/1.1 only.
+    fn child(&self, bind: Option<loadgen::bind::BindArgs>, edge: &EdgeLoad) -> Child {
         match self {
             LoadCommand::Load(a) => Child::Load(loadgen::LoadArgs {
                 bind: bind.unwrap_or_else(|| a.bind.clone()),
+                edge: edge.args(),
                 ..a.clone()
             }),
             LoadCommand::SweepLoad(a) => Child::SweepLoad(loadgen::sweep::SweepLoadArgs {
@@ -432,16 +436,11 @@ impl Stack<'_> {
             program: self.lab.launcher.exe.clone(),
             // In namespaces, `/fast` takes the unshaped second veth pair
             // and, with a per-client link, each slow client its own class.
-            args: {
-                let mut args =
-                    process::utf8_args(command.child(self.net.as_ref().map(NetLab::binds)).argv())?;
-                // `slowlab load`'s TLS and HTTP/2 flags (none on a
-                // cleartext HTTP/1.1 edge); `sweep-load` has none.
-                if let LoadCommand::Load(_) = command {
-                    args.extend(self.edge.to_args());
-                }
-                args
-            },
+            args: process::utf8_args(
+                command
+                    .child(self.net.as_ref().map(NetLab::binds), &self.edge)
+                    .argv(),
+            )?,
             env: vec![],
             cwd: None,
             netns: self.net.as_ref().map(|n| n.client.path()),
@@ -532,8 +531,42 @@ mod tests {
         assert!(LoadCommand::Load(load_args(true)).wants_realtime());
         assert!(!LoadCommand::Load(load_args(false)).wants_realtime());
         let c = LoadCommand::Load(load_args(true));
-        assert_eq!(c.child(None).argv()[0], "load");
+        let plain = EdgeLoad {
+            edge: catalogue::Edge::CLEARTEXT_HTTP1,
+            tls_ca: None,
+            streams: Streams::ONE,
+        };
+        assert_eq!(c.child(None, &plain).argv()[0], "load");
         assert_eq!(c.name(), "loadgen");
+    }
+
+    #[test]
+    fn the_load_of_an_h2_edge_parses_back_with_its_edge() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cmd {
+            #[command(flatten)]
+            args: loadgen::LoadArgs,
+        }
+        let edge = EdgeLoad {
+            edge: catalogue::Route::NginxH2Off.edge(),
+            tls_ca: Some("/tmp/run/tls/ca.pem".into()),
+            streams: Streams {
+                per_conn: 2,
+                window: None,
+            },
+        };
+        let Child::Load(a) = LoadCommand::Load(load_args(false)).child(None, &edge) else {
+            panic!("a load");
+        };
+        let back = Cmd::try_parse_from(std::iter::once("load".into()).chain(a.to_args()))
+            .expect("parses")
+            .args;
+        assert!(back.edge.http2);
+        assert_eq!(back.edge.streams_per_conn, 2);
+        assert_eq!(back.edge.h2_window.0, 65535);
+        assert_eq!(back.edge.tls_ca, Some("/tmp/run/tls/ca.pem".into()));
+        assert_eq!(back, a);
     }
 
     #[test]
