@@ -146,6 +146,16 @@ pub enum Route {
     /// taken off the app whole, into memory buffers and a temp file, as
     /// `nginx-on` does for an HTTP/1.1 client.
     NginxH2On,
+    /// The pingora proxy at the same edge (`slowlab proxy --tls-cert
+    /// --tls-key --http2`): rustls and pingora's HTTP/2 server connection
+    /// towards the clients, each stream served as its own HTTP/1.0
+    /// request to the app with `--buffering off`; pingora writes a
+    /// stream's body only as its window allows (`v2::write_body` waits
+    /// for capacity), so a slow stream holds its upstream as a slow
+    /// HTTP/1.1 reader does behind `pingora-off`.
+    PingoraH2Off,
+    /// The same with `--buffering on`, as `pingora-on`.
+    PingoraH2On,
 }
 
 /// What clients speak to a route's entry point (the proxy, or the app for
@@ -368,7 +378,7 @@ impl Route {
     /// (`analysis::select::route_rank`): direct, the original's proxy and
     /// its twin with buffering off, then on, then the request direction's
     /// the same way, then the packaged proxies, each family's default first.
-    pub const ALL: [Route; 27] = [
+    pub const ALL: [Route; 29] = [
         Route::Direct,
         Route::NginxOff,
         Route::PingoraOff,
@@ -379,7 +389,9 @@ impl Route {
         Route::NginxReqbufOn,
         Route::PingoraReqbufOn,
         Route::NginxH2Off,
+        Route::PingoraH2Off,
         Route::NginxH2On,
+        Route::PingoraH2On,
         Route::Caddy,
         Route::CaddyBuf,
         Route::CaddyReqbuf,
@@ -431,7 +443,12 @@ impl Route {
 
     /// The routes whose edge speaks HTTP/2 over TLS, buffering off and on
     /// (the `h2` preset).
-    pub const H2: [Route; 2] = [Route::NginxH2Off, Route::NginxH2On];
+    pub const H2: [Route; 4] = [
+        Route::NginxH2Off,
+        Route::PingoraH2Off,
+        Route::NginxH2On,
+        Route::PingoraH2On,
+    ];
 
     /// Direct and every proxy route of the request direction: each proxy
     /// with request buffering off and on (the `proxies` preset's uploads).
@@ -493,6 +510,8 @@ impl Route {
             Route::AtsReqbuf => "ats-reqbuf",
             Route::NginxH2Off => "nginx-h2-off",
             Route::NginxH2On => "nginx-h2-on",
+            Route::PingoraH2Off => "pingora-h2-off",
+            Route::PingoraH2On => "pingora-h2-on",
         }
     }
 
@@ -526,17 +545,21 @@ impl Route {
             | Route::AtsBuf
             | Route::AtsReqbuf
             | Route::NginxH2Off
-            | Route::NginxH2On => None,
+            | Route::NginxH2On
+            | Route::PingoraH2Off
+            | Route::PingoraH2On => None,
         }
     }
 
     /// What clients speak to the route's entry point ([`Edge`]).
     pub fn edge(self) -> Edge {
         match self {
-            Route::NginxH2Off | Route::NginxH2On => Edge {
-                tls: true,
-                http2: true,
-            },
+            Route::NginxH2Off | Route::NginxH2On | Route::PingoraH2Off | Route::PingoraH2On => {
+                Edge {
+                    tls: true,
+                    http2: true,
+                }
+            }
             _ => Edge::CLEARTEXT_HTTP1,
         }
     }
@@ -549,6 +572,8 @@ impl Route {
         match self {
             Route::NginxH2Off => Route::NginxOff,
             Route::NginxH2On => Route::NginxOn,
+            Route::PingoraH2Off => Route::PingoraOff,
+            Route::PingoraH2On => Route::PingoraOn,
             r => r,
         }
     }
@@ -559,8 +584,8 @@ impl Route {
             Route::Direct => None,
             Route::NginxOff | Route::NginxH2Off => Some((ProxyKind::Nginx, false)),
             Route::NginxOn | Route::NginxH2On => Some((ProxyKind::Nginx, true)),
-            Route::PingoraOff => Some((ProxyKind::Pingora, false)),
-            Route::PingoraOn => Some((ProxyKind::Pingora, true)),
+            Route::PingoraOff | Route::PingoraH2Off => Some((ProxyKind::Pingora, false)),
+            Route::PingoraOn | Route::PingoraH2On => Some((ProxyKind::Pingora, true)),
             Route::NginxReqbufOn | Route::NginxReqbufOff => Some((ProxyKind::Nginx, true)),
             Route::PingoraReqbufOn | Route::PingoraReqbufOff => Some((ProxyKind::Pingora, true)),
             Route::Caddy | Route::CaddyReqbuf => Some((ProxyKind::Caddy, false)),
@@ -601,7 +626,9 @@ impl Route {
             Route::NginxOff | Route::NginxOn | Route::NginxH2Off | Route::NginxH2On => {
                 Some(default(true))
             }
-            Route::PingoraOff | Route::PingoraOn => Some(default(false)),
+            Route::PingoraOff | Route::PingoraOn | Route::PingoraH2Off | Route::PingoraH2On => {
+                Some(default(false))
+            }
             Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
             Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
             // Caddy, HAProxy, Varnish, Squid and Traffic Server set no

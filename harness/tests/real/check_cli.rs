@@ -274,6 +274,37 @@ fn one_h2_connection_of_two_streams_holds_both_sync_workers_behind_buffering_off
     );
 }
 
+/// The same at pingora's TLS and HTTP/2 edge (`slowlab proxy --tls-cert
+/// --tls-key --http2`): one connection of two slow streams holds both
+/// workers through buffering off, and buffering on relieves them.
+#[test]
+fn one_h2_connection_of_two_streams_behind_pingora_is_held_only_without_buffering() {
+    let cmd = serve("sync", "--workers 2");
+    let (o, v) = measure_with(
+        &[
+            "--server-cmd",
+            &cmd,
+            "--large-path",
+            "/large",
+            "--streams-per-conn",
+            "2",
+        ],
+        "2",
+        Some("pingora-h2-off,pingora-h2-on"),
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
+    let off = route(&v, "pingora-h2-off");
+    assert_eq!(off["denied_from"], 2, "{off}");
+    let on = route(&v, "pingora-h2-on");
+    assert!(on["denied_from"].is_null(), "{on}");
+    assert!(
+        o.stderr
+            .contains("behind pingora (h2 edge) buffering off: denied from 2"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// Runs a `--server-cmd` that carries `mark` in its environment and
 /// checks that nothing with it is left afterwards.
 fn user_command(line: &str, mark: &str) -> Outcome {

@@ -450,12 +450,15 @@ impl Launcher {
                     keepalive_requests: defaults.keepalive.requests,
                     keepalive_time: defaults.keepalive.time,
                     worker_connections: defaults.worker_connections,
-                    tls_cert: None,
-                    tls_key: None,
-                    http2: false,
+                    tls_cert: certs.as_ref().map(|c| c.cert.clone()),
+                    tls_key: certs.as_ref().map(|c| c.key.clone()),
+                    http2: edge.http2,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
-                start_and_probe(spec, cgroup.as_ref(), None, probe)?
+                match edge.tls {
+                    false => start_and_probe(spec, cgroup.as_ref(), None, probe)?,
+                    true => start_tls_proxy(spec, cgroup.as_ref())?,
+                }
             }
         };
         Ok(Some(Running {
@@ -499,6 +502,17 @@ fn start_tls_nginx(
 ) -> Result<(Guard, SocketAddr)> {
     let mut guard = process::spawn(&spec, cgroup)?;
     guard.wait_http_status(addr, "/", 400, READY_TIMEOUT)?;
+    Ok((guard, addr))
+}
+
+/// Starts `slowlab proxy` with a TLS edge and waits for its ready line:
+/// it loads the certificate and key before it binds, and prints the line
+/// once it listens, so the line means the TLS listener is up. (A plain
+/// `GET` gets no answer from a TLS listener, and the lab has no TLS client
+/// of its own: the load generator is the one.)
+fn start_tls_proxy(spec: Spec, cgroup: Option<&Cgroup>) -> Result<(Guard, SocketAddr)> {
+    let mut guard = process::spawn(&spec, cgroup)?;
+    let addr = guard.wait_ready_line(READY_TIMEOUT)?;
     Ok((guard, addr))
 }
 

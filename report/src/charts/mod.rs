@@ -91,9 +91,12 @@ pub fn route_color(route: &RouteName) -> RGBColor {
         Some(Route::Ats) => RGBColor(80, 90, 160),
         Some(Route::AtsBuf) => RGBColor(0, 190, 190),
         Some(Route::AtsReqbuf) => RGBColor(40, 120, 90),
-        // NGINX at an HTTP/2 edge: darker shades of its HTTP/1 twins.
+        // NGINX and pingora at an HTTP/2 edge: darker shades of their
+        // HTTP/1 twins.
         Some(Route::NginxH2Off) => RGBColor(170, 80, 0),
         Some(Route::NginxH2On) => RGBColor(20, 60, 140),
+        Some(Route::PingoraH2Off) => RGBColor(130, 90, 0),
+        Some(Route::PingoraH2On) => RGBColor(10, 100, 100),
         None => RGBColor(120, 120, 120),
     }
 }
