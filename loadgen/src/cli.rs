@@ -446,7 +446,7 @@ mod tests {
             edge: EdgeArgs {
                 http2: true,
                 h2_window: Size(1 << 20),
-                h2_conn_window: Size(16 << 20),
+                h2_conn_window: Some(Size(16 << 20)),
                 streams_per_conn: 8,
                 tls_ca: Some(PathBuf::from("/tmp/a dir/ca.pem")),
                 tls_insecure: false,

@@ -26,17 +26,12 @@
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use pingora_core::protocols::raw_connect::ProxyDigest;
-use pingora_core::protocols::{
-    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl,
-    TimingDigest, UniqueID, UniqueIDType,
-};
+use pingora_core::protocols::{Shutdown, UniqueID, UniqueIDType};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -251,27 +246,40 @@ impl UniqueID for ClientIo {
     }
 }
 
-impl Ssl for ClientIo {}
+/// pingora's `IO` traits that a client stream of this crate answers with
+/// nothing: no TLS details, digests or peeking.
+macro_rules! no_digests {
+    ($t:ty) => {
+        impl pingora_core::protocols::Ssl for $t {}
 
-impl GetTimingDigest for ClientIo {
-    fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
-        Vec::new()
-    }
+        impl pingora_core::protocols::GetTimingDigest for $t {
+            fn get_timing_digest(&self) -> Vec<Option<pingora_core::protocols::TimingDigest>> {
+                Vec::new()
+            }
+        }
+
+        impl pingora_core::protocols::GetProxyDigest for $t {
+            fn get_proxy_digest(
+                &self,
+            ) -> Option<std::sync::Arc<pingora_core::protocols::raw_connect::ProxyDigest>> {
+                None
+            }
+        }
+
+        impl pingora_core::protocols::GetSocketDigest for $t {
+            fn get_socket_digest(
+                &self,
+            ) -> Option<std::sync::Arc<pingora_core::protocols::SocketDigest>> {
+                None
+            }
+        }
+
+        impl pingora_core::protocols::Peek for $t {}
+    };
 }
+pub(crate) use no_digests;
 
-impl GetProxyDigest for ClientIo {
-    fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
-        None
-    }
-}
-
-impl GetSocketDigest for ClientIo {
-    fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
-        None
-    }
-}
-
-impl Peek for ClientIo {}
+no_digests!(ClientIo);
 
 /// Marks the next write of `session`'s connection as a corked head (see
 /// [`ClientIo::cork`]); a connection of another type is left alone.

@@ -30,11 +30,7 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use pingora_core::protocols::http::ServerSession;
 use pingora_core::protocols::http::v2::server::{H2Accept, HttpSession};
-use pingora_core::protocols::raw_connect::ProxyDigest;
-use pingora_core::protocols::{
-    Digest, GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl,
-    Stream, TimingDigest, UniqueID, UniqueIDType,
-};
+use pingora_core::protocols::{Digest, Shutdown, Stream, UniqueID, UniqueIDType};
 use pingora_core::server::ShutdownWatch;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -221,24 +217,4 @@ impl UniqueID for TlsIo {
     }
 }
 
-impl Ssl for TlsIo {}
-
-impl GetTimingDigest for TlsIo {
-    fn get_timing_digest(&self) -> Vec<Option<TimingDigest>> {
-        Vec::new()
-    }
-}
-
-impl GetProxyDigest for TlsIo {
-    fn get_proxy_digest(&self) -> Option<Arc<ProxyDigest>> {
-        None
-    }
-}
-
-impl GetSocketDigest for TlsIo {
-    fn get_socket_digest(&self) -> Option<Arc<SocketDigest>> {
-        None
-    }
-}
-
-impl Peek for TlsIo {}
+crate::client::no_digests!(TlsIo);

@@ -100,7 +100,7 @@ mod tests {
         };
         assert_eq!(
             h2.to_args().join(" "),
-            "--http2 --h2-window 16384 --h2-conn-window 65535 --streams-per-conn 8 --tls-ca /tmp/run/tls/ca.pem"
+            "--http2 --h2-window 16384 --streams-per-conn 8 --tls-ca /tmp/run/tls/ca.pem"
         );
         let tls_only = EdgeLoad {
             tls_ca: h2.tls_ca.clone(),
@@ -117,7 +117,7 @@ mod tests {
         };
         assert_eq!(
             default_window.to_args().join(" "),
-            "--http2 --h2-window 65535 --h2-conn-window 65535 --streams-per-conn 1 --tls-ca /tmp/run/tls/ca.pem"
+            "--http2 --h2-window 65535 --streams-per-conn 1 --tls-ca /tmp/run/tls/ca.pem"
         );
     }
 }
