@@ -68,7 +68,8 @@ impl EdgeLoad {
         a
     }
 
-    /// [`EdgeLoad::args`] as `slowlab load` reads them.
+    /// [`EdgeLoad::args`] as `slowlab load` reads them (the tests' view).
+    #[cfg(test)]
     pub fn to_args(&self) -> Vec<String> {
         self.args()
             .to_args()
