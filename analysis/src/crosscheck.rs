@@ -331,11 +331,13 @@ pub fn rows(
             p95_error,
             base,
         } = observed(figures, c);
+        // Streams beyond what one HTTP/2 connection runs at once hold
+        // nothing: they wait.
         let predicted = predict_in(
             c.direction,
             c.server,
             c.route,
-            slow,
+            c.route.served_at_once(slow, c.streams_per_conn),
             body_bytes,
             proxy_capacity,
         );

@@ -9,6 +9,7 @@
 //! app_send_s = max(0, size - B) / slow_rate
 //! B (direct)  = wmem_max + rcvbuf
 //! B (proxy)   = wmem_max + proxy_rcvbuf + hold + wmem_max + rcvbuf
+//! B (h2 edge) = wmem_max + proxy_rcvbuf + hold + min(window, wmem_max + rcvbuf)
 //! ```
 //!
 //! `wmem_max`: `tcp_wmem` max of the server's namespace (the run's
@@ -40,6 +41,16 @@
 //! The same formula with each hop's measured peak queue in place of its
 //! sysctl (sock_diag's send and receive queues, pingora's gauge, NGINX's
 //! temp files) is the explanation: what the kernel actually let through.
+//!
+//! At an HTTP/2 edge (the `h2` preset's routes) the proxy sends a stream
+//! no more than its flow-control window ahead of what the reader has
+//! consumed, so the last hop holds at most `window` per stream (the
+//! load's `--h2-window`; its connection window is the sum of its streams'
+//! windows, so never the tighter bound): the reader's HTTP/2 client takes
+//! the frames off its socket as they come, and the bytes wait in its
+//! stream buffer (`h2_unconsumed_peak_bytes` of `large-responses.csv`,
+//! which the explanation adds to the measured queues). What the proxy
+//! cannot send waits in its `hold`, as over HTTP/1.1.
 //!
 //! The model is for the download direction, under either slow-client kind:
 //! - `pace`: `slow_rate` is the profile's paced rate, and the client's
@@ -80,6 +91,9 @@ pub struct PathBuffers {
     pub client_rcvbuf: u64,
     /// The proxy's own hold; `None` on the direct route.
     pub proxy_hold: Option<u64>,
+    /// A stream's flow-control window at an HTTP/2 edge; `None` over
+    /// HTTP/1.1.
+    pub h2_window: Option<u64>,
 }
 
 impl PathBuffers {
@@ -93,6 +107,7 @@ impl PathBuffers {
             proxy_rcvbuf: 0,
             client_rcvbuf,
             proxy_hold: None,
+            h2_window: None,
         }
     }
 
@@ -100,8 +115,16 @@ impl PathBuffers {
     pub fn b(&self) -> u64 {
         match self.proxy_hold {
             None => self.wmem_max + self.client_rcvbuf,
-            Some(hold) => 2 * self.wmem_max + self.proxy_rcvbuf + hold + self.client_rcvbuf,
+            Some(hold) => self.wmem_max + self.proxy_rcvbuf + hold + self.last_hop(),
         }
+    }
+
+    /// What the hop from the proxy to one client holds: the proxy's send
+    /// buffer and the client's receive buffer, or, at an HTTP/2 edge, no
+    /// more than the stream's window.
+    pub fn last_hop(&self) -> u64 {
+        let kernel = self.wmem_max + self.client_rcvbuf;
+        self.h2_window.map_or(kernel, |w| w.min(kernel))
     }
 }
 
@@ -113,10 +136,11 @@ pub fn client_rcvbuf(behind_link: bool, rcvbuf: Option<u64>) -> Option<u64> {
 }
 
 /// The proxy's own buffer on `route`: `buffer_size` with buffering off,
-/// everything it can park with buffering on.
+/// everything it can park with buffering on (where it takes effect,
+/// [`Route::buffers_here`]).
 pub fn proxy_hold(route: Route, buffers: &ProxyBuffers) -> Option<u64> {
-    route.proxy().map(|(_, on)| {
-        if on {
+    route.proxy().map(|_| {
+        if route.buffers_here() {
             buffers.capacity()
         } else {
             buffers.buffer_size
@@ -188,10 +212,20 @@ fn explained_b(r: &ResultSet, run: &RunRow) -> Option<u64> {
             .max()
             .unwrap_or(0)
     };
+    // An HTTP/2 reader's stream buffer: what it received and has not
+    // consumed, its peak over the run's downloads.
+    let unconsumed = r
+        .large
+        .iter()
+        .filter(|l| l.run_id == run.run_id)
+        .filter_map(|l| l.h2_unconsumed_peak_bytes)
+        .max()
+        .unwrap_or(0);
     let queues = peak(Role::App, false)
         + peak(Role::ProxyUpstream, true)
         + peak(Role::ProxyDownstream, false)
-        + peak(Role::Client, true);
+        + peak(Role::Client, true)
+        + unconsumed;
     let gauge = r
         .gauge
         .iter()
@@ -307,6 +341,7 @@ fn row(
                     .or_else(|| sysctl_max(r, &sysctls, Side::Client, "net.ipv4.tcp_rmem")),
             )?,
             proxy_hold: proxy_hold(route?, buffers),
+            h2_window: dims.h2_window_bytes.map(u64::from),
         })
     })();
     let predicted = match (path, body, rate) {
@@ -409,6 +444,7 @@ mod tests {
             proxy_rcvbuf: 128 << 10,
             client_rcvbuf: 16 << 10,
             proxy_hold: None,
+            h2_window: None,
         };
         assert_eq!(direct.b(), (4 << 20) + (16 << 10));
         assert_eq!(
@@ -436,6 +472,22 @@ mod tests {
             ..direct
         };
         assert_eq!(off.b(), (8 << 20) + (128 << 10) + (16 << 10) + (16 << 10));
+        // At an HTTP/2 edge the last hop holds one stream window, not a
+        // send buffer and a receive buffer: the app writes ~2 s longer.
+        let h2 = PathBuffers {
+            h2_window: Some(65_535),
+            ..off
+        };
+        assert_eq!(h2.b(), (4 << 20) + (128 << 10) + (16 << 10) + 65_535);
+        let longer = app_send_s(16 << 20, h2.b(), (2 << 20) as f64)
+            - app_send_s(16 << 20, off.b(), (2 << 20) as f64);
+        assert!((longer - 1.98).abs() < 0.01, "{longer}");
+        // A window larger than the kernel's buffers bounds nothing.
+        let wide = PathBuffers {
+            h2_window: Some(1 << 30),
+            ..off
+        };
+        assert_eq!(wide.b(), off.b());
         let s = Sysctl::from_cell(Some(
             "server:net.ipv4.tcp_wmem=4096 16384 524288;net.ipv4.tcp_rmem=4096 131072 1048576",
         ));

@@ -54,8 +54,9 @@ pub enum Preset {
     /// slow uploaders behind each proxy's request routes; 3 repetitions.
     Proxies,
     /// HTTP/2 and TLS at the edge: Gunicorn sync x2 and rust-sync2 behind
-    /// NGINX and the pingora proxy terminating TLS and HTTP/2 with
-    /// buffering off and on, with one
+    /// every proxy of the lab that terminates TLS and HTTP/2 (NGINX,
+    /// pingora, Caddy, HAProxy, Apache, H2O and Traffic Server), buffering
+    /// and not where it can, with one
     /// slow connection carrying 1, 2 and 8 slow downloads as streams, two
     /// connections of one stream each, and no slow client; 3 repetitions.
     H2,
@@ -447,9 +448,10 @@ mod tests {
     #[test]
     fn h2_is_one_connection_of_many_streams_behind_the_h2_edge() {
         let c = Preset::H2.conditions();
-        // Two servers, four routes (NGINX and pingora, buffering off and
-        // on), a baseline and four shapes.
-        assert_eq!(c.len(), 2 * 4 * 5);
+        // Two servers, twelve routes (NGINX and pingora buffering off and
+        // on, Caddy, Apache and Traffic Server streaming and buffering,
+        // HAProxy and H2O), a baseline and four shapes.
+        assert_eq!(c.len(), 2 * 12 * 5);
         assert!(c.iter().all(|c| c.route.edge().http2 && c.route.edge().tls));
         let shapes: Vec<(u32, u32, u32)> = c
             .iter()
@@ -463,7 +465,7 @@ mod tests {
         assert_eq!(c[2].to_string(), "gunicorn-sync2 nginx-h2-off 2 slow spc=2");
         let spc2 = "spc=2".parse::<Filter>().unwrap();
         let runs = plan(&[Preset::H2], None, Some(&spc2));
-        assert_eq!(runs.len(), 2 * 4 * 3);
+        assert_eq!(runs.len(), 2 * 12 * 3);
         assert!(runs.iter().all(|r| r.condition.streams_per_conn == 2));
         assert_eq!(plan(&[Preset::H2], None, None).len(), c.len() * 3);
     }

@@ -156,12 +156,37 @@ pub enum Route {
     PingoraH2Off,
     /// The same with `--buffering on`, as `pingora-on`.
     PingoraH2On,
+    /// Caddy at the HTTP/2 edge: its own TLS and Go's HTTP/2 server
+    /// (`tls CERT KEY`, protocols `h1 h2`), `reverse_proxy` as `caddy`.
+    CaddyH2,
+    /// The same with `buffer_responses`, as `caddy-buf`.
+    CaddyH2Buf,
+    /// HAProxy at the HTTP/2 edge: `bind ... ssl crt ... alpn h2,http/1.1`,
+    /// its H2 multiplexer towards the clients and HTTP/1.1 to the app, as
+    /// `haproxy`.
+    HaproxyH2,
+    /// Apache at the HTTP/2 edge: `mod_ssl` and `mod_http2` (`Protocols h2
+    /// http/1.1`), `mod_proxy_http` to the app, as `apache`.
+    ApacheH2,
+    /// The same with `FlushMaxThreshold 32M`, as `apache-buf`, which here
+    /// buffers nothing: each stream's response leaves through `mod_http2`,
+    /// not the core output filter ([`ProxyKind::buffers_at_h2_edge`]).
+    ApacheH2Buf,
+    /// H2O at the HTTP/2 edge: a TLS listener (`ssl:`), where H2O speaks
+    /// HTTP/2 by ALPN by default, proxying as `h2o`.
+    H2oH2,
+    /// Traffic Server at the HTTP/2 edge: an `ssl` server port with the
+    /// run's certificate in `ssl_multicert.config`, where it speaks
+    /// HTTP/2 by ALPN by default, as `ats`.
+    AtsH2,
+    /// The same with its water mark raised, as `ats-buf`.
+    AtsH2Buf,
 }
 
 /// What clients speak to a route's entry point (the proxy, or the app for
 /// direct): the one place that knows it, for the proxy's configuration,
 /// the load generator's flags and the results. Every route but the
-/// `nginx-h2-*` ones is cleartext HTTP/1.1.
+/// [`Route::H2`] ones is cleartext HTTP/1.1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Edge {
     /// TLS is terminated at the entry point (`https://`).
@@ -357,6 +382,52 @@ impl ProxyKind {
         }
     }
 
+    /// The most streams it runs at once on one HTTP/2 client connection
+    /// (the `SETTINGS_MAX_CONCURRENT_STREAMS` it sends), as the lab runs
+    /// it; `None` for a proxy without an HTTP/2 edge in the lab. A
+    /// client's further streams wait for one of these to end, so this is
+    /// how many upstream handlers one client connection can hold. The
+    /// real-stack tier checks each against what the proxy advertises.
+    /// - NGINX: `http2_max_concurrent_streams 128`, the default of 1.22,
+    ///   said in the lab's config;
+    /// - pingora: 100 (`DEFAULT_MAX_CONCURRENT_STREAMS`,
+    ///   `pingora-core` 0.9.1 `protocols/http/v2/server.rs`:57, 72);
+    /// - Caddy 2.6: Go's HTTP/2 server's default, 250
+    ///   (`defaultMaxStreams`, `golang.org/x/net/http2/server.go`);
+    /// - HAProxy 2.6: `tune.h2.max-concurrent-streams`, 100;
+    /// - Apache: `H2MaxSessionStreams`, 100 (`mod_http2`);
+    /// - H2O 2.2: `http2-max-concurrent-requests-per-connection`, 100;
+    /// - Traffic Server 9.2: `proxy.config.http2.max_concurrent_streams_in`,
+    ///   100.
+    pub fn h2_max_streams(self) -> Option<u32> {
+        match self {
+            ProxyKind::Nginx => Some(128),
+            ProxyKind::Caddy => Some(250),
+            ProxyKind::Pingora
+            | ProxyKind::Haproxy
+            | ProxyKind::Apache
+            | ProxyKind::H2o
+            | ProxyKind::Trafficserver => Some(100),
+            ProxyKind::Varnish | ProxyKind::Squid => None,
+        }
+    }
+
+    /// Whether its response buffering works at an HTTP/2 edge as on its
+    /// cleartext twin. Apache's does not: `FlushMaxThreshold` is the core
+    /// output filter's, and `mod_http2` serves each stream on a secondary
+    /// connection whose output filters are its own (`H2_C2_NET_CATCH_H1`,
+    /// `H2_C2_NET_OUT`), which hands the response to the client's
+    /// connection through a bucket beam and blocks while the beam holds
+    /// `H2StreamMaxMemSize` (64 KiB) (`h2_c2_filter_out`, `beam_out`:
+    /// `h2_beam_send(..., APR_BLOCK_READ, ...)`, `modules/http2/h2_c2.c`),
+    /// so `mod_proxy_http` stops reading the upstream as on `apache-h2`.
+    /// Measured: `check --through apache-h2-buf` with one connection of 2
+    /// streams denied rust-sync2 from 2 in 3 of 3 runs, the app's sends
+    /// stopping near 4 MB of 16.
+    pub fn buffers_at_h2_edge(self) -> bool {
+        !matches!(self, ProxyKind::Apache)
+    }
+
     /// The external program it needs, if any.
     pub fn needs(self) -> Option<Tool> {
         match self {
@@ -378,7 +449,7 @@ impl Route {
     /// (`analysis::select::route_rank`): direct, the original's proxy and
     /// its twin with buffering off, then on, then the request direction's
     /// the same way, then the packaged proxies, each family's default first.
-    pub const ALL: [Route; 29] = [
+    pub const ALL: [Route; 37] = [
         Route::Direct,
         Route::NginxOff,
         Route::PingoraOff,
@@ -408,6 +479,14 @@ impl Route {
         Route::Ats,
         Route::AtsBuf,
         Route::AtsReqbuf,
+        Route::CaddyH2,
+        Route::CaddyH2Buf,
+        Route::HaproxyH2,
+        Route::ApacheH2,
+        Route::ApacheH2Buf,
+        Route::H2oH2,
+        Route::AtsH2,
+        Route::AtsH2Buf,
     ];
 
     /// The original's routes and their pingora twins: response buffering
@@ -442,12 +521,23 @@ impl Route {
     ];
 
     /// The routes whose edge speaks HTTP/2 over TLS, buffering off and on
-    /// (the `h2` preset).
-    pub const H2: [Route; 4] = [
+    /// (the `h2` preset): every proxy of the lab that terminates TLS and
+    /// HTTP/2 itself. Varnish 7.1 has no TLS (its HTTP/2 is an
+    /// experimental feature behind a TLS terminator) and Squid 5.7 no
+    /// HTTP/2, so neither has one.
+    pub const H2: [Route; 12] = [
         Route::NginxH2Off,
         Route::PingoraH2Off,
         Route::NginxH2On,
         Route::PingoraH2On,
+        Route::CaddyH2,
+        Route::CaddyH2Buf,
+        Route::HaproxyH2,
+        Route::ApacheH2,
+        Route::ApacheH2Buf,
+        Route::H2oH2,
+        Route::AtsH2,
+        Route::AtsH2Buf,
     ];
 
     /// Direct and every proxy route of the request direction: each proxy
@@ -512,6 +602,14 @@ impl Route {
             Route::NginxH2On => "nginx-h2-on",
             Route::PingoraH2Off => "pingora-h2-off",
             Route::PingoraH2On => "pingora-h2-on",
+            Route::CaddyH2 => "caddy-h2",
+            Route::CaddyH2Buf => "caddy-h2-buf",
+            Route::HaproxyH2 => "haproxy-h2",
+            Route::ApacheH2 => "apache-h2",
+            Route::ApacheH2Buf => "apache-h2-buf",
+            Route::H2oH2 => "h2o-h2",
+            Route::AtsH2 => "ats-h2",
+            Route::AtsH2Buf => "ats-h2-buf",
         }
     }
 
@@ -547,20 +645,26 @@ impl Route {
             | Route::NginxH2Off
             | Route::NginxH2On
             | Route::PingoraH2Off
-            | Route::PingoraH2On => None,
+            | Route::PingoraH2On
+            | Route::CaddyH2
+            | Route::CaddyH2Buf
+            | Route::HaproxyH2
+            | Route::ApacheH2
+            | Route::ApacheH2Buf
+            | Route::H2oH2
+            | Route::AtsH2
+            | Route::AtsH2Buf => None,
         }
     }
 
     /// What clients speak to the route's entry point ([`Edge`]).
     pub fn edge(self) -> Edge {
-        match self {
-            Route::NginxH2Off | Route::NginxH2On | Route::PingoraH2Off | Route::PingoraH2On => {
-                Edge {
-                    tls: true,
-                    http2: true,
-                }
-            }
-            _ => Edge::CLEARTEXT_HTTP1,
+        match self.http1_twin() == self {
+            false => Edge {
+                tls: true,
+                http2: true,
+            },
+            true => Edge::CLEARTEXT_HTTP1,
         }
     }
 
@@ -574,18 +678,46 @@ impl Route {
             Route::NginxH2On => Route::NginxOn,
             Route::PingoraH2Off => Route::PingoraOff,
             Route::PingoraH2On => Route::PingoraOn,
+            Route::CaddyH2 => Route::Caddy,
+            Route::CaddyH2Buf => Route::CaddyBuf,
+            Route::HaproxyH2 => Route::Haproxy,
+            Route::ApacheH2 => Route::Apache,
+            Route::ApacheH2Buf => Route::ApacheBuf,
+            Route::H2oH2 => Route::H2o,
+            Route::AtsH2 => Route::Ats,
+            Route::AtsH2Buf => Route::AtsBuf,
             r => r,
         }
     }
 
+    /// How many of `slow` slow downloads, `per_conn` to a connection, the
+    /// route serves at once, each holding an upstream handler while it
+    /// lasts: at an HTTP/2 edge a connection runs at most its proxy's
+    /// [`ProxyKind::h2_max_streams`], and its further streams wait for
+    /// one to end; elsewhere every download is its own connection.
+    pub fn served_at_once(self, slow: u32, per_conn: u32) -> u32 {
+        let max = match (self.edge().http2, self.proxy()) {
+            (true, Some((kind, _))) => kind.h2_max_streams().unwrap_or(u32::MAX),
+            _ => return slow,
+        };
+        let per_conn = per_conn.max(1);
+        let (full, rest) = (slow / per_conn, slow % per_conn);
+        full * per_conn.min(max) + rest.min(max)
+    }
+
     /// The proxy and its buffering, or `None` for direct access.
+    /// An HTTP/2 edge's route is its HTTP/1.1 twin's proxy and buffering.
     pub fn proxy(self) -> Option<(ProxyKind, bool)> {
+        let twin = self.http1_twin();
+        if twin != self {
+            return twin.proxy();
+        }
         match self {
             Route::Direct => None,
-            Route::NginxOff | Route::NginxH2Off => Some((ProxyKind::Nginx, false)),
-            Route::NginxOn | Route::NginxH2On => Some((ProxyKind::Nginx, true)),
-            Route::PingoraOff | Route::PingoraH2Off => Some((ProxyKind::Pingora, false)),
-            Route::PingoraOn | Route::PingoraH2On => Some((ProxyKind::Pingora, true)),
+            Route::NginxOff => Some((ProxyKind::Nginx, false)),
+            Route::NginxOn => Some((ProxyKind::Nginx, true)),
+            Route::PingoraOff => Some((ProxyKind::Pingora, false)),
+            Route::PingoraOn => Some((ProxyKind::Pingora, true)),
             Route::NginxReqbufOn | Route::NginxReqbufOff => Some((ProxyKind::Nginx, true)),
             Route::PingoraReqbufOn | Route::PingoraReqbufOff => Some((ProxyKind::Pingora, true)),
             Route::Caddy | Route::CaddyReqbuf => Some((ProxyKind::Caddy, false)),
@@ -599,6 +731,18 @@ impl Route {
             Route::SquidBuf => Some((ProxyKind::Squid, true)),
             Route::Ats | Route::AtsReqbuf => Some((ProxyKind::Trafficserver, false)),
             Route::AtsBuf => Some((ProxyKind::Trafficserver, true)),
+            Route::NginxH2Off
+            | Route::NginxH2On
+            | Route::PingoraH2Off
+            | Route::PingoraH2On
+            | Route::CaddyH2
+            | Route::CaddyH2Buf
+            | Route::HaproxyH2
+            | Route::ApacheH2
+            | Route::ApacheH2Buf
+            | Route::H2oH2
+            | Route::AtsH2
+            | Route::AtsH2Buf => unreachable!("an HTTP/2 edge's route is its twin's"),
         }
     }
 
@@ -607,8 +751,12 @@ impl Route {
     /// configurations stay those of the experiment: NGINX buffers request
     /// bodies (`proxy_request_buffering on`, `client_max_body_size 1m`),
     /// pingora streams them (`--request-buffering off`) with the same 1 MiB
-    /// limit.
+    /// limit. An HTTP/2 edge's route treats one as its HTTP/1.1 twin.
     pub fn request_body(self) -> Option<RequestBody> {
+        let twin = self.http1_twin();
+        if twin != self {
+            return twin.request_body();
+        }
         let default = |buffering| RequestBody {
             buffering,
             max_body_bytes: RequestBody::NGINX_MAX_BODY,
@@ -623,12 +771,8 @@ impl Route {
         };
         match self {
             Route::Direct => None,
-            Route::NginxOff | Route::NginxOn | Route::NginxH2Off | Route::NginxH2On => {
-                Some(default(true))
-            }
-            Route::PingoraOff | Route::PingoraOn | Route::PingoraH2Off | Route::PingoraH2On => {
-                Some(default(false))
-            }
+            Route::NginxOff | Route::NginxOn => Some(default(true)),
+            Route::PingoraOff | Route::PingoraOn => Some(default(false)),
             Route::NginxReqbufOn | Route::PingoraReqbufOn => Some(set(true)),
             Route::NginxReqbufOff | Route::PingoraReqbufOff => Some(set(false)),
             // Caddy, HAProxy, Varnish, Squid and Traffic Server set no
@@ -675,6 +819,18 @@ impl Route {
                 buffer_limit: u64::MAX,
                 explicit: false,
             }),
+            Route::NginxH2Off
+            | Route::NginxH2On
+            | Route::PingoraH2Off
+            | Route::PingoraH2On
+            | Route::CaddyH2
+            | Route::CaddyH2Buf
+            | Route::HaproxyH2
+            | Route::ApacheH2
+            | Route::ApacheH2Buf
+            | Route::H2oH2
+            | Route::AtsH2
+            | Route::AtsH2Buf => unreachable!("an HTTP/2 edge's route is its twin's"),
         }
     }
 
@@ -723,9 +879,10 @@ impl Route {
         body_bytes: u64,
         memory_cap: u64,
     ) -> bool {
-        let Some((kind, on)) = self.proxy() else {
+        let Some((kind, _)) = self.proxy() else {
             return false;
         };
+        let on = self.buffers_here();
         let memory = match direction {
             Direction::Download if on => kind.memory_per_transfer(body_bytes),
             Direction::Upload if self.absorbs_request(body_bytes) => {
@@ -741,7 +898,18 @@ impl Route {
     /// it ([`ProxyKind::holds`]: the experiment's 64 KiB + 16 KiB + 32 MiB
     /// do for NGINX and pingora; Caddy's memory does).
     pub fn absorbs(self, body_bytes: u64, proxy_capacity_bytes: u64) -> bool {
-        matches!(self.proxy(), Some((kind, true)) if kind.holds(body_bytes, proxy_capacity_bytes))
+        self.buffers_here()
+            && self
+                .proxy()
+                .is_some_and(|(kind, _)| kind.holds(body_bytes, proxy_capacity_bytes))
+    }
+
+    /// Whether the route's response buffering takes effect at its edge:
+    /// its proxy buffers ([`Route::proxy`]), and at an HTTP/2 edge its
+    /// buffering is on the stream's path ([`ProxyKind::buffers_at_h2_edge`]).
+    pub fn buffers_here(self) -> bool {
+        self.proxy()
+            .is_some_and(|(kind, on)| on && (!self.edge().http2 || kind.buffers_at_h2_edge()))
     }
 }
 
@@ -906,6 +1074,42 @@ mod tests {
             Route::NginxH2On.for_direction(Direction::Upload),
             Route::NginxH2On
         );
+        // Every proxy with an HTTP/2 edge says how many streams one
+        // connection runs at once, and names its HTTP/1.1 twin's kind.
+        for r in Route::H2 {
+            let (kind, _) = r.proxy().unwrap();
+            assert!(kind.h2_max_streams().is_some(), "{r}");
+            assert!(r.name().starts_with(&r.http1_twin().name()[..3]), "{r}");
+        }
+    }
+
+    #[test]
+    fn apache_buffers_nothing_at_an_h2_edge_and_the_others_as_their_twins() {
+        let cap = ProxyBuffers::EXPERIMENT.capacity();
+        for r in Route::H2 {
+            let twin = r.http1_twin();
+            let expect = twin.absorbs(16 << 20, cap) && r != Route::ApacheH2Buf;
+            assert_eq!(r.absorbs(16 << 20, cap), expect, "{r}");
+        }
+        assert!(Route::ApacheBuf.absorbs(16 << 20, cap));
+        assert!(!Route::ApacheH2Buf.buffers_here());
+        // Not holding them, it is not killed for 8 of them either.
+        assert!(Route::ApacheBuf.outgrows_memory(Direction::Download, 8, 16 << 20, 96 << 20));
+        assert!(!Route::ApacheH2Buf.outgrows_memory(Direction::Download, 8, 16 << 20, 96 << 20));
+    }
+
+    #[test]
+    fn one_h2_connection_holds_at_most_its_proxy_s_concurrent_streams() {
+        // 8 downloads on one connection: 8 held; HAProxy runs 100 streams
+        // of 150, and 2 connections of 150 hold 200.
+        assert_eq!(Route::HaproxyH2.served_at_once(8, 8), 8);
+        assert_eq!(Route::HaproxyH2.served_at_once(150, 150), 100);
+        assert_eq!(Route::HaproxyH2.served_at_once(300, 150), 200);
+        assert_eq!(Route::NginxH2Off.served_at_once(150, 150), 128);
+        assert_eq!(Route::HaproxyH2.served_at_once(201, 100), 201);
+        // Over HTTP/1.1 a connection carries one download.
+        assert_eq!(Route::Haproxy.served_at_once(150, 150), 150);
+        assert_eq!(Route::Direct.served_at_once(3, 1), 3);
     }
 
     #[test]
@@ -1013,9 +1217,11 @@ mod tests {
     #[test]
     fn only_request_buffering_on_absorbs_an_upload_within_its_limit() {
         let upload = 16 << 20;
+        // The HTTP/2 edges' routes treat a body as their twins do; the
+        // lab's slow uploaders speak HTTP/1.1.
         let absorbing: Vec<Route> = Route::ALL
             .into_iter()
-            .filter(|r| r.absorbs_request(upload))
+            .filter(|r| r.http1_twin() == *r && r.absorbs_request(upload))
             .collect();
         assert_eq!(
             absorbing,

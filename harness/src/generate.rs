@@ -142,8 +142,25 @@ pub fn run(args: GenerateArgs) -> Result<()> {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             let dir = dir.canonicalize()?;
             let tools = lab::prepare::prepare(&lab::prepare::state_dir());
-            let line = lab::stack::packaged::line(&tools, route, listen, upstream, &dir, &dir)?
-                .context("not a packaged proxy's route")?;
+            // A TLS edge's proxy gets a fresh certificate in `dir/tls`.
+            let certs = match route.edge().tls {
+                true => {
+                    let tls = dir.join("tls");
+                    std::fs::create_dir_all(&tls)?;
+                    Some(common::tls::LabCertificate::generate_into(&tls)?)
+                }
+                false => None,
+            };
+            let line = lab::stack::packaged::line(
+                &tools,
+                route,
+                listen,
+                upstream,
+                &dir,
+                &dir,
+                certs.as_ref(),
+            )?
+            .context("not a packaged proxy's route")?;
             println!("{}", line.shell());
             Ok(())
         }

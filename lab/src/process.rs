@@ -243,9 +243,23 @@ impl Guard {
         want: u16,
         timeout: Duration,
     ) -> Result<()> {
+        self.wait_status_with(addr, path, want, timeout, http_status)
+    }
+
+    /// Polls `status(addr, path)` (in the child's namespace) until it
+    /// answers `want`: [`Guard::wait_http_status`] with another client,
+    /// such as one that speaks TLS and HTTP/2.
+    pub fn wait_status_with(
+        &mut self,
+        addr: SocketAddr,
+        path: &str,
+        want: u16,
+        timeout: Duration,
+        status: impl Fn(SocketAddr, &str) -> Result<u16> + Sync,
+    ) -> Result<()> {
         self.poll(timeout, Duration::from_millis(50), "answered", |g| {
             let netns = g.netns.clone();
-            let status = crate::netns::within(netns.as_deref(), || http_status(addr, path));
+            let status = crate::netns::within(netns.as_deref(), || status(addr, path));
             Ok(match status {
                 Ok(code) if code == want => Poll::Done(()),
                 Ok(code) => Poll::Pending(format!(

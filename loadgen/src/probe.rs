@@ -3,15 +3,18 @@
 //! certificate the load does not trust, no h2 in ALPN, an HTTP/1.1-only
 //! server given `--http2`) is refused as bad input with one line, rather
 //! than measured as a run of failed requests. A target that refuses the
-//! connection is left to the run, which records it as it always did.
+//! connection, or does not answer within the probe's wait, is left to the
+//! run, which records it as it always did.
 
 use std::time::Duration;
 
 use common::exit::BadInput;
 
 use crate::config::LoadConfig;
+use crate::edge::{Edge, EdgeArgs};
 use crate::error::{ErrorKind, Failure};
 use crate::h2conn::{self, H2Conn};
+use crate::target::Target;
 use crate::{bind, net};
 
 /// The longest the probe waits for any step.
@@ -47,7 +50,6 @@ pub async fn probe(config: &LoadConfig) -> anyhow::Result<()> {
         ))
         .into()
     };
-    let timed_out = || Failure::new(ErrorKind::Timeout, format!("no answer within {wait:?}"));
     let uri = h2conn::uri(
         target.parsed.tls,
         &target.parsed.authority,
@@ -62,9 +64,15 @@ pub async fn probe(config: &LoadConfig) -> anyhow::Result<()> {
             }
         }
     })
-    .await
-    .unwrap_or_else(|_| Err(timed_out()));
-    result.map_err(refuse)
+    .await;
+    match result {
+        Ok(answer) => answer.map_err(refuse),
+        // No answer in time is not a protocol the target lacks: a server
+        // whose handlers are held answers late or not at all (behind
+        // Apache's HTTP/2 edge, the recovery after slow streams), and the
+        // run records that, request by request.
+        Err(_) => Ok(()),
+    }
 }
 
 /// Over HTTP/2, one request and its response head; over TLS alone the
@@ -80,4 +88,116 @@ where
     let response = conn.get(uri).await?;
     response.await.map_err(|e| h2conn::failure(&e))?;
     Ok(())
+}
+
+/// What one `GET` over an edge got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EdgeAnswer {
+    pub status: u16,
+    /// Over HTTP/2, the most streams the server lets this client open at
+    /// once (its `SETTINGS_MAX_CONCURRENT_STREAMS`; `usize::MAX` as the
+    /// h2 crate reports a server that sets no limit).
+    pub max_concurrent_streams: Option<usize>,
+}
+
+/// The status of one `GET path` at the `https://` or `http://` `url`,
+/// over the edge `args` asks for (TLS verified against `--tls-ca`,
+/// HTTP/2 or HTTP/1.1), on a runtime of its own: how the lab learns that
+/// a proxy it started at a TLS edge is up, its certificate loaded and its
+/// upstream answering. Blocks for at most about `wait`.
+pub fn edge_status(url: &str, args: &EdgeArgs, path: &str, wait: Duration) -> anyhow::Result<u16> {
+    edge_get(url, args, path, wait).map(|a| a.status)
+}
+
+/// [`edge_status`] with what the server said of its HTTP/2 streams.
+pub fn edge_get(
+    url: &str,
+    args: &EdgeArgs,
+    path: &str,
+    wait: Duration,
+) -> anyhow::Result<EdgeAnswer> {
+    let target = Target::resolve(url, false).map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+    let edge = args.check(&target, false)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let uri = h2conn::uri(
+        target.parsed.tls,
+        &target.parsed.authority,
+        &target.path(path),
+    );
+    let ask = async {
+        let tcp = tokio::net::TcpStream::connect(target.addr)
+            .await
+            .map_err(|e| Failure::connect(&e))?;
+        match &edge.tls {
+            None => status(tcp, &edge, &target, &uri).await,
+            Some(tls) => {
+                let (stream, _) = tls.handshake(tcp).await?;
+                status(stream, &edge, &target, &uri).await
+            }
+        }
+    };
+    let result = runtime.block_on(async { tokio::time::timeout(wait, ask).await });
+    match result {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(f)) => anyhow::bail!("{}", f.detail),
+        Err(_) => anyhow::bail!("no answer within {wait:?}"),
+    }
+}
+
+/// The answer to `GET uri` over `io`: an HTTP/2 stream, its connection
+/// driven here so that the server's settings can be read, or an HTTP/1.1
+/// request whose status line is read.
+async fn status<S>(io: S, edge: &Edge, target: &Target, uri: &str) -> Result<EdgeAnswer, Failure>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if let Some(settings) = &edge.http2 {
+        let (send, mut conn) = settings
+            .builder()
+            .handshake::<S, bytes::Bytes>(io)
+            .await
+            .map_err(|e| h2conn::failure(&e))?;
+        let ask = async {
+            let response = h2conn::get(send, uri).await?;
+            response.await.map_err(|e| h2conn::failure(&e))
+        };
+        tokio::pin!(ask);
+        let head = tokio::select! {
+            head = &mut ask => head?,
+            ended = &mut conn => {
+                ended.map_err(|e| h2conn::failure(&e))?;
+                return Err(Failure::new(ErrorKind::Reset, "the connection ended unanswered"));
+            }
+        };
+        return Ok(EdgeAnswer {
+            status: head.status().as_u16(),
+            max_concurrent_streams: Some(conn.max_concurrent_send_streams()),
+        });
+    }
+    let mut io = io;
+    let path = uri.splitn(4, '/').nth(3).unwrap_or_default();
+    let request = format!(
+        "GET /{path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        target.parsed.authority
+    );
+    io.write_all(request.as_bytes())
+        .await
+        .map_err(|e| Failure::transfer("request", &e))?;
+    let mut head = [0u8; 64];
+    let n = io
+        .read(&mut head)
+        .await
+        .map_err(|e| Failure::transfer("response", &e))?;
+    String::from_utf8_lossy(&head[..n])
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .map(|status| EdgeAnswer {
+            status,
+            max_concurrent_streams: None,
+        })
+        .ok_or_else(|| Failure::new(ErrorKind::Malformed, "no status line"))
 }

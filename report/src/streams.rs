@@ -43,9 +43,12 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
     sec.para(
         "Every slow download here is an HTTP/2 stream on a connection that carries \
          `streams per connection` of them, over TLS to the proxy, which sends each to the \
-         app as its own HTTP/1.0 request. Behind buffering off, a stream whose client reads \
+         app as its own HTTP/1.x request. Behind buffering off, a stream whose client reads \
          slowly holds its upstream handler as a slow HTTP/1 connection does: compare one \
-         connection of 2 streams with 2 connections of one. Conditions whose downloads \
+         connection of 2 streams with 2 connections of one. `served at once` is how many \
+         streams the proxy runs together, each with an upstream request: a connection runs \
+         at most the streams its proxy advertises (`SETTINGS_MAX_CONCURRENT_STREAMS`, 100 \
+         to 250 here), and its further streams wait. Conditions whose downloads \
          shared a connection are in this table only; the charts and tables above draw those \
          with a connection per download.",
     );
@@ -53,12 +56,18 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
         .iter()
         .map(|c| {
             let spc = c.dims().streams_per_conn.unwrap_or(1);
+            let at_once = c
+                .route
+                .known()
+                .map(|r| r.served_at_once(c.slow_clients, spc).to_string())
+                .unwrap_or_else(|| "–".into());
             vec![
                 c.server.to_string(),
                 c.route.to_string(),
                 c.slow_clients.to_string(),
                 spc.to_string(),
                 c.slow_clients.div_ceil(spc.max(1)).to_string(),
+                at_once,
                 c.p95.map(fmt::ms).unwrap_or_else(|| "–".into()),
             ]
         })
@@ -70,12 +79,13 @@ pub fn section(r: &Results, sec: &mut Section) -> anyhow::Result<()> {
             "slow streams",
             "streams per connection",
             "connections",
+            "served at once",
             "/fast p95",
         ]
         .map(String::from)
         .to_vec(),
         rows: table_rows,
-        numeric: vec![2, 3, 4, 5],
+        numeric: vec![2, 3, 4, 5, 6],
     }));
     Ok(())
 }
@@ -107,6 +117,7 @@ mod tests {
                 cond(Route::NginxH2Off, 2, 2, 3200.0),
                 cond(Route::NginxH2Off, 8, 8, 5000.0),
                 cond(Route::NginxH2On, 2, 2, 2.0),
+                cond(Route::HaproxyH2, 150, 150, 4000.0),
             ],
             ..Results::default()
         };
@@ -115,18 +126,28 @@ mod tests {
         let Some(Block::Table(t)) = sec.blocks.iter().find(|b| matches!(b, Block::Table(_))) else {
             panic!("no table");
         };
-        let shapes: Vec<(&str, &str, &str, &str)> = t
+        let shapes: Vec<(&str, &str, &str, &str, &str)> = t
             .rows
             .iter()
-            .map(|r| (r[1].as_str(), r[2].as_str(), r[3].as_str(), r[4].as_str()))
+            .map(|r| {
+                (
+                    r[1].as_str(),
+                    r[2].as_str(),
+                    r[3].as_str(),
+                    r[4].as_str(),
+                    r[5].as_str(),
+                )
+            })
             .collect();
         assert_eq!(
             shapes,
             [
-                ("nginx-h2-off", "2", "1", "2"),
-                ("nginx-h2-off", "2", "2", "1"),
-                ("nginx-h2-off", "8", "8", "1"),
-                ("nginx-h2-on", "2", "2", "1"),
+                ("nginx-h2-off", "2", "1", "2", "2"),
+                ("nginx-h2-off", "2", "2", "1", "2"),
+                ("nginx-h2-off", "8", "8", "1", "8"),
+                ("nginx-h2-on", "2", "2", "1", "2"),
+                // HAProxy runs 100 streams of a connection at once.
+                ("haproxy-h2", "150", "150", "1", "100"),
             ]
         );
         let mut none = Section::new(ID, TITLE);

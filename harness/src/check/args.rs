@@ -66,9 +66,10 @@ pub struct CheckArgs {
     /// The most slow clients to try (1 to 25000).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=common::bounds::MAX_SLOW_READERS as i64))]
     pub max_slow: u32,
-    /// Behind a --through route whose edge speaks HTTP/2 (nginx-h2-off,
-    /// nginx-h2-on, pingora-h2-off, pingora-h2-on): how many slow downloads share one connection, as
-    /// streams (1 to 1000); on every other route each has its own.
+    /// Behind a --through route whose edge speaks HTTP/2 (the `-h2`
+    /// routes): how many slow downloads share one connection, as streams
+    /// (1 to 1000; a proxy runs at most 100 to 250 of them at once, and the
+    /// rest wait); on every other route each has its own.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub streams_per_conn: u32,
     /// Read rate of each slow reader, bytes per second (1 to 10GiB);
@@ -106,9 +107,10 @@ pub struct CheckArgs {
     /// repeated), each started by slowlab with the experiment's config:
     /// nginx-off, nginx-on, pingora-off, pingora-on, caddy, caddy-buf,
     /// haproxy, varnish, apache, apache-buf, h2o, squid, squid-buf, ats,
-    /// ats-buf, nginx-h2-off, nginx-h2-on, pingora-h2-off, pingora-h2-on
-    /// (NGINX or pingora terminating TLS and HTTP/2, its clients over TLS
-    /// with HTTP/2), or a request-direction
+    /// ats-buf, and the same proxies terminating TLS and HTTP/2, their
+    /// clients over TLS with HTTP/2: nginx-h2-off, nginx-h2-on,
+    /// pingora-h2-off, pingora-h2-on, caddy-h2, caddy-h2-buf, haproxy-h2,
+    /// apache-h2, apache-h2-buf, h2o-h2, ats-h2, ats-h2-buf; or a request-direction
     /// route (haproxy-reqbuf and varnish-reqbuf among them);
     /// with --direction upload or headers a route's buffering is request
     /// buffering (nginx-on is nginx-reqbuf-on, caddy-buf is caddy-reqbuf,

@@ -162,7 +162,8 @@ pub fn judged(
 /// `option http-buffer-request` does, passes the rest through), or heads.
 pub fn buffers(route: Route, direction: Direction, upload_bytes: u64) -> bool {
     match direction {
-        Direction::Download => matches!(route.proxy(), Some((_, true))),
+        // Apache's `FlushMaxThreshold` does nothing at its HTTP/2 edge.
+        Direction::Download => route.buffers_here(),
         Direction::Upload => route.absorbs_request(upload_bytes),
         // Every proxy of the lab waits for the whole head.
         Direction::Headers => route.proxy().is_some(),

@@ -239,16 +239,13 @@ fn require_nginx() {
     );
 }
 
+/// One HTTP/2 connection of two slow streams, at NGINX's and pingora's
+/// TLS and HTTP/2 edges (`slowlab proxy --tls-cert --tls-key --http2`):
+/// through buffering off it holds both sync workers, as two slow HTTP/1
+/// connections do; buffering on relieves them. One check of the four
+/// routes, so that the app and the direct levels are measured once.
 #[test]
-fn behind_real_nginx_at_an_h2_edge_buffering_on_the_sync_server_is_held() {
-    require_nginx();
-    sync_held_behind("nginx-h2-on", "behind NGINX (h2 edge) buffering on");
-}
-
-/// One HTTP/2 connection of two slow streams behind NGINX buffering off
-/// holds both sync workers, as two slow HTTP/1 connections do.
-#[test]
-fn one_h2_connection_of_two_streams_holds_both_sync_workers_behind_buffering_off() {
+fn one_h2_connection_of_two_streams_holds_both_sync_workers_only_without_buffering() {
     require_nginx();
     let cmd = serve("sync", "--workers 2");
     let (o, v) = measure_with(
@@ -261,48 +258,41 @@ fn one_h2_connection_of_two_streams_holds_both_sync_workers_behind_buffering_off
             "2",
         ],
         "2",
-        Some("nginx-h2-off"),
+        Some("nginx-h2-off,nginx-h2-on,pingora-h2-off,pingora-h2-on"),
     );
     assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
-    let p = route(&v, "nginx-h2-off");
-    assert_eq!(p["denied_from"], 2, "{p}");
-    assert!(
-        o.stderr
-            .contains("behind NGINX (h2 edge) buffering off: denied from 2"),
-        "{}",
-        o.stderr
-    );
-}
-
-/// The same at pingora's TLS and HTTP/2 edge (`slowlab proxy --tls-cert
-/// --tls-key --http2`): one connection of two slow streams holds both
-/// workers through buffering off, and buffering on relieves them.
-#[test]
-fn one_h2_connection_of_two_streams_behind_pingora_is_held_only_without_buffering() {
-    let cmd = serve("sync", "--workers 2");
-    let (o, v) = measure_with(
-        &[
-            "--server-cmd",
-            &cmd,
-            "--large-path",
-            "/large",
-            "--streams-per-conn",
-            "2",
-        ],
-        "2",
-        Some("pingora-h2-off,pingora-h2-on"),
-    );
-    assert_eq!(o.status.code(), Some(3), "{}", o.stderr);
-    let off = route(&v, "pingora-h2-off");
-    assert_eq!(off["denied_from"], 2, "{off}");
-    let on = route(&v, "pingora-h2-on");
-    assert!(on["denied_from"].is_null(), "{on}");
-    assert!(
-        o.stderr
-            .contains("behind pingora (h2 edge) buffering off: denied from 2"),
-        "{}",
-        o.stderr
-    );
+    for (name, label, held) in [
+        (
+            "nginx-h2-off",
+            "behind NGINX (h2 edge) buffering off",
+            false,
+        ),
+        ("nginx-h2-on", "behind NGINX (h2 edge) buffering on", true),
+        (
+            "pingora-h2-off",
+            "behind pingora (h2 edge) buffering off",
+            false,
+        ),
+        (
+            "pingora-h2-on",
+            "behind pingora (h2 edge) buffering on",
+            true,
+        ),
+    ] {
+        let p = route(&v, name);
+        let verdict = match held {
+            true => {
+                assert!(p["denied_from"].is_null(), "{p}");
+                assert_eq!(p["held_up_to"], 2, "{p}");
+                format!("{label}: held up to 2")
+            }
+            false => {
+                assert_eq!(p["denied_from"], 2, "{p}");
+                format!("{label}: denied from 2")
+            }
+        };
+        assert!(o.stderr.contains(&verdict), "{verdict}: {}", o.stderr);
+    }
 }
 
 /// Runs a `--server-cmd` that carries `mark` in its environment and

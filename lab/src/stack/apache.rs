@@ -21,6 +21,12 @@
 //!   and `mod_proxy_http`, no longer trusting the length, spools the whole
 //!   body to a temp file under `TMPDIR` before it connects upstream; the
 //!   child that serves, `www-data`, must be able to write there.
+//!
+//! At an HTTP/2 edge (`apache-h2`, `apache-h2-buf`) `mod_ssl` terminates
+//! TLS with the run's certificate (read by the root parent before it
+//! drops to `www-data`) and `mod_http2` speaks HTTP/2 (`Protocols h2
+//! http/1.1`): each stream is served on a secondary connection by one of
+//! its workers, and `mod_proxy_http` proxies it as on the cleartext routes.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -28,6 +34,7 @@ use std::path::Path;
 use catalogue::ProxyKind;
 
 use super::NGINX_TIMEOUT_S;
+use super::edge::TlsListen;
 
 /// Renders the `httpd.conf` of one run: listening on `listen`, proxying
 /// to `upstream`, the modules from `modules`, its runtime files in
@@ -40,10 +47,23 @@ pub fn config(
     scratch: &Path,
     buffering: bool,
     buffer_requests: bool,
+    tls: Option<TlsListen<'_>>,
 ) -> String {
     let module =
         |name: &str, file: &str| format!("LoadModule {name} \"{}/{file}\"\n", modules.display());
     let mut tuning = String::new();
+    if let Some(t) = tls {
+        tuning.push_str(&module("ssl_module", "mod_ssl.so"));
+        if t.http2 {
+            tuning.push_str(&module("http2_module", "mod_http2.so"));
+        }
+        tuning.push_str(&format!(
+            "SSLEngine on\nSSLCertificateFile \"{}\"\nSSLCertificateKeyFile \"{}\"\nProtocols {}\n",
+            t.cert.display(),
+            t.key.display(),
+            t.alpn().join(" ")
+        ));
+    }
     if buffering {
         tuning.push_str(&format!(
             "FlushMaxThreshold {}\n",
@@ -102,6 +122,7 @@ mod tests {
             Path::new("/s/apache"),
             false,
             false,
+            None,
         );
         assert_eq!(
             c,
@@ -114,6 +135,7 @@ mod tests {
             Path::new("/s"),
             true,
             false,
+            None,
         );
         assert!(
             buffered.contains(
@@ -128,6 +150,7 @@ mod tests {
             Path::new("/s"),
             false,
             true,
+            None,
         );
         assert!(
             spooling.contains("Timeout 60\nLoadModule buffer_module \"/m/mod_buffer.so\"\nSetInputFilter BUFFER\nProxyPass"),
@@ -136,6 +159,27 @@ mod tests {
         assert_eq!(
             args(Path::new("/l/httpd.conf")).join(" "),
             "-D FOREGROUND -f /l/httpd.conf"
+        );
+    }
+
+    #[test]
+    fn at_an_h2_edge_mod_ssl_and_mod_http2_terminate_it() {
+        let c = config(
+            "127.0.0.1:8443".parse().unwrap(),
+            "127.0.0.1:9000".parse().unwrap(),
+            Path::new("/m"),
+            Path::new("/s"),
+            true,
+            false,
+            Some(TlsListen {
+                cert: Path::new("/s/tls/cert.pem"),
+                key: Path::new("/s/tls/key.pem"),
+                http2: true,
+            }),
+        );
+        assert!(
+            c.contains("Timeout 60\nLoadModule ssl_module \"/m/mod_ssl.so\"\nLoadModule http2_module \"/m/mod_http2.so\"\nSSLEngine on\nSSLCertificateFile \"/s/tls/cert.pem\"\nSSLCertificateKeyFile \"/s/tls/key.pem\"\nProtocols h2 http/1.1\nFlushMaxThreshold 33554432\n"),
+            "{c}"
         );
     }
 }

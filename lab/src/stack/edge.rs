@@ -8,9 +8,40 @@
 //! verified), `--http2`, `--streams-per-conn N` and `--h2-window BYTES`;
 //! [`EdgeLoad::args`] fills `LoadArgs::edge` with them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use catalogue::Edge;
+
+/// The TLS listener of a proxy whose route's edge has TLS: the run's
+/// certificate and key (`common::tls`), and whether the listener speaks
+/// HTTP/2. Every proxy's configuration takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct TlsListen<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
+    pub http2: bool,
+}
+
+impl<'a> TlsListen<'a> {
+    /// The listener of `edge` with the run's certificate `files`; `None`
+    /// at a cleartext edge.
+    pub fn of(edge: Edge, files: Option<&'a common::tls::CertFiles>) -> Option<TlsListen<'a>> {
+        files.filter(|_| edge.tls).map(|f| TlsListen {
+            cert: &f.cert,
+            key: &f.key,
+            http2: edge.http2,
+        })
+    }
+
+    /// The ALPN protocols it offers, most preferred first.
+    pub fn alpn(&self) -> &'static [&'static str] {
+        if self.http2 {
+            &["h2", "http/1.1"]
+        } else {
+            &["http/1.1"]
+        }
+    }
+}
 
 /// How a condition's slow downloads share connections: `per_conn`
 /// streams each (1: a connection per download, as over HTTP/1), and the

@@ -22,15 +22,34 @@
 //!
 //! So the one route buffers both directions: H2O 2.2 has no setting that
 //! streams either.
+//!
+//! At an HTTP/2 edge (`h2o-h2`) the listener has an `ssl:` block with the
+//! run's certificate and key, where H2O offers `h2` and `http/1.1` by
+//! ALPN (`lib/common/socket.c`, `h2o_ssl_register_alpn_protocols` from
+//! `src/main.c`); the proxying, and its reading of whole responses, is
+//! that of `lib/core/proxy.c` whatever the client speaks.
 
 use std::net::SocketAddr;
 use std::path::Path;
 
 use super::NGINX_TIMEOUT_S;
+use super::edge::TlsListen;
 
 /// Renders the `h2o.conf` of one run: listening on `listen`, proxying to
 /// `upstream`, its temp buffers in `scratch`.
-pub fn config(listen: SocketAddr, upstream: SocketAddr, scratch: &Path) -> String {
+pub fn config(
+    listen: SocketAddr,
+    upstream: SocketAddr,
+    scratch: &Path,
+    tls: Option<TlsListen<'_>>,
+) -> String {
+    let ssl = tls.map_or(String::new(), |t| {
+        format!(
+            "  ssl:\n    certificate-file: \"{}\"\n    key-file: \"{}\"\n",
+            t.cert.display(),
+            t.key.display()
+        )
+    });
     format!(
         "user: root
 num-threads: 1
@@ -40,7 +59,7 @@ http1-request-timeout: {NGINX_TIMEOUT_S}
 listen:
   host: \"{host}\"
   port: {port}
-hosts:
+{ssl}hosts:
   default:
     paths:
       /:
@@ -65,6 +84,7 @@ mod tests {
             "127.0.0.1:8080".parse().unwrap(),
             "127.0.0.1:9000".parse().unwrap(),
             Path::new("/s/h2o"),
+            None,
         );
         assert_eq!(
             c,
@@ -74,10 +94,29 @@ mod tests {
             "[::1]:8080".parse().unwrap(),
             "[::1]:9000".parse().unwrap(),
             Path::new("/s"),
+            None,
         );
         assert!(
             v6.contains("host: \"::1\"") && v6.contains("\"http://[::1]:9000/\""),
             "{v6}"
+        );
+    }
+
+    #[test]
+    fn at_an_h2_edge_the_listener_has_the_run_s_certificate() {
+        let c = config(
+            "127.0.0.1:8443".parse().unwrap(),
+            "127.0.0.1:9000".parse().unwrap(),
+            Path::new("/s"),
+            Some(TlsListen {
+                cert: Path::new("/s/tls/cert.pem"),
+                key: Path::new("/s/tls/key.pem"),
+                http2: true,
+            }),
+        );
+        assert!(
+            c.contains("  port: 8443\n  ssl:\n    certificate-file: \"/s/tls/cert.pem\"\n    key-file: \"/s/tls/key.pem\"\nhosts:"),
+            "{c}"
         );
     }
 }

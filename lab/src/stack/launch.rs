@@ -328,6 +328,12 @@ impl Launcher {
             false => None,
         };
         let tls_ca = certs.as_ref().map(|c| c.ca.clone());
+        // The load generator's own client probes a TLS edge.
+        let probe_edge = tls_ca.as_ref().map(|ca| loadgen::edge::EdgeArgs {
+            tls_ca: Some(ca.clone()),
+            http2: edge.http2,
+            ..Default::default()
+        });
         let spec = |program: PathBuf, args: Vec<String>| Spec {
             name: format!("proxy ({route})"),
             program,
@@ -355,11 +361,7 @@ impl Launcher {
                         buffering,
                         buffers,
                         route.request_body(),
-                        certs.as_ref().map(|c| nginx::TlsListen {
-                            cert: &c.cert,
-                            key: &c.key,
-                            http2: edge.http2,
-                        }),
+                        nginx::TlsListen::of(edge, certs.as_ref()),
                         &prefix,
                         &temp_dir,
                         &error_log,
@@ -374,17 +376,13 @@ impl Launcher {
                         "-e".into(),
                         error_log.to_string_lossy().into(),
                     ];
-                    match edge.tls {
-                        false => start_and_probe(
-                            spec(n.binary.clone(), args),
-                            cgroup.as_ref(),
-                            Some(addr),
-                            probe,
-                        ),
-                        true => {
-                            start_tls_nginx(spec(n.binary.clone(), args), cgroup.as_ref(), addr)
-                        }
-                    }
+                    start_at_edge(
+                        spec(n.binary.clone(), args),
+                        cgroup.as_ref(),
+                        Some(addr),
+                        probe,
+                        probe_edge.as_ref(),
+                    )
                 })?
             }
             ProxyKind::Caddy
@@ -402,11 +400,18 @@ impl Launcher {
                     upstream,
                     &paths.logs,
                     &paths.scratch,
+                    certs.as_ref(),
                 )?
                 .context("a packaged proxy has a command line")?;
                 let mut spec = spec(line.program, line.args);
                 spec.env = line.env;
-                start_and_probe(spec, cgroup.as_ref(), Some(addr), probe)
+                start_at_edge(
+                    spec,
+                    cgroup.as_ref(),
+                    Some(addr),
+                    probe,
+                    probe_edge.as_ref(),
+                )
             })?,
             ProxyKind::Pingora => {
                 let defaults = proxy::ProxyConfig::new(upstream, proxy::Buffering::Off);
@@ -455,10 +460,7 @@ impl Launcher {
                     http2: edge.http2,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
-                match edge.tls {
-                    false => start_and_probe(spec, cgroup.as_ref(), None, probe)?,
-                    true => start_tls_proxy(spec, cgroup.as_ref())?,
-                }
+                start_at_edge(spec, cgroup.as_ref(), None, probe, probe_edge.as_ref())?
             }
         };
         Ok(Some(Running {
@@ -488,33 +490,36 @@ fn start_and_probe(
     Ok((guard, addr))
 }
 
-/// Starts NGINX with a TLS listener at `addr` and waits until it answers
-/// there. The lab has no TLS client of its own (the load generator is
-/// the one), so it asks in plain HTTP: NGINX's TLS listener answers a
-/// plain request with 400, "The plain HTTP request was sent to HTTPS
-/// port" (`NGX_HTTP_TO_HTTPS`, `src/http/ngx_http_request.c` of 1.22),
-/// which only a listener with its certificate loaded sends. The app
-/// behind it was probed before.
-fn start_tls_nginx(
+/// [`start_and_probe`] for a proxy at the route's edge: when the edge
+/// has TLS (`tls`: the load's flags for it), the probe is the load
+/// generator's own client (`loadgen::probe::edge_status`), TLS verified
+/// against the run's authority and HTTP/2 where the edge speaks it, so
+/// ready means
+/// that the certificate is loaded, that ALPN chooses what the load will
+/// speak and that the app answers behind it.
+fn start_at_edge(
     spec: Spec,
     cgroup: Option<&Cgroup>,
-    addr: SocketAddr,
+    addr: Option<SocketAddr>,
+    probe: &str,
+    tls: Option<&loadgen::edge::EdgeArgs>,
 ) -> Result<(Guard, SocketAddr)> {
+    let Some(edge) = tls else {
+        return start_and_probe(spec, cgroup, addr, probe);
+    };
     let mut guard = process::spawn(&spec, cgroup)?;
-    guard.wait_http_status(addr, "/", 400, READY_TIMEOUT)?;
+    let addr = match addr {
+        Some(a) => a,
+        None => guard.wait_ready_line(READY_TIMEOUT)?,
+    };
+    guard.wait_status_with(addr, probe, 200, READY_TIMEOUT, |a, p| {
+        loadgen::probe::edge_status(&format!("https://{a}"), edge, p, PROBE_WAIT)
+    })?;
     Ok((guard, addr))
 }
 
-/// Starts `slowlab proxy` with a TLS edge and waits for its ready line:
-/// it loads the certificate and key before it binds, and prints the line
-/// once it listens, so the line means the TLS listener is up. (A plain
-/// `GET` gets no answer from a TLS listener, and the lab has no TLS client
-/// of its own: the load generator is the one.)
-fn start_tls_proxy(spec: Spec, cgroup: Option<&Cgroup>) -> Result<(Guard, SocketAddr)> {
-    let mut guard = process::spawn(&spec, cgroup)?;
-    let addr = guard.wait_ready_line(READY_TIMEOUT)?;
-    Ok((guard, addr))
-}
+/// The longest one probe of a TLS edge waits.
+const PROBE_WAIT: Duration = Duration::from_secs(2);
 
 /// A user's command line, run by `/bin/sh -c` on a free port.
 struct UserCommand<'a> {

@@ -9,19 +9,12 @@ use std::path::Path;
 
 use catalogue::{ProxyBuffers, RequestBody};
 
+pub use super::edge::TlsListen;
+
 /// NGINX's `http2_max_concurrent_streams` at an HTTP/2 edge: 128, the
 /// default of `ngx_http_v2_module` in 1.22, said explicitly so that the
 /// configuration shows how many slow streams one connection may carry.
 pub const H2_MAX_CONCURRENT_STREAMS: u32 = 128;
-
-/// The TLS listener of a route whose edge has TLS: the run's certificate
-/// and key (`common::tls`), and whether the listener speaks HTTP/2.
-#[derive(Debug, Clone, Copy)]
-pub struct TlsListen<'a> {
-    pub cert: &'a Path,
-    pub key: &'a Path,
-    pub http2: bool,
-}
 
 /// Renders `nginx.conf` for one run. `request` is the route's request-body
 /// handling: the response routes leave NGINX's defaults (their

@@ -10,9 +10,11 @@ use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use catalogue::{ProxyKind, Route, Tool};
+use common::tls::CertFiles;
 
+use super::edge::TlsListen;
 use super::{apache, caddy, h2o, haproxy, squid, trafficserver, varnish};
 use crate::prepare::{Tools, unavailable_error};
 
@@ -52,7 +54,8 @@ impl Line {
 /// forwarding to `upstream` into `conf_dir` (its state, for Caddy, under
 /// `scratch`), and gives its command line; `None` for a route whose proxy
 /// is not a package (direct, pingora) or is NGINX (which the launcher
-/// starts with its prefix and temp paths).
+/// starts with its prefix and temp paths). At a TLS edge `certs` are the
+/// run's certificate and key, which the config names where they are.
 pub fn line(
     tools: &Tools,
     route: Route,
@@ -60,10 +63,15 @@ pub fn line(
     upstream: SocketAddr,
     conf_dir: &Path,
     scratch: &Path,
+    certs: Option<&CertFiles>,
 ) -> Result<Option<Line>> {
     let Some((kind, buffering)) = route.proxy() else {
         return Ok(None);
     };
+    let tls = TlsListen::of(route.edge(), certs);
+    if route.edge().tls && tls.is_none() {
+        bail!("{route} terminates TLS: it needs the run's certificate");
+    }
     let request = route.request_body().is_some_and(|r| r.buffering);
     let deb = |tool: Tool| tools.deb(tool).map_err(|e| unavailable_error(tool, e));
     Ok(Some(match kind {
@@ -77,7 +85,7 @@ pub fn line(
             let conf_path = conf_dir.join("Caddyfile");
             fs::write(
                 &conf_path,
-                caddy::config(listen, upstream, buffering, request, &home),
+                caddy::config(listen, upstream, buffering, request, tls, &home),
             )?;
             let home = home.to_string_lossy().to_string();
             Line {
@@ -132,7 +140,7 @@ pub fn line(
             let conf_path = conf_dir.join("httpd.conf");
             fs::write(
                 &conf_path,
-                apache::config(listen, upstream, &modules, &run, buffering, request),
+                apache::config(listen, upstream, &modules, &run, buffering, request, tls),
             )?;
             let mut env = a.env();
             env.push(("TMPDIR".into(), tmp.to_string_lossy().into()));
@@ -149,7 +157,7 @@ pub fn line(
             let temp = scratch.join("proxy-temp");
             fs::create_dir_all(&temp)?;
             let conf_path = conf_dir.join("h2o.conf");
-            fs::write(&conf_path, h2o::config(listen, upstream, &temp))?;
+            fs::write(&conf_path, h2o::config(listen, upstream, &temp, tls))?;
             Line {
                 program: h.binary.clone(),
                 args: vec!["-c".into(), conf_path.to_string_lossy().into()],
@@ -183,7 +191,9 @@ pub fn line(
             let root = &t.root;
             let state = scratch.join("trafficserver");
             fs::create_dir_all(&state)?;
-            for (name, text) in trafficserver::files(listen, upstream, root, buffering, request) {
+            for (name, text) in
+                trafficserver::files(listen, upstream, root, buffering, request, tls)
+            {
                 fs::write(conf_dir.join(name), text)?;
             }
             let runroot = conf_dir.join("runroot.yaml");
@@ -202,7 +212,18 @@ pub fn line(
         ProxyKind::Haproxy => {
             let h = deb(Tool::Haproxy)?;
             let conf_path = conf_dir.join("haproxy.cfg");
-            fs::write(&conf_path, haproxy::config(listen, upstream, request))?;
+            // `crt` takes the certificate and its key in one file: beside
+            // the key, private as it is.
+            let pem = match tls {
+                Some(t) => Some(pem_bundle(t)?),
+                None => None,
+            };
+            let tls = tls.zip(pem.as_deref()).map(|(t, pem)| TlsListen {
+                cert: pem,
+                key: pem,
+                ..t
+            });
+            fs::write(&conf_path, haproxy::config(listen, upstream, request, tls))?;
             // -db: in the foreground, as the lab's child.
             Line {
                 program: h.binary.clone(),
@@ -215,6 +236,25 @@ pub fn line(
             }
         }
     }))
+}
+
+/// The certificate and key of `t` in one PEM file beside the key (mode
+/// 0600), as HAProxy's `crt` takes them.
+fn pem_bundle(t: TlsListen<'_>) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = t.key.with_file_name("cert-and-key.pem");
+    let mut text = fs::read(t.cert).with_context(|| format!("reading {}", t.cert.display()))?;
+    text.extend(fs::read(t.key).with_context(|| format!("reading {}", t.key.display()))?);
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(&text))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 /// A directory `name` in `scratch` for a proxy that drops root

@@ -24,11 +24,18 @@
 //!   `HttpTransact.cc`:1559-1562, `HttpSM.cc`:947-986), up to
 //!   `post_copy_size` (2,048 bytes by default; a longer body fails), 32 MiB
 //!   on `ats-reqbuf` as NGINX's `client_max_body_size 32m`.
+//!
+//! At an HTTP/2 edge (`ats-h2`, `ats-h2-buf`) the server port is an `ssl`
+//! one, with the run's certificate and key in `ssl_multicert.config`;
+//! Traffic Server offers `h2` and `http/1.1` there by default
+//! (`proxy.config.http.server_ports`, records.config.en.rst), and each
+//! stream goes through the same state machine and tunnel to the origin.
 
 use std::net::SocketAddr;
 use std::path::Path;
 
 use super::NGINX_TIMEOUT_S;
+use super::edge::TlsListen;
 
 /// `default_buffer_water_mark` of `ats-buf` and `post_copy_size` of
 /// `ats-reqbuf`: 32 MiB.
@@ -45,9 +52,10 @@ pub fn files(
     root: &Path,
     buffering: bool,
     buffer_requests: bool,
+    tls: Option<TlsListen<'_>>,
 ) -> Vec<(&'static str, String)> {
     let mut records = format!(
-        "CONFIG proxy.config.http.server_ports STRING {port}{v6}:ip-in={ip}
+        "CONFIG proxy.config.http.server_ports STRING {port}{v6}{ssl}:ip-in={ip}
 CONFIG proxy.config.reverse_proxy.enabled INT 1
 CONFIG proxy.config.url_remap.remap_required INT 1
 CONFIG proxy.config.http.cache.http INT 0
@@ -63,6 +71,7 @@ CONFIG proxy.config.body_factory.template_sets_dir STRING {root}/etc/trafficserv
 ",
         port = listen.port(),
         v6 = if listen.is_ipv6() { ":ipv6" } else { "" },
+        ssl = if tls.is_some() { ":ssl" } else { "" },
         ip = match listen {
             SocketAddr::V4(a) => a.ip().to_string(),
             SocketAddr::V6(a) => format!("[{}]", a.ip()),
@@ -100,10 +109,19 @@ CONFIG proxy.config.body_factory.template_sets_dir STRING {root}/etc/trafficserv
         "parent.config",
         "plugin.config",
         "volume.config",
-        "ssl_multicert.config",
     ] {
         f.push((empty, String::new()));
     }
+    f.push((
+        "ssl_multicert.config",
+        tls.map_or(String::new(), |t| {
+            format!(
+                "dest_ip=* ssl_cert_name={} ssl_key_name={}\n",
+                t.cert.display(),
+                t.key.display()
+            )
+        }),
+    ));
     f
 }
 
@@ -144,6 +162,7 @@ mod tests {
             Path::new("/p"),
             false,
             false,
+            None,
         );
         let names: Vec<&str> = f.iter().map(|(n, _)| *n).collect();
         assert_eq!(
@@ -173,6 +192,7 @@ mod tests {
             Path::new("/"),
             true,
             true,
+            None,
         );
         let records = &both[0].1;
         assert!(
@@ -185,6 +205,37 @@ mod tests {
         assert_eq!(
             runroot(Path::new("/p"), Path::new("/c"), Path::new("/s")),
             "prefix: /p/usr\nexec_prefix: /p/usr\nbindir: /p/usr/bin\nsbindir: /p/usr/sbin\nsysconfdir: /c\ndatadir: /p/usr/share/trafficserver\nincludedir: /p/usr/include\nlibdir: /p/usr/lib/trafficserver\nlibexecdir: /p/usr/lib/trafficserver/modules\nlocalstatedir: /s\nruntimedir: /s\nlogdir: /s\ncachedir: /s\n"
+        );
+    }
+
+    #[test]
+    fn at_an_h2_edge_the_port_is_ssl_with_the_run_s_certificate() {
+        let f = files(
+            "127.0.0.1:8443".parse().unwrap(),
+            "127.0.0.1:9000".parse().unwrap(),
+            Path::new("/p"),
+            false,
+            false,
+            Some(TlsListen {
+                cert: Path::new("/s/tls/cert.pem"),
+                key: Path::new("/s/tls/key.pem"),
+                http2: true,
+            }),
+        );
+        assert!(
+            f[0].1.starts_with(
+                "CONFIG proxy.config.http.server_ports STRING 8443:ssl:ip-in=127.0.0.1\n"
+            ),
+            "{}",
+            f[0].1
+        );
+        let multicert = f
+            .iter()
+            .find(|(n, _)| *n == "ssl_multicert.config")
+            .unwrap();
+        assert_eq!(
+            multicert.1,
+            "dest_ip=* ssl_cert_name=/s/tls/cert.pem ssl_key_name=/s/tls/key.pem\n"
         );
     }
 }

@@ -54,50 +54,68 @@ pub fn quiet_mesh<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
 /// off orange, buffering on blue (pingora a shade apart from NGINX);
 /// request buffering off magenta, on green.
 pub fn route_color(route: &RouteName) -> RGBColor {
-    match route.known() {
-        Some(Route::Direct) => RGBColor(204, 51, 51),
-        Some(Route::NginxOff) => RGBColor(230, 130, 20),
-        Some(Route::PingoraOff) => RGBColor(180, 120, 0),
-        Some(Route::NginxOn) => RGBColor(40, 110, 200),
-        Some(Route::PingoraOn) => RGBColor(20, 150, 150),
-        Some(Route::NginxReqbufOff) => RGBColor(200, 90, 160),
-        Some(Route::PingoraReqbufOff) => RGBColor(150, 70, 130),
-        Some(Route::NginxReqbufOn) => RGBColor(60, 160, 60),
-        Some(Route::PingoraReqbufOn) => RGBColor(30, 110, 40),
+    route.known().map_or(RGBColor(120, 120, 120), color_of)
+}
+
+/// [`route_color`] of a known route.
+fn color_of(route: Route) -> RGBColor {
+    match route {
+        Route::Direct => RGBColor(204, 51, 51),
+        Route::NginxOff => RGBColor(230, 130, 20),
+        Route::PingoraOff => RGBColor(180, 120, 0),
+        Route::NginxOn => RGBColor(40, 110, 200),
+        Route::PingoraOn => RGBColor(20, 150, 150),
+        Route::NginxReqbufOff => RGBColor(200, 90, 160),
+        Route::PingoraReqbufOff => RGBColor(150, 70, 130),
+        Route::NginxReqbufOn => RGBColor(60, 160, 60),
+        Route::PingoraReqbufOn => RGBColor(30, 110, 40),
         // Caddy: its default (streaming) brown, buffering purple-blue,
         // request buffering olive.
-        Some(Route::Caddy) => RGBColor(140, 90, 50),
-        Some(Route::CaddyBuf) => RGBColor(90, 80, 190),
-        Some(Route::CaddyReqbuf) => RGBColor(120, 140, 30),
+        Route::Caddy => RGBColor(140, 90, 50),
+        Route::CaddyBuf => RGBColor(90, 80, 190),
+        Route::CaddyReqbuf => RGBColor(120, 140, 30),
         // HAProxy: its default teal, waiting for request bodies slate.
-        Some(Route::Haproxy) => RGBColor(20, 150, 160),
-        Some(Route::HaproxyReqbuf) => RGBColor(70, 100, 130),
+        Route::Haproxy => RGBColor(20, 150, 160),
+        Route::HaproxyReqbuf => RGBColor(70, 100, 130),
         // Varnish: magenta, caching request bodies plum.
-        Some(Route::Varnish) => RGBColor(200, 60, 140),
-        Some(Route::VarnishReqbuf) => RGBColor(130, 50, 100),
+        Route::Varnish => RGBColor(200, 60, 140),
+        Route::VarnishReqbuf => RGBColor(130, 50, 100),
         // Apache: its default dark red, its raised flush threshold rose,
         // spooling request bodies dark brown;
         // H2O (buffering both ways) sky blue.
-        Some(Route::Apache) => RGBColor(150, 30, 40),
-        Some(Route::ApacheBuf) => RGBColor(230, 120, 140),
-        Some(Route::ApacheReqbuf) => RGBColor(120, 60, 20),
-        Some(Route::H2o) => RGBColor(90, 180, 230),
+        Route::Apache => RGBColor(150, 30, 40),
+        Route::ApacheBuf => RGBColor(230, 120, 140),
+        Route::ApacheReqbuf => RGBColor(120, 60, 20),
+        Route::H2o => RGBColor(90, 180, 230),
         // Squid: its default olive-grey, reading ahead a whole response
         // gold.
-        Some(Route::Squid) => RGBColor(110, 110, 70),
-        Some(Route::SquidBuf) => RGBColor(210, 170, 30),
+        Route::Squid => RGBColor(110, 110, 70),
+        Route::SquidBuf => RGBColor(210, 170, 30),
         // Traffic Server: its default slate blue, reading ahead a whole
         // response cyan, buffering request bodies dark green.
-        Some(Route::Ats) => RGBColor(80, 90, 160),
-        Some(Route::AtsBuf) => RGBColor(0, 190, 190),
-        Some(Route::AtsReqbuf) => RGBColor(40, 120, 90),
+        Route::Ats => RGBColor(80, 90, 160),
+        Route::AtsBuf => RGBColor(0, 190, 190),
+        Route::AtsReqbuf => RGBColor(40, 120, 90),
         // NGINX and pingora at an HTTP/2 edge: darker shades of their
         // HTTP/1 twins.
-        Some(Route::NginxH2Off) => RGBColor(170, 80, 0),
-        Some(Route::NginxH2On) => RGBColor(20, 60, 140),
-        Some(Route::PingoraH2Off) => RGBColor(130, 90, 0),
-        Some(Route::PingoraH2On) => RGBColor(10, 100, 100),
-        None => RGBColor(120, 120, 120),
+        Route::NginxH2Off => RGBColor(170, 80, 0),
+        Route::NginxH2On => RGBColor(20, 60, 140),
+        Route::PingoraH2Off => RGBColor(130, 90, 0),
+        Route::PingoraH2On => RGBColor(10, 100, 100),
+        // The packaged proxies at an HTTP/2 edge: two thirds of their
+        // HTTP/1 twins' colours.
+        r @ (Route::CaddyH2
+        | Route::CaddyH2Buf
+        | Route::HaproxyH2
+        | Route::ApacheH2
+        | Route::ApacheH2Buf
+        | Route::H2oH2
+        | Route::AtsH2
+        | Route::AtsH2Buf) => {
+            let RGBColor(r, g, b) = color_of(r.http1_twin());
+            let third = |c: u8| (u16::from(c) * 2 / 3) as u8;
+            RGBColor(third(r), third(g), third(b))
+        }
     }
 }
 
