@@ -708,11 +708,7 @@ impl Route {
     /// The proxy and its buffering, or `None` for direct access.
     /// An HTTP/2 edge's route is its HTTP/1.1 twin's proxy and buffering.
     pub fn proxy(self) -> Option<(ProxyKind, bool)> {
-        let twin = self.http1_twin();
-        if twin != self {
-            return twin.proxy();
-        }
-        match self {
+        match self.http1_twin() {
             Route::Direct => None,
             Route::NginxOff => Some((ProxyKind::Nginx, false)),
             Route::NginxOn => Some((ProxyKind::Nginx, true)),
@@ -731,18 +727,7 @@ impl Route {
             Route::SquidBuf => Some((ProxyKind::Squid, true)),
             Route::Ats | Route::AtsReqbuf => Some((ProxyKind::Trafficserver, false)),
             Route::AtsBuf => Some((ProxyKind::Trafficserver, true)),
-            Route::NginxH2Off
-            | Route::NginxH2On
-            | Route::PingoraH2Off
-            | Route::PingoraH2On
-            | Route::CaddyH2
-            | Route::CaddyH2Buf
-            | Route::HaproxyH2
-            | Route::ApacheH2
-            | Route::ApacheH2Buf
-            | Route::H2oH2
-            | Route::AtsH2
-            | Route::AtsH2Buf => unreachable!("an HTTP/2 edge's route is its twin's"),
+            h2 => unreachable!("{h2} has an HTTP/1.1 twin"),
         }
     }
 
@@ -753,10 +738,6 @@ impl Route {
     /// pingora streams them (`--request-buffering off`) with the same 1 MiB
     /// limit. An HTTP/2 edge's route treats one as its HTTP/1.1 twin.
     pub fn request_body(self) -> Option<RequestBody> {
-        let twin = self.http1_twin();
-        if twin != self {
-            return twin.request_body();
-        }
         let default = |buffering| RequestBody {
             buffering,
             max_body_bytes: RequestBody::NGINX_MAX_BODY,
@@ -769,7 +750,7 @@ impl Route {
             buffer_limit: u64::MAX,
             explicit: true,
         };
-        match self {
+        match self.http1_twin() {
             Route::Direct => None,
             Route::NginxOff | Route::NginxOn => Some(default(true)),
             Route::PingoraOff | Route::PingoraOn => Some(default(false)),
@@ -819,18 +800,7 @@ impl Route {
                 buffer_limit: u64::MAX,
                 explicit: false,
             }),
-            Route::NginxH2Off
-            | Route::NginxH2On
-            | Route::PingoraH2Off
-            | Route::PingoraH2On
-            | Route::CaddyH2
-            | Route::CaddyH2Buf
-            | Route::HaproxyH2
-            | Route::ApacheH2
-            | Route::ApacheH2Buf
-            | Route::H2oH2
-            | Route::AtsH2
-            | Route::AtsH2Buf => unreachable!("an HTTP/2 edge's route is its twin's"),
+            h2 => unreachable!("{h2} has an HTTP/1.1 twin"),
         }
     }
 

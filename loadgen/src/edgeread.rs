@@ -258,9 +258,22 @@ async fn connection(
             let socket = net::socket(s.addr).map_err(|e| Failure::local("socket", &e))?;
             bind::bind(&socket, s.bind.slow_client(index))
                 .map_err(|e| Failure::local("bind", &e))?;
+            // An HTTP/2 slow reader is its stream window, not a small
+            // socket buffer: its connection, which every stream shares,
+            // keeps the kernel's buffer, as h2load's and browsers' do.
+            // Shrunk to `--rcvbuf` (16 KiB granted for 8 KiB), a connection
+            // that TLS fills with 16 KiB records stalled: the server saw a
+            // window of about 6 KB, held 100 KB unsent and sent on its
+            // zero-window probes, about 16 KB a second per stream (the
+            // `h2` preset behind `pingora-h2-off`, 2 streams on one
+            // connection, after 4 MiB of each). Over HTTP/1.1, TLS or not,
+            // the socket buffer is the reader's, as ever.
             conn.granted = Some(
-                net::set_rcvbuf(&socket, s.reading.rcvbuf)
-                    .map_err(|e| Failure::local("SO_RCVBUF", &e))?,
+                match ctx.edge.http2 {
+                    Some(_) => socket.recv_buffer_size(),
+                    None => net::set_rcvbuf(&socket, s.reading.rcvbuf),
+                }
+                .map_err(|e| Failure::local("SO_RCVBUF", &e))?,
             );
             // As HTTP/2 and TLS clients do (h2load, browsers): a
             // WINDOW_UPDATE must not wait behind Nagle for an ACK the
@@ -553,7 +566,7 @@ fn finish(
             .connected
             .zip(seen.consumed_all)
             .map(|(a, b)| secs(a, b)),
-        rcvbuf_requested_bytes: ctx.slow.reading.rcvbuf,
+        rcvbuf_requested_bytes: ctx.edge.http2.is_none().then_some(ctx.slow.reading.rcvbuf),
         rcvbuf_granted_bytes: conn.granted,
         first_read_bytes: seen.first_read,
         verified: match (&error, checks_pattern, seen.chunked) {

@@ -127,7 +127,7 @@ impl From<&LargeRecord> for LargeCells {
             bytes: r.bytes,
             content_length: r.content_length,
             receive_s: r.receive_s,
-            rcvbuf_requested_bytes: Some(r.rcvbuf_requested_bytes as u64),
+            rcvbuf_requested_bytes: r.rcvbuf_requested_bytes.map(|v| v as u64),
             rcvbuf_granted_bytes: r.rcvbuf_granted_bytes.map(|v| v as u64),
             verified: Some(r.verified.as_str().to_string()),
             error: error_cell(&r.error),

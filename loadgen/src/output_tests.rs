@@ -53,7 +53,7 @@ fn report() -> Report {
             bytes: 16 << 20,
             content_length: Some(16 << 20),
             receive_s: Some(8.001),
-            rcvbuf_requested_bytes: 8192,
+            rcvbuf_requested_bytes: Some(8192),
             rcvbuf_granted_bytes: Some(16384),
             first_read_bytes: Some(4279),
             verified: Verified::Pattern,

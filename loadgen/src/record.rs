@@ -78,7 +78,9 @@ pub struct LargeRecord {
     /// Request start (TCP established) to the paced consumption of the last
     /// chunk; `None` unless the body was whole.
     pub receive_s: Option<f64>,
-    pub rcvbuf_requested_bytes: usize,
+    /// `--rcvbuf`; none on an HTTP/2 connection, whose socket keeps the
+    /// kernel's buffer (its slow reader is its stream window).
+    pub rcvbuf_requested_bytes: Option<usize>,
     pub rcvbuf_granted_bytes: Option<usize>,
     /// Bytes the first `recv` after the request returned, the head
     /// included; `None` if nothing was read.

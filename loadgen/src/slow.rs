@@ -364,7 +364,7 @@ impl Download {
             bytes: p.reader.body_bytes(),
             content_length: sink.content_length,
             receive_s: p.connected.zip(p.consumed_all).map(|(a, b)| secs(a, b)),
-            rcvbuf_requested_bytes: self.ctx.reading.rcvbuf,
+            rcvbuf_requested_bytes: Some(self.ctx.reading.rcvbuf),
             rcvbuf_granted_bytes: p.granted,
             first_read_bytes: p.first_read,
             verified: match (&error, sink.checks_pattern(), p.reader.framing()) {

@@ -288,7 +288,7 @@ impl Summary {
                 errors: slow_errors,
                 receive_s,
                 receive_s_median: median(&received).map(s6),
-                rcvbuf_requested_bytes: report.large.first().map(|r| r.rcvbuf_requested_bytes),
+                rcvbuf_requested_bytes: report.large.first().and_then(|r| r.rcvbuf_requested_bytes),
                 rcvbuf_granted_bytes: report.large.iter().find_map(|r| r.rcvbuf_granted_bytes),
             },
             uploads: UploadSummary::of(&report.uploads),

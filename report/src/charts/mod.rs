@@ -104,15 +104,12 @@ fn color_of(route: Route) -> RGBColor {
         Route::PingoraH2On => RGBColor(10, 100, 100),
         // The packaged proxies at an HTTP/2 edge: two thirds of their
         // HTTP/1 twins' colours.
-        r @ (Route::CaddyH2
-        | Route::CaddyH2Buf
-        | Route::HaproxyH2
-        | Route::ApacheH2
-        | Route::ApacheH2Buf
-        | Route::H2oH2
-        | Route::AtsH2
-        | Route::AtsH2Buf) => {
-            let RGBColor(r, g, b) = color_of(r.http1_twin());
+        r => {
+            let twin = r.http1_twin();
+            if twin == r {
+                return RGBColor(120, 120, 120);
+            }
+            let RGBColor(r, g, b) = color_of(twin);
             let third = |c: u8| (u16::from(c) * 2 / 3) as u8;
             RGBColor(third(r), third(g), third(b))
         }
