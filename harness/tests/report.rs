@@ -663,3 +663,62 @@ fn the_proxies_section_tells_which_proxies_protect_and_at_what_price() {
     let p95 = condition(tmp.path(), "gunicorn-sync2", "nginx-on", "2", "p95");
     assert!(row("nginx-on").contains(&format!("{p95:.2} ms")), "{p95}");
 }
+
+/// The committed example of the `h2` preset (`docs/example-h2/`): the
+/// section "One connection, many held workers" it keeps is the one the
+/// report writes today, with a row per HTTP/2-edge condition, and in it
+/// one connection of 2 slow streams holds both of Gunicorn's workers
+/// behind every proxy that does not buffer at that edge, as 2 connections
+/// do, while every route that buffers there keeps `/fast` quick.
+#[test]
+fn the_h2_example_shows_one_connection_holding_many_workers() {
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/example-h2");
+    let tmp = copy_of(&example);
+    report::write(tmp.path()).expect("the report of the h2 example");
+    let md = fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    let start = md
+        .find("<!-- ANCHOR: streams -->")
+        .expect("the streams section");
+    let end = md[start..].find("<!-- ANCHOR_END: streams -->").unwrap() + start;
+    let ours = &md[start..end + "<!-- ANCHOR_END: streams -->".len()];
+    let kept = fs::read_to_string(example.join("one-connection-many-workers.md")).unwrap();
+    assert_eq!(
+        ours.trim(),
+        kept.trim(),
+        "docs/example-h2/one-connection-many-workers.md is the section as the report writes it: run scripts/regenerate-example"
+    );
+    // | server | route | slow streams | streams per connection | connections | served at once | /fast p95 |
+    let p95 = |route: &str, spc: &str| -> f64 {
+        let prefix = format!("| gunicorn-sync2 | {route} | 2 | {spc} |");
+        let line = ours
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no row {prefix}"));
+        let cell = line
+            .trim_end_matches('|')
+            .rsplit('|')
+            .next()
+            .unwrap()
+            .trim();
+        // `–`: no p95, every call of /fast failed.
+        if cell == "–" {
+            return f64::INFINITY;
+        }
+        cell.trim_end_matches(" ms")
+            .replace(',', "")
+            .parse()
+            .unwrap_or_else(|_| panic!("{line}"))
+    };
+    let cap = catalogue::ProxyBuffers::EXPERIMENT.capacity();
+    for route in catalogue::Route::H2 {
+        let name = route.to_string();
+        let (one, two) = (p95(&name, "2"), p95(&name, "1"));
+        if route.absorbs(16 << 20, cap) {
+            assert!(one < 1000.0 && two < 1000.0, "{name}: {one} {two}");
+        } else {
+            // Both workers held for most of a 16 MiB download at 2 MiB/s
+            // (Apache's for longer: see the example's README).
+            assert!(one > 5000.0 && two > 5000.0, "{name}: {one} {two}");
+        }
+    }
+}

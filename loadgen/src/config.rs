@@ -235,7 +235,9 @@ pub struct SlowReaderArgs {
     #[arg(long, default_value = "2MiB", value_parser = size_in(1, MAX_SLOW_RATE))]
     pub slow_rate: Size,
     /// SO_RCVBUF requested for slow readers before connect (0 to 1GiB; 0
-    /// leaves it to the kernel, autotuned up to tcp_rmem max).
+    /// leaves it to the kernel, autotuned up to tcp_rmem max). Not for an
+    /// HTTP/2 connection, whose slow readers are their --h2-window: it
+    /// keeps the kernel's buffer.
     #[arg(long, default_value = "8KiB", value_parser = size_in(0, MAX_RCVBUF))]
     pub rcvbuf: Size,
     /// Largest single read of a slow reader (1 to 1MiB).

@@ -262,12 +262,13 @@ async fn connection(
             // socket buffer: its connection, which every stream shares,
             // keeps the kernel's buffer, as h2load's and browsers' do.
             // Shrunk to `--rcvbuf` (16 KiB granted for 8 KiB), a connection
-            // that TLS fills with 16 KiB records stalled: the server saw a
-            // window of about 6 KB, held 100 KB unsent and sent on its
-            // zero-window probes, about 16 KB a second per stream (the
-            // `h2` preset behind `pingora-h2-off`, 2 streams on one
-            // connection, after 4 MiB of each). Over HTTP/1.1, TLS or not,
-            // the socket buffer is the reader's, as ever.
+            // stalled behind `pingora-h2-off` (the `h2` preset, 2 streams
+            // on one connection, after 4 MiB of each): every byte received
+            // consumed, yet the proxy's socket saw a receive window of about
+            // 6 KB (sock_diag's `snd_wnd`, `rwnd_limited`) with 100 KB
+            // unsent, and each stream got about 16 KB a second until the
+            // load's time limit. Over HTTP/1.1, TLS or not, the socket
+            // buffer is the reader's, as ever.
             conn.granted = Some(
                 match ctx.edge.http2 {
                     Some(_) => socket.recv_buffer_size(),

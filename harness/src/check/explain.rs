@@ -357,6 +357,10 @@ fn cause_of(r: &RouteResult) -> Option<Cause> {
 fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
     let handlers = "give the server more handlers than slow clients (threads, or an async server)";
     let put = match args.direction {
+        // At an HTTP/2 edge, the routes that buffer at that edge.
+        Direction::Download if r.route.edge().http2 => {
+            "put a buffering reverse proxy at the edge (NGINX proxy_buffering on; check it with --through nginx-h2-on or pingora-h2-on)"
+        }
         Direction::Download => {
             "put a buffering reverse proxy in front (NGINX proxy_buffering on; check it with --through nginx-on or pingora-on)"
         }
@@ -394,6 +398,15 @@ fn remedy_of(r: &RouteResult, args: &CheckArgs) -> String {
                 label(r),
                 kind.title()
             ),
+            Some((kind, "buffering", true))
+                if args.direction == Direction::Download && !r.route.buffers_here() =>
+            {
+                format!(
+                    "{}: {}'s response buffering does not act at its HTTP/2 edge (each stream leaves through mod_http2, not the output filter that buffers); {put}, or {handlers}",
+                    label(r),
+                    kind.title()
+                )
+            }
             Some((_, what, false)) => format!(
                 "{}: turn the proxy's {what} on (it passed each transfer through at the client's pace), or {handlers}",
                 label(r)
@@ -731,6 +744,25 @@ mod tests {
         let remedy = super::remedy(&routes, &a);
         assert!(
             remedy.contains("keep the proxy in front (behind your proxy (edge))"),
+            "{remedy}"
+        );
+    }
+
+    #[test]
+    fn apache_buffering_at_its_h2_edge_is_named_as_what_failed() {
+        let a = args(&["--through", "apache-h2-buf,haproxy-h2"]);
+        let routes = [
+            route(Route::ApacheH2Buf, "apache-h2-buf", Some(2), "handlers"),
+            route(Route::HaproxyH2, "haproxy-h2", Some(2), "handlers"),
+        ];
+        let remedy = remedy(&routes, &a);
+        assert!(
+            remedy.contains("Apache's response buffering does not act at its HTTP/2 edge"),
+            "{remedy}"
+        );
+        // An HTTP/2 edge's remedy names the routes that buffer there.
+        assert!(
+            remedy.contains("--through nginx-h2-on or pingora-h2-on"),
             "{remedy}"
         );
     }

@@ -27,7 +27,9 @@
 //! run's certificate and key, where H2O offers `h2` and `http/1.1` by
 //! ALPN (`lib/common/socket.c`, `h2o_ssl_register_alpn_protocols` from
 //! `src/main.c`); the proxying, and its reading of whole responses, is
-//! that of `lib/core/proxy.c` whatever the client speaks.
+//! that of `lib/core/proxy.c` whatever the client speaks. OCSP stapling is
+//! off (`ocsp-update-interval: 0`): the lab's certificate names no
+//! responder, and nothing may reach beyond the loopback.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -45,7 +47,7 @@ pub fn config(
 ) -> String {
     let ssl = tls.map_or(String::new(), |t| {
         format!(
-            "  ssl:\n    certificate-file: \"{}\"\n    key-file: \"{}\"\n",
+            "  ssl:\n    certificate-file: \"{}\"\n    key-file: \"{}\"\n    ocsp-update-interval: 0\n",
             t.cert.display(),
             t.key.display()
         )
@@ -115,7 +117,7 @@ mod tests {
             }),
         );
         assert!(
-            c.contains("  port: 8443\n  ssl:\n    certificate-file: \"/s/tls/cert.pem\"\n    key-file: \"/s/tls/key.pem\"\nhosts:"),
+            c.contains("  port: 8443\n  ssl:\n    certificate-file: \"/s/tls/cert.pem\"\n    key-file: \"/s/tls/key.pem\"\n    ocsp-update-interval: 0\nhosts:"),
             "{c}"
         );
     }
