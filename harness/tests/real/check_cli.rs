@@ -769,9 +769,20 @@ fn a_server_capped_at_a_tiny_cpu_share_is_denied_for_cpu_not_handlers() {
     assert!(v.is_object(), "{}\n{}", o.stdout, o.stderr);
     let bad = not_held(&v);
     assert!(!bad.is_empty(), "{}\n{}", o.stdout, o.stderr);
+    // Never the handlers. A denied level ran out of CPU; a level merely
+    // degraded by one reader's burst may have been throttled for too
+    // little of it to name a cause (CI, stop 45: one reader, p95 20 ms,
+    // 0.022 of the 0.1 core on average: `unknown`).
     for l in &bad {
-        assert_eq!(l["cause"], "cpu", "{l}");
+        assert_ne!(l["cause"], "handlers", "{l}");
+        if l["verdict"] == "denied" {
+            assert_eq!(l["cause"], "cpu", "{l}");
+        }
     }
+    assert!(
+        bad.iter().any(|l| l["cause"] == "cpu"),
+        "no level ran out of CPU: {bad:?}"
+    );
     let d = route(&v, "direct");
     let answer = d["answer"].as_str().unwrap();
     assert!(!answer.contains("handlers were held"), "{answer}");
