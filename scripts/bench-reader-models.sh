@@ -16,6 +16,6 @@
 # Gunicorn (SLOWLAB_HOME, else .slowlab).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --bin slowlab --features real-stack
-exec cargo test --release --quiet -p harness --features real-stack --test real \
+cargo build --release --quiet --bin slowlab
+exec cargo test --release --quiet -p harness --test real \
     reader_models::streamreader_against -- --ignored --nocapture --test-threads=1

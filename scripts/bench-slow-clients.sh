@@ -84,6 +84,8 @@ print(f"{sys.argv[1]:<34} {d['ok']:>6}/{d['of']:<6} {d['cores']:>6.3f} {d['user_
 EOF
 }
 
+# The environment the figures belong to.
+echo "# $(uname -r), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), tcp_congestion_control $(sysctl -n net.ipv4.tcp_congestion_control), tcp_rmem $(sysctl -n net.ipv4.tcp_rmem | tr '\t' ' '), tcp_wmem $(sysctl -n net.ipv4.tcp_wmem | tr '\t' ' ')"
 printf '%-34s %13s %6s %7s %7s %9s %8s %8s %8s %8s %7s\n' case ok cores user_s sys_s "us/MiB" rss_MiB "late%med" "late%max" srv_cpu "ld/srv"
 run_case c1 1024 256KiB 4MiB >"$work/c1.result"
 report "1024 x 256KiB/s, rcvbuf 8KiB" $((256 << 10)) "$work/c1.result"

@@ -187,7 +187,9 @@ pub enum Route {
 /// direct): the one place that knows it, for the proxy's configuration,
 /// the load generator's flags and the results. Every route but the
 /// [`Route::H2`] ones is cleartext HTTP/1.1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+/// It is written as its [`Edge::protocol`] (`"h2"`), in the load
+/// generator's records and summary as anywhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Edge {
     /// TLS is terminated at the entry point (`https://`).
     pub tls: bool,
@@ -195,10 +197,39 @@ pub struct Edge {
     pub http2: bool,
 }
 
+impl Default for Edge {
+    fn default() -> Edge {
+        Edge::CLEARTEXT_HTTP1
+    }
+}
+
+impl serde::Serialize for Edge {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.protocol())
+    }
+}
+
 impl Edge {
     /// Cleartext HTTP/1.1, the lab's edge before HTTP/2 and TLS.
     pub const CLEARTEXT_HTTP1: Edge = Edge {
         tls: false,
+        http2: false,
+    };
+
+    /// HTTP/2 over TLS, as ALPN chooses it: every [`Route::H2`] route's.
+    pub const H2: Edge = Edge {
+        tls: true,
+        http2: true,
+    };
+    /// HTTP/2 with prior knowledge, in the clear (`slowlab load --http2`
+    /// to an `http://` target).
+    pub const H2C: Edge = Edge {
+        tls: false,
+        http2: true,
+    };
+    /// HTTP/1.1 over TLS (`slowlab load` to an `https://` target).
+    pub const HTTP1_TLS: Edge = Edge {
+        tls: true,
         http2: false,
     };
 
@@ -525,20 +556,25 @@ impl Route {
     /// HTTP/2 itself. Varnish 7.1 has no TLS (its HTTP/2 is an
     /// experimental feature behind a TLS terminator) and Squid 5.7 no
     /// HTTP/2, so neither has one.
-    pub const H2: [Route; 12] = [
-        Route::NginxH2Off,
-        Route::PingoraH2Off,
-        Route::NginxH2On,
-        Route::PingoraH2On,
-        Route::CaddyH2,
-        Route::CaddyH2Buf,
-        Route::HaproxyH2,
-        Route::ApacheH2,
-        Route::ApacheH2Buf,
-        Route::H2oH2,
-        Route::AtsH2,
-        Route::AtsH2Buf,
-    ];
+    pub const H2: [Route; 12] = {
+        // Derived from ALL, in its order: the routes that are not their
+        // own HTTP/1.1 twin. The length is checked when this compiles.
+        let mut out = [Route::Direct; 12];
+        let (mut i, mut n) = (0, 0);
+        while i < Route::ALL.len() {
+            let r = Route::ALL[i];
+            if r.http1_twin() as u8 != r as u8 {
+                out[n] = r;
+                n += 1;
+            }
+            i += 1;
+        }
+        assert!(
+            n == out.len(),
+            "Route::H2 has one place per HTTP/2 edge of Route::ALL"
+        );
+        out
+    };
 
     /// Direct and every proxy route of the request direction: each proxy
     /// with request buffering off and on (the `proxies` preset's uploads).
@@ -660,10 +696,7 @@ impl Route {
     /// What clients speak to the route's entry point ([`Edge`]).
     pub fn edge(self) -> Edge {
         match self.http1_twin() == self {
-            false => Edge {
-                tls: true,
-                http2: true,
-            },
+            false => Edge::H2,
             true => Edge::CLEARTEXT_HTTP1,
         }
     }
@@ -672,7 +705,7 @@ impl Route {
     /// HTTP/1.1 (`nginx-h2-on` is `nginx-on`): what happens to a response
     /// between the app and the proxy is the same for both, so the buffer
     /// model and the prediction treat them alike.
-    pub fn http1_twin(self) -> Route {
+    pub const fn http1_twin(self) -> Route {
         match self {
             Route::NginxH2Off => Route::NginxOff,
             Route::NginxH2On => Route::NginxOn,

@@ -160,7 +160,7 @@ _slowlab() {
             return 0
             ;;
         slowlab__subcmd__check)
-            opts="-h -V --target --server --server-cmd --server-dir --large-path --direction --upload-path --upload-bytes --upload-rate --sndbuf --header-interval --upload-ok --fast-path --max-slow --streams-per-conn --slow-rate --rcvbuf --reader --fast-rate --level-duration --noise-floor --through --through-cmd --through-label --gate --label --repeat --caps --out --json --allow-remote --netns --sysctl --link --mtu --slow-upload --slow-headers --help --version"
+            opts="-h -V --target --server --server-cmd --server-dir --large-path --direction --upload-path --upload-bytes --upload-rate --sndbuf --header-interval --upload-ok --fast-path --max-slow --streams-per-conn --slow-rate --rcvbuf --reader --fast-rate --level-duration --ready-timeout --noise-floor --through --through-cmd --through-label --gate --label --repeat --caps --out --json --allow-remote --netns --sysctl --link --mtu --slow-upload --slow-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -243,6 +243,10 @@ _slowlab() {
                     return 0
                     ;;
                 --level-duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ready-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -103,6 +103,7 @@ impl Session {
             exe: std::env::current_exe().context("locating the slowlab binary")?,
             tools,
             app_dir: Launcher::write_app(&scratch.path().join("app"))?,
+            ready_timeout: lab::stack::launch::READY_TIMEOUT,
         };
         Ok(Session {
             out,

@@ -371,13 +371,7 @@ pub fn http_status(addr: SocketAddr, path: &str) -> Result<u16> {
     )?;
     let mut head = [0u8; 64];
     let n = s.read(&mut head)?;
-    let text = String::from_utf8_lossy(&head[..n]);
-    let code = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .context("no status line")?;
-    Ok(code)
+    loadgen::probe::status_line_code(&head[..n]).context("no status line")
 }
 
 /// A loopback port that was free a moment ago, for programs that cannot

@@ -185,53 +185,13 @@ impl std::fmt::Debug for Edge {
 }
 
 impl Edge {
-    /// The protocol the load speaks, as the `protocol` columns name it.
-    pub fn protocol(&self) -> Protocol {
-        match (self.http2.is_some(), self.tls.is_some()) {
-            (false, false) => Protocol::Http1,
-            (false, true) => Protocol::Http1Tls,
-            (true, false) => Protocol::H2c,
-            (true, true) => Protocol::H2,
+    /// What the load speaks, as the catalogue names a route's edge (and
+    /// the `protocol` columns record it).
+    pub fn protocol(&self) -> catalogue::Edge {
+        catalogue::Edge {
+            tls: self.tls.is_some(),
+            http2: self.http2.is_some(),
         }
-    }
-}
-
-/// What a request or download spoke: the `protocol` column, named as the
-/// catalogue names a route's edge (`catalogue::Edge::protocol`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// Cleartext HTTP/1.1.
-    #[default]
-    Http1,
-    /// HTTP/1.1 over TLS.
-    Http1Tls,
-    /// Prior-knowledge HTTP/2 over cleartext TCP.
-    H2c,
-    /// HTTP/2 over TLS (ALPN h2).
-    H2,
-}
-
-impl Protocol {
-    /// The edge that speaks it.
-    pub fn edge(self) -> catalogue::Edge {
-        let (tls, http2) = match self {
-            Protocol::Http1 => (false, false),
-            Protocol::Http1Tls => (true, false),
-            Protocol::H2c => (false, true),
-            Protocol::H2 => (true, true),
-        };
-        catalogue::Edge { tls, http2 }
-    }
-
-    /// `http/1.1`, `http/1.1+tls`, `h2c` or `h2`.
-    pub fn as_str(self) -> &'static str {
-        self.edge().protocol()
-    }
-}
-
-impl serde::Serialize for Protocol {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
     }
 }
 

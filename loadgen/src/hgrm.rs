@@ -109,7 +109,7 @@ mod tests {
             bytes: 12,
             error: None,
             tls_ms: None,
-            protocol: crate::edge::Protocol::Http1,
+            protocol: catalogue::Edge::CLEARTEXT_HTTP1,
         }
     }
 

@@ -111,7 +111,7 @@ impl From<&FastRecord> for RequestCells {
             bytes: r.bytes,
             error: error_cell(&r.error),
             tls_ms: r.tls_ms,
-            protocol: Some(r.protocol.as_str().to_string()),
+            protocol: Some(r.protocol.protocol().to_string()),
         }
     }
 }
@@ -134,7 +134,7 @@ impl From<&LargeRecord> for LargeCells {
             reader: Some(r.reader.as_str().to_string()),
             first_read_bytes: r.first_read_bytes.map(|v| v as u64),
             loop_lag_us: r.loop_lag.map(|d| d.as_secs_f64() * 1e6),
-            protocol: Some(r.protocol.as_str().to_string()),
+            protocol: Some(r.protocol.protocol().to_string()),
             connection: Some(r.connection as u32),
             streams_per_conn: r.h2.map(|h| h.settings.streams_per_conn as u32),
             h2_window_bytes: r.h2.map(|h| u64::from(h.settings.window)),

@@ -27,7 +27,7 @@ fn report() -> Report {
                 bytes: 12,
                 error: None,
                 tls_ms: None,
-                protocol: crate::edge::Protocol::Http1,
+                protocol: catalogue::Edge::CLEARTEXT_HTTP1,
             },
             FastRecord {
                 seq: 1,
@@ -41,7 +41,7 @@ fn report() -> Report {
                 bytes: 0,
                 error: Some(Failure::new(ErrorKind::Timeout, "30s")),
                 tls_ms: None,
-                protocol: crate::edge::Protocol::Http1,
+                protocol: catalogue::Edge::CLEARTEXT_HTTP1,
             },
         ],
         large: vec![LargeRecord {
@@ -60,7 +60,7 @@ fn report() -> Report {
             error: None,
             reader: crate::config::ReaderModel::Streamreader,
             loop_lag: Some(std::time::Duration::from_micros(95)),
-            protocol: crate::edge::Protocol::Http1,
+            protocol: catalogue::Edge::CLEARTEXT_HTTP1,
             connection: 0,
             h2: None,
         }],

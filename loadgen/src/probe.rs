@@ -20,6 +20,20 @@ use crate::{bind, net};
 /// The longest the probe waits for any step.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The status code of an HTTP/1.x response's first line (`HTTP/1.1 200
+/// OK`), from however much of the head was read; `None` when it is not
+/// one. The one parser of every readiness probe's answer.
+pub fn status_line_code(head: &[u8]) -> Option<u16> {
+    let line = head.split(|&b| b == b'\n').next()?;
+    let mut words = std::str::from_utf8(line).ok()?.split_whitespace();
+    words.next().filter(|v| v.starts_with("HTTP/"))?;
+    let code = words.next()?;
+    match code.len() == 3 {
+        true => code.parse().ok().filter(|c| (100..1000).contains(c)),
+        false => None,
+    }
+}
+
 /// Probes the target; `Err` is [`BadInput`].
 pub async fn probe(config: &LoadConfig) -> anyhow::Result<()> {
     let edge = &config.edge;
@@ -191,13 +205,40 @@ where
         .read(&mut head)
         .await
         .map_err(|e| Failure::transfer("response", &e))?;
-    String::from_utf8_lossy(&head[..n])
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
+    status_line_code(&head[..n])
         .map(|status| EdgeAnswer {
             status,
             max_concurrent_streams: None,
         })
         .ok_or_else(|| Failure::new(ErrorKind::Malformed, "no status line"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_line_code;
+
+    #[test]
+    fn a_status_line_gives_its_code_and_anything_else_none() {
+        assert_eq!(
+            status_line_code(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"),
+            Some(200)
+        );
+        assert_eq!(status_line_code(b"HTTP/1.0 404 Not Found"), Some(404));
+        assert_eq!(status_line_code(b"HTTP/1.1 400"), Some(400));
+        for bad in [
+            &b""[..],
+            b"HTTP/1.1",
+            b"SSH-2.0-OpenSSH 200",
+            b"HTTP/1.1 20 OK",
+            b"HTTP/1.1 abc",
+            b"\x16\x03\x01",
+        ] {
+            assert_eq!(
+                status_line_code(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::config::ReaderModel;
-use crate::edge::{H2Settings, Protocol};
+use crate::edge::H2Settings;
 use crate::error::Failure;
 
 /// One `/fast` request (a row of `requests.csv`).
@@ -27,7 +27,7 @@ pub struct FastRecord {
     pub error: Option<Failure>,
     /// TCP established to the TLS handshake done (TLS only).
     pub tls_ms: Option<f64>,
-    pub protocol: Protocol,
+    pub protocol: catalogue::Edge,
 }
 
 impl FastRecord {
@@ -91,7 +91,7 @@ pub struct LargeRecord {
     pub reader: ReaderModel,
     /// `streamreader` only: its `--loop-lag`.
     pub loop_lag: Option<Duration>,
-    pub protocol: Protocol,
+    pub protocol: catalogue::Edge,
     /// The connection that carried it: the reader's own over HTTP/1.1.
     pub connection: usize,
     /// HTTP/2 only: how the stream was carried and held.

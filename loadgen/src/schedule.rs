@@ -33,7 +33,7 @@ use crate::record::FastRecord;
 pub struct Scheduler {
     /// When each request is due, from t0 (a record of one cut in flight).
     offsets: Vec<Duration>,
-    protocol: crate::edge::Protocol,
+    protocol: catalogue::Edge,
     go: mpsc::Sender<(Instant, Duration)>,
     /// The thread's tuning, the schedule's shift and every request's task.
     launched: oneshot::Receiver<(Tuning, Duration, Vec<JoinHandle<FastRecord>>)>,
@@ -128,12 +128,7 @@ impl Scheduler {
 
 /// The record of request `seq`, cut in flight by a stop: its start and
 /// connect are not known here, so it starts as scheduled.
-fn cut(
-    offsets: &[Duration],
-    shift: Duration,
-    seq: usize,
-    protocol: crate::edge::Protocol,
-) -> FastRecord {
+fn cut(offsets: &[Duration], shift: Duration, seq: usize, protocol: catalogue::Edge) -> FastRecord {
     let at = offsets.get(seq).map_or(0.0, |o| (shift + *o).as_secs_f64());
     FastRecord {
         seq,

@@ -377,7 +377,7 @@ impl Download {
             reader: self.ctx.reading.reader,
             loop_lag: (self.ctx.reading.reader == ReaderModel::Streamreader)
                 .then_some(self.ctx.reading.loop_lag),
-            protocol: crate::edge::Protocol::Http1,
+            protocol: catalogue::Edge::CLEARTEXT_HTTP1,
             connection: self.client,
             h2: None,
         };

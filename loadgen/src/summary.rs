@@ -129,7 +129,7 @@ impl UploadSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct EdgeSummary {
     /// `http/1.1`, `http/1.1+tls`, `h2c` or `h2`.
-    pub protocol: crate::edge::Protocol,
+    pub protocol: catalogue::Edge,
     /// The `/fast` requests' TLS handshakes (null without TLS).
     pub tls_ms: Percentiles,
     /// The slow downloads' connections.
@@ -344,8 +344,8 @@ impl fmt::Display for Summary {
             self.target, self.t0_unix_s, self.elapsed_s
         )?;
         let e = &self.edge;
-        if e.protocol != crate::edge::Protocol::Http1 {
-            write!(f, "edge    {}", e.protocol.as_str())?;
+        if e.protocol != catalogue::Edge::CLEARTEXT_HTTP1 {
+            write!(f, "edge    {}", e.protocol.protocol())?;
             if let Some(p50) = e.tls_ms.p50 {
                 write!(f, ", TLS handshake p50 {p50:.3} ms")?;
             }

@@ -9,9 +9,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use catalogue::Edge;
 use common::pattern::DEFAULT_BLOCK;
 use common::tls::LabCertificate;
-use loadgen::edge::Protocol;
 use loadgen::{LoadConfig, Verified};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -176,7 +176,7 @@ fn load(url: &str, extra: &[&str]) -> loadgen::Report {
 }
 
 /// Each download whole, its pattern checked, in about size / rate.
-fn assert_paced(r: &loadgen::Report, protocol: Protocol) {
+fn assert_paced(r: &loadgen::Report, protocol: Edge) {
     for d in &r.large {
         assert_eq!(d.error, None, "{d:?}");
         assert_eq!(d.verified, Verified::Pattern, "{d:?}");
@@ -209,7 +209,7 @@ fn streams_on_one_h2c_connection_are_paced_by_their_window() {
         ],
     );
     assert_eq!(r.large.len(), 4);
-    assert_paced(&r, Protocol::H2c);
+    assert_paced(&r, Edge::H2C);
     let conns: Vec<usize> = r.large.iter().map(|d| d.connection).collect();
     assert_eq!(conns, [0, 0, 1, 1], "two streams to a connection");
     for d in &r.large {
@@ -236,7 +236,7 @@ fn h2_over_tls_is_verified_against_the_generated_authority() {
         &server.url(),
         &["--http2", "--slow", "2", "--tls-ca", &ca_file(&cert, &dir)],
     );
-    assert_paced(&r, Protocol::H2);
+    assert_paced(&r, Edge::H2);
     for f in &r.fast {
         let tls = f.tls_ms.expect("a handshake per request");
         assert!(tls > 0.0 && tls < f.latency_ms.unwrap(), "{f:?}");
@@ -252,7 +252,7 @@ fn http1_over_tls_reads_paced() {
         &server.url(),
         &["--slow", "2", "--tls-ca", &ca_file(&cert, &dir)],
     );
-    assert_paced(&r, Protocol::Http1Tls);
+    assert_paced(&r, Edge::HTTP1_TLS);
     assert!(r.large.iter().all(|d| d.h2.is_none()));
 }
 

@@ -8,9 +8,9 @@ mod support;
 
 use std::time::Duration;
 
+use catalogue::Edge;
 use clap::Parser;
 use common::tls::LabCertificate;
-use loadgen::edge::Protocol;
 use proxy::Buffering;
 use proxy::edge::TlsEdge;
 use server::Model;
@@ -69,7 +69,7 @@ fn two_slow_streams_of_one_connection_hold_both_workers_unless_buffered() {
     assert!(
         off.large
             .iter()
-            .all(|d| d.connection == 0 && d.protocol == Protocol::H2)
+            .all(|d| d.connection == 0 && d.protocol == Edge::H2)
     );
     assert!(!off.fast.is_empty());
     // Every /fast waited for a worker the slow streams held.
@@ -84,6 +84,6 @@ fn two_slow_streams_of_one_connection_hold_both_workers_unless_buffered() {
         assert!(f.ok(), "{f:?}");
         let ms = f.latency_ms.unwrap();
         assert!(ms < Duration::from_millis(500).as_secs_f64() * 1e3, "{f:?}");
-        assert!(f.tls_ms.is_some() && f.protocol == Protocol::H2, "{f:?}");
+        assert!(f.tls_ms.is_some() && f.protocol == Edge::H2, "{f:?}");
     }
 }

@@ -94,6 +94,16 @@ pub struct CheckArgs {
     /// How long the fast path is called at each level (200ms to 10min).
     #[arg(long, default_value = "5s", value_parser = level_duration_arg)]
     pub level_duration: Duration,
+    /// How long the server may take to answer its first request before
+    /// the check gives up on it (1s to 10min): a server or proxy that
+    /// slowlab starts, to answer --fast-path; any server, to begin its
+    /// answer to the pre-flight's GET --large-path or POST --upload-path.
+    #[arg(
+        long,
+        default_value = "20s",
+        value_parser = common::bounds::duration_in(Duration::from_secs(1), Duration::from_secs(600))
+    )]
+    pub ready_timeout: Duration,
     /// A level is held when its p95 is at most 10x the baseline or the
     /// baseline plus this, whichever is larger (0ms to 500ms): room for
     /// the scheduling noise of a busy machine.

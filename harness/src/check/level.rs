@@ -38,6 +38,9 @@ pub struct Plan {
     pub timeout: Duration,
     /// The large path's length, known after the pre-flight.
     pub large_bytes: u64,
+    /// `--ready-timeout`: how long the pre-flight's requests wait for
+    /// the server's first bytes.
+    pub ready_timeout: Duration,
     /// `--max-slow`.
     pub max_slow: u32,
     /// `--noise-floor`, in milliseconds.
@@ -605,6 +608,7 @@ mod tests {
             level_duration: Duration::from_secs(5),
             timeout: Duration::from_secs(5),
             large_bytes: 16 * MIB,
+            ready_timeout: Duration::from_secs(20),
             max_slow: 8,
             noise_floor_ms: 20.0,
             upload: loadgen::upload_args::UploadArgs {

@@ -300,7 +300,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
     let packaged = routes_checked
         .iter()
         .any(|r| r.proxy().and_then(|(kind, _)| kind.needs()).is_some());
-    let session = Session::open(Opening {
+    let mut session = Session::open(Opening {
         kind: "check",
         out: args.out.clone(),
         name: "check".into(),
@@ -311,6 +311,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         },
         announce_tools: false,
     })?;
+    session.launcher.ready_timeout = args.ready_timeout;
     let caps = match (&session.cgroups, args.caps) {
         (Mode::None { reason }, Some(_)) => {
             let e = BadInput::new(format!(
@@ -377,6 +378,7 @@ pub fn run(args: CheckArgs) -> Result<()> {
         level_duration: args.level_duration,
         timeout,
         large_bytes: 0,
+        ready_timeout: args.ready_timeout,
         max_slow: args.max_slow,
         noise_floor_ms: args.noise_floor.as_secs_f64() * 1000.0,
         upload: loadgen::upload_args::UploadArgs {

@@ -114,11 +114,11 @@ const MAX_MEASURED: u64 = 4 << 30;
 /// for a chunked body or one that ends at the close, by reading it once
 /// (any server's large answer counts; its framing is recorded, never a
 /// reason to refuse it).
-pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
+pub fn large_path(addr: SocketAddr, host: &str, path: &str, wait: Duration) -> Result<Large> {
     use loadgen::response::{Discard, Framing, Method, ResponseReader, read_blocking};
     let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     let mut s = connect(addr, &format!("GET {path}"))?;
-    s.set_read_timeout(Some(PROBE_WAIT))?;
+    s.set_read_timeout(Some(wait))?;
     s.write_all(request.as_bytes())
         .with_context(|| format!("sending GET {path}"))?;
     let mut reader = ResponseReader::new(Method::Get);
@@ -161,18 +161,21 @@ pub fn large_path(addr: SocketAddr, host: &str, path: &str) -> Result<Large> {
             "the large path {path} answers {code}, not 200"
         ))),
         (None, _) => bail!(common::exit::BadInput::new(match read {
-            Err(f) if f.kind == loadgen::ErrorKind::Timeout => format!(
-                "the server accepted GET {path} but answered nothing in {} s",
-                PROBE_WAIT.as_secs()
-            ),
+            Err(f) if f.kind == loadgen::ErrorKind::Timeout =>
+                nothing_in(&format!("GET {path}"), wait),
             Err(f) => format!("GET {path} got no status line ({f})"),
             Ok(()) => format!("GET {path} got no status line"),
         })),
     }
 }
 
-/// How long a pre-flight probe waits for an answer.
-const PROBE_WAIT: Duration = Duration::from_secs(10);
+/// What a pre-flight request that got no answer in `wait` says.
+fn nothing_in(what: &str, wait: Duration) -> String {
+    format!(
+        "the server accepted {what} but answered nothing in {} (--ready-timeout)",
+        common::units::format_duration(wait)
+    )
+}
 
 /// A stream that keeps the first bytes it reads (the response head, for
 /// its headers) and ends after `max` bytes.
@@ -214,7 +217,7 @@ const PROBE_BYTES: usize = 64;
 /// upload path must answer it with a 2xx. A 404, 405 or 411 (and any other
 /// status) means the target does not take uploads there, so a slow upload
 /// to it would hold nothing and every level would be a false "held".
-pub fn upload_path(addr: SocketAddr, host: &str, path: &str) -> Result<Finding> {
+pub fn upload_path(addr: SocketAddr, host: &str, path: &str, wait: Duration) -> Result<Finding> {
     let body = &common::pattern::block(loadgen::upload::UPLOAD_BLOCK)[..PROBE_BYTES];
     let mut request = format!(
         "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n\
@@ -223,7 +226,7 @@ pub fn upload_path(addr: SocketAddr, host: &str, path: &str) -> Result<Finding> 
     )
     .into_bytes();
     request.extend_from_slice(body);
-    let text = exchange(addr, &request, &format!("POST {path}"))?;
+    let text = exchange(addr, &request, &format!("POST {path}"), wait)?;
     match parse_head(&text).0 {
         Some(code) if (200..300).contains(&code) => Ok(Finding::new(
             "upload_path",
@@ -245,9 +248,9 @@ pub fn upload_path(addr: SocketAddr, host: &str, path: &str) -> Result<Finding> 
 
 /// Sends `request` on a new connection to `addr` and returns the response
 /// head as text (`what` names the request in errors).
-fn exchange(addr: SocketAddr, request: &[u8], what: &str) -> Result<String> {
+fn exchange(addr: SocketAddr, request: &[u8], what: &str, wait: Duration) -> Result<String> {
     let mut s = connect(addr, what)?;
-    s.set_read_timeout(Some(PROBE_WAIT))?;
+    s.set_read_timeout(Some(wait))?;
     s.write_all(request)
         .with_context(|| format!("sending {what}"))?;
     let mut head = Vec::new();
@@ -261,10 +264,7 @@ fn exchange(addr: SocketAddr, request: &[u8], what: &str) -> Result<String> {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                bail!(common::exit::BadInput::new(format!(
-                    "the server accepted {what} but answered nothing in {} s",
-                    PROBE_WAIT.as_secs()
-                )))
+                bail!(common::exit::BadInput::new(nothing_in(what, wait)))
             }
             Err(e) => bail!(common::exit::BadInput::new(format!(
                 "reading the answer to {what}: {e}"

@@ -329,7 +329,7 @@ fn preflight_direct(
     let hold = match plan.direction {
         Direction::Download => {
             let large = lab::netns::within(client.as_deref(), || {
-                preflight::large_path(addr, host, &plan.large_path)
+                preflight::large_path(addr, host, &plan.large_path, plan.ready_timeout)
             })
             .inspect_err(|e| {
                 findings.push(Finding::new("large_path", Status::Error, format!("{e:#}")))
@@ -379,7 +379,7 @@ fn preflight_direct(
         Direction::Upload => {
             let path = &plan.upload.upload_path;
             let f = lab::netns::within(client.as_deref(), || {
-                preflight::upload_path(addr, host, path)
+                preflight::upload_path(addr, host, path, plan.ready_timeout)
             })
             .inspect_err(|e| {
                 findings.push(Finding::new("upload_path", Status::Error, format!("{e:#}")))

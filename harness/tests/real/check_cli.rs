@@ -302,6 +302,9 @@ fn user_command(line: &str, mark: &str) -> Outcome {
         "/large",
         "--max-slow",
         "1",
+        // What never answers is given up on after 5 s, not the default 20.
+        "--ready-timeout",
+        "5s",
     ];
     args.extend(SCALED);
     let o = check(&args, dir.path());
@@ -335,6 +338,7 @@ fn a_command_that_never_listens_is_stopped() {
         "{}",
         o.stderr
     );
+    assert!(o.stderr.contains("within 5s"), "{}", o.stderr);
 }
 
 #[test]
@@ -442,6 +446,10 @@ fn bad_flags_get_one_line_and_exit_two() {
         (
             vec!["--target", "http://10.1.2.3:80", "--large-path", "/large"],
             "allow-remote",
+        ),
+        (
+            vec!["--server", "rust-async", "--ready-timeout", "500ms"],
+            "must be from 1s to 10m",
         ),
         (
             vec!["--server-cmd", "python3 app.py", "--large-path", "/large"],
@@ -872,6 +880,8 @@ fn a_server_that_accepts_and_never_answers_is_one_clear_line_in_every_direction(
         let dir = tempfile::tempdir().unwrap();
         let mut args = vec!["--target", url.as_str(), "--direction", direction];
         args.extend(["--large-path", "/large", "--max-slow", "1"]);
+        // The pre-flight gives up after 2 s, not the default 20.
+        args.extend(["--ready-timeout", "2s"]);
         args.extend(SCALED);
         let o = check(&args, dir.path());
         assert_eq!(o.status.code(), Some(2), "{direction}: {}", o.stderr);
@@ -884,7 +894,8 @@ fn a_server_that_accepts_and_never_answers_is_one_clear_line_in_every_direction(
             .to_string();
         assert!(!last.contains("os error"), "{direction}: {last}");
         assert!(
-            last.contains("answered nothing") || last.contains("does not answer"),
+            last.contains("answered nothing in 2s (--ready-timeout)")
+                || last.contains("does not answer"),
             "{direction}: {last}"
         );
     }

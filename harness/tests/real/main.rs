@@ -2,8 +2,9 @@
 //! servers, network namespaces, cgroups, `tc` and Chromium, in one test
 //! binary whose tests run one at a time (`scripts/test` runs it with
 //! `--test-threads=1`, and each test's parts would load each other's
-//! measurements otherwise). Built with the `real-stack` feature only, so
-//! `cargo test` alone is the fast tier. A missing tool or privilege fails
+//! measurements otherwise). Its target has `test = false`, so `cargo
+//! test` alone is the fast tier and `cargo test -p harness --test real`
+//! runs this one. A missing tool or privilege fails
 //! a test here with one line naming it (`testkit::real`).
 
 #[path = "../support/mod.rs"]

@@ -73,6 +73,8 @@ fn failing_proxy(line: &str, mark: &str) -> support::child::Outcome {
     let line = format!("export SLOWLAB_CHECK_MARK={mark}; {line}");
     let mut args = vec!["--server-cmd", &server, "--large-path", "/large"];
     args.extend(["--through-cmd", &line, "--max-slow", "1", "--repeat", "1"]);
+    // What never answers is given up on after 5 s, not the default 20.
+    args.extend(["--ready-timeout", "5s"]);
     args.extend(SCALED);
     let o = check(&args, dir.path());
     let left = support::processes_mentioning(mark);
@@ -104,6 +106,7 @@ fn a_proxy_that_never_listens_is_stopped() {
         "{}",
         o.stderr
     );
+    assert!(o.stderr.contains("within 5s"), "{}", o.stderr);
 }
 
 #[test]

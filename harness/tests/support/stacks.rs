@@ -37,6 +37,7 @@ pub fn launcher(tools: &Tools, dir: &Path) -> Launcher {
         exe: slowlab(),
         tools: tools.clone(),
         app_dir: Launcher::write_app(&dir.join("app")).expect("the app is written"),
+        ready_timeout: lab::stack::launch::READY_TIMEOUT,
     }
 }
 

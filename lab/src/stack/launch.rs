@@ -31,8 +31,9 @@ pub const GUNICORN_CONF: &str = include_str!("../../python/slowlab_gunicorn_conf
 /// Its ASGI twin (for Uvicorn), which imports the WSGI app's constants.
 pub const ASGI_APP_PY: &str = include_str!("../../python/slowlab_asgi.py");
 
-/// How long a component may take to answer after it was started.
-const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a component may take to answer after it was started, unless
+/// the verb says otherwise (`check --ready-timeout`).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// What every launch needs to know.
 #[derive(Debug)]
@@ -42,6 +43,9 @@ pub struct Launcher {
     pub tools: Tools,
     /// A directory holding `slowlab_app.py`.
     pub app_dir: PathBuf,
+    /// How long a started component may take to answer its probe
+    /// ([`READY_TIMEOUT`] unless the verb says otherwise).
+    pub ready_timeout: Duration,
 }
 
 /// The app's own logs in a run's log directory: the send log (one row per
@@ -155,7 +159,7 @@ impl Launcher {
                 cwd: Some(self.app_dir.clone()),
                 ..spec.clone()
             };
-            start_and_probe(spec, cgroup, Some(addr), "/fast")
+            start_and_probe(spec, cgroup, Some(addr), "/fast", self.ready_timeout)
         })
     }
 
@@ -234,7 +238,7 @@ impl Launcher {
                     worker_timeout: server::models::sync::GUNICORN_TIMEOUT,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
-                start_and_probe(spec, cgroup.as_ref(), None, "/fast")?
+                start_and_probe(spec, cgroup.as_ref(), None, "/fast", self.ready_timeout)?
             }
         };
         Ok(Running {
@@ -263,6 +267,7 @@ impl Launcher {
             output: "app",
             cwd: cmd.dir.clone(),
             probe: &cmd.ready_path,
+            ready: self.ready_timeout,
         };
         user.start(paths, cgroup, at, |addr| cmd.line_for(addr))
     }
@@ -285,6 +290,7 @@ impl Launcher {
             output: "proxy",
             cwd: None,
             probe,
+            ready: self.ready_timeout,
         };
         user.start(paths, cgroup, at, |addr| cmd.line_for(addr, upstream))
     }
@@ -382,6 +388,7 @@ impl Launcher {
                         Some(addr),
                         probe,
                         probe_edge.as_ref(),
+                        self.ready_timeout,
                     )
                 })?
             }
@@ -411,6 +418,7 @@ impl Launcher {
                     Some(addr),
                     probe,
                     probe_edge.as_ref(),
+                    self.ready_timeout,
                 )
             })?,
             ProxyKind::Pingora => {
@@ -460,7 +468,14 @@ impl Launcher {
                     http2: edge.http2,
                 });
                 let spec = spec(self.exe.clone(), process::utf8_args(args.argv())?);
-                start_at_edge(spec, cgroup.as_ref(), None, probe, probe_edge.as_ref())?
+                start_at_edge(
+                    spec,
+                    cgroup.as_ref(),
+                    None,
+                    probe,
+                    probe_edge.as_ref(),
+                    self.ready_timeout,
+                )?
             }
         };
         Ok(Some(Running {
@@ -480,13 +495,14 @@ fn start_and_probe(
     cgroup: Option<&Cgroup>,
     addr: Option<SocketAddr>,
     probe: &str,
+    ready: Duration,
 ) -> Result<(Guard, SocketAddr)> {
     let mut guard = process::spawn(&spec, cgroup)?;
     let addr = match addr {
         Some(a) => a,
-        None => guard.wait_ready_line(READY_TIMEOUT)?,
+        None => guard.wait_ready_line(ready)?,
     };
-    guard.wait_http_ok(addr, probe, READY_TIMEOUT)?;
+    guard.wait_http_ok(addr, probe, ready)?;
     Ok((guard, addr))
 }
 
@@ -503,16 +519,17 @@ fn start_at_edge(
     addr: Option<SocketAddr>,
     probe: &str,
     tls: Option<&loadgen::edge::EdgeArgs>,
+    ready: Duration,
 ) -> Result<(Guard, SocketAddr)> {
     let Some(edge) = tls else {
-        return start_and_probe(spec, cgroup, addr, probe);
+        return start_and_probe(spec, cgroup, addr, probe, ready);
     };
     let mut guard = process::spawn(&spec, cgroup)?;
     let addr = match addr {
         Some(a) => a,
-        None => guard.wait_ready_line(READY_TIMEOUT)?,
+        None => guard.wait_ready_line(ready)?,
     };
-    guard.wait_status_with(addr, probe, 200, READY_TIMEOUT, |a, p| {
+    guard.wait_status_with(addr, probe, 200, ready, |a, p| {
         loadgen::probe::edge_status(&format!("https://{a}"), edge, p, PROBE_WAIT)
     })?;
     Ok((guard, addr))
@@ -528,6 +545,7 @@ struct UserCommand<'a> {
     output: &'static str,
     cwd: Option<PathBuf>,
     probe: &'a str,
+    ready: Duration,
 }
 
 impl UserCommand<'_> {
@@ -552,7 +570,7 @@ impl UserCommand<'_> {
                 stdout: paths.logs.join(format!("{}.out", self.output)),
                 stderr: paths.logs.join(format!("{}.err", self.output)),
             };
-            start_and_probe(spec, cgroup.as_ref(), Some(addr), self.probe)
+            start_and_probe(spec, cgroup.as_ref(), Some(addr), self.probe, self.ready)
         })?;
         Ok(Running {
             guard,

@@ -580,6 +580,7 @@ mod tests {
             exe: "/nonexistent/slowlab".into(),
             tools,
             app_dir: dir.path().into(),
+            ready_timeout: crate::stack::launch::READY_TIMEOUT,
         };
         let mode = Mode::None {
             reason: "test".into(),
