@@ -69,6 +69,37 @@ fn sync_workers_come_back_when_readers_drain() {
     }
 }
 
+/// A connection that sends a request line and one header, then nothing: a
+/// slowloris client between two of its lines.
+fn unfinished_head(addr: std::net::SocketAddr) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.write_all(b"GET /fast HTTP/1.1\r\nHost: lab\r\nX-Slow: 1\r\n")
+        .expect("write the head's start");
+    s
+}
+
+#[test]
+fn unfinished_heads_hold_sync_workers_as_gunicorn_s_do() {
+    // A Gunicorn sync worker reads the whole head itself before it can
+    // answer anything, so two slowloris clients take both workers; the
+    // replica reads heads on its workers the same way (the `headers`
+    // preset's replica runs rely on it).
+    let server = start(Model::Sync, 2);
+    let addr = server.local_addr();
+    let heads = [unfinished_head(addr), unfinished_head(addr)];
+    std::thread::sleep(Duration::from_millis(100));
+    let mut fast = send_fast(addr);
+    assert!(
+        read_reply(&mut fast, Duration::from_secs(1)).is_none(),
+        "/fast was answered while both workers read unfinished heads"
+    );
+    drop(heads);
+    let reply = read_reply(&mut fast, Duration::from_secs(5))
+        .expect("/fast answered once the slowloris clients left");
+    assert_eq!(reply.body, br#"{"ok": true}"#);
+}
+
 #[test]
 fn sync_with_a_spare_worker_answers_fast() {
     let server = start(Model::Sync, 3);
