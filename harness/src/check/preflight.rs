@@ -288,12 +288,10 @@ fn connect(addr: SocketAddr, what: &str) -> Result<TcpStream> {
 
 /// The status code and `Content-Length` of a response head.
 fn parse_head(text: &str) -> (Option<u16>, Option<u64>) {
-    let mut lines = text.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok());
-    let length = lines
+    let status = loadgen::probe::status_line_code(text.as_bytes());
+    let length = text
+        .split("\r\n")
+        .skip(1)
         .take_while(|l| !l.is_empty())
         .filter_map(|l| l.split_once(':'))
         .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
